@@ -1,0 +1,96 @@
+# StrideWeave: the two everyday commands are `make demo` and `make test`.
+# Both create or refresh the project virtualenv (.venv) and install what they
+# need into it; nothing else has to be installed by hand.
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+VBIN   := $(VENV)/bin
+DEPS   := $(VENV)/.deps-stamp
+MESON  := $(VBIN)/meson
+NINJA  := $(VBIN)/ninja
+
+C_SOURCES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+PY_SOURCES := python tests/python bench examples
+
+SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
+           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+.PHONY: all venv install build-c test test-c test-python demo bench sanitize \
+        format format-check lint stubtest check clean
+
+all: test
+
+$(DEPS): requirements-dev.txt
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(DEPS)
+
+# Builds the extension and installs the package into the virtualenv.
+install: $(DEPS)
+	PATH=$(abspath $(VBIN)):$$PATH $(VPY) -m pip install -q --no-build-isolation .
+
+# The C library, its unit tests and the C examples.
+build-c: $(DEPS)
+	test -f build/c/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/c -Dpython=false -Dbuildtype=debugoptimized --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/c
+
+test-c: build-c
+	PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/c --print-errorlogs
+
+test-python: install
+	$(VPY) -m pytest -q
+
+# Every test: the C unit tests, the C examples and the pytest suite.
+test: test-c test-python
+
+demo: install
+	$(VPY) examples/layout_demo.py
+
+bench: install
+	$(VPY) bench/bench_layout.py
+	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
+		-Dbuildtype=release --reconfigure >/dev/null
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c >/dev/null
+	./build/bench/bench/bench_layout_c
+
+# The C tests and the whole pytest suite against an AddressSanitizer +
+# UndefinedBehaviorSanitizer build; the first report stops the run.
+sanitize: $(DEPS)
+	test -f build/asan/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dc_args=-fno-sanitize-recover=all --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/asan
+	$(SAN_ENV) ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+		PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/asan --print-errorlogs
+	rm -rf build/asan-stage && mkdir -p build/asan-stage
+	cp -r python/strideweave build/asan-stage/
+	cp build/asan/python/strideweave/_native*.so build/asan-stage/strideweave/
+	$(SAN_ENV) LD_PRELOAD=$$(gcc -print-file-name=libasan.so) SW_HYPOTHESIS_PROFILE=sanitize \
+		PYTHONPATH=build/asan-stage $(VPY) -m pytest -q -x -p no:cacheprovider
+
+format: $(DEPS)
+	$(VBIN)/clang-format -i $(C_SOURCES)
+	$(VBIN)/ruff format $(PY_SOURCES)
+
+format-check: $(DEPS)
+	$(VBIN)/clang-format --dry-run --Werror $(C_SOURCES)
+
+lint: $(DEPS)
+	$(VBIN)/ruff check $(PY_SOURCES)
+	$(VBIN)/ruff format --check $(PY_SOURCES)
+
+# Compares the shipped type stubs with the installed runtime module.
+stubtest: install
+	cd /tmp && $(abspath $(VPY)) -m mypy.stubtest strideweave \
+		--allowlist $(abspath python/stubtest-allowlist.txt)
+
+# What CI runs after the test command.
+check: sanitize format-check lint stubtest
+
+clean:
+	rm -rf build .venv .pytest_cache .hypothesis .ruff_cache .mypy_cache

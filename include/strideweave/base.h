@@ -1,0 +1,93 @@
+/*
+ * StrideWeave base: status codes, error messages and the allocation hook.
+ *
+ * Every fallible function in the library returns an sw_status. SW_OK (zero)
+ * means success; any other value names the class of failure, and a message
+ * describing it is available from sw_errmsg() on the same thread until the
+ * next failing call on that thread. Results are written through
+ * out-parameters, and only on success: on failure the out-parameter is left
+ * untouched and nothing is leaked.
+ */
+#ifndef STRIDEWEAVE_BASE_H
+#define STRIDEWEAVE_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#if defined(SW_BUILDING_LIBRARY)
+#define SW_API __declspec(dllexport)
+#else
+#define SW_API
+#endif
+#else
+#define SW_API __attribute__((visibility("default")))
+#endif
+
+#define SW_VERSION_MAJOR 0
+#define SW_VERSION_MINOR 1
+#define SW_VERSION_PATCH 0
+
+/*
+ * Status codes. Each maps to exactly one Python exception type, given in
+ * the comment; the binding relies on this one-to-one mapping.
+ */
+typedef enum sw_status {
+    SW_OK = 0,
+    SW_ENOMEM = 1,    /* MemoryError: an allocation failed */
+    SW_ETYPE = 2,     /* TypeError: an argument has the wrong kind */
+    SW_EVALUE = 3,    /* ValueError: an argument has an inadmissible value */
+    SW_EINDEX = 4,    /* IndexError: an index is out of range */
+    SW_EKEY = 5,      /* KeyError: a name is not registered */
+    SW_ERUNTIME = 6,  /* RuntimeError: the object's state forbids the call */
+    SW_EBUFFER = 7,   /* BufferError: a buffer protocol request failed */
+    SW_ENOTIMPL = 8,  /* NotImplementedError: not supported here */
+    SW_EOVERFLOW = 9, /* OverflowError: a value does not fit its type */
+    SW_EOS = 10       /* OSError: the operating system refused */
+} sw_status;
+
+#define SW_STATUS_COUNT 11
+
+/*
+ * The message of the last failure on the calling thread. The returned
+ * string is owned by the library and stays valid until the next failing
+ * call on this thread. Returns "" if nothing has failed yet.
+ */
+SW_API const char *sw_errmsg(void);
+
+/* The status of the last failure on the calling thread (SW_OK if none). */
+SW_API sw_status sw_errcode(void);
+
+/* A short constant name for a status, such as "SW_EVALUE". */
+SW_API const char *sw_status_name(sw_status status);
+
+/* Clears the calling thread's last failure. */
+SW_API void sw_clear_error(void);
+
+/*
+ * Fault injection for tests. After sw_debug_fail_alloc_after(n) with n >= 0,
+ * the library's allocator succeeds n more times, then every later request
+ * fails (as if the system were out of memory) until the hook is disabled
+ * with a negative n. The counter is process-wide.
+ */
+SW_API void sw_debug_fail_alloc_after(int64_t n);
+
+/*
+ * The number of library allocations currently live (allocated and not yet
+ * freed), process-wide. Tests compare it before and after a call to prove
+ * that nothing leaked.
+ */
+SW_API int64_t sw_debug_live_allocs(void);
+
+/* The library version as "MAJOR.MINOR.PATCH"; a static string. */
+SW_API const char *sw_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRIDEWEAVE_BASE_H */

@@ -1,0 +1,13 @@
+/*
+ * StrideWeave: tensors and autograd on hierarchical, CuTe-style layouts.
+ *
+ * The umbrella header. Each subsystem has its own header, named after it;
+ * include this one to get the whole public API.
+ */
+#ifndef STRIDEWEAVE_H
+#define STRIDEWEAVE_H
+
+#include "strideweave/base.h"
+#include "strideweave/layout.h"
+
+#endif /* STRIDEWEAVE_H */

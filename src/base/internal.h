@@ -1,0 +1,60 @@
+/*
+ * Private helpers shared by every subsystem: error reporting, the counted
+ * allocator, checked arithmetic and reference counts.
+ */
+#ifndef SW_BASE_INTERNAL_H
+#define SW_BASE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strideweave/base.h"
+
+#if defined(__GNUC__)
+#define SW_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define SW_PRINTF(f, a)
+#endif
+
+/* Records a failure for sw_errmsg() and returns its status. */
+sw_status sw_fail(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
+
+/*
+ * The library allocator. Every allocation in the library goes through these,
+ * so that the fault-injection hook and the live counter see all of them.
+ * sw_malloc and friends do not record an error on failure; callers return
+ * sw_oom(), which does.
+ */
+void *sw_malloc(size_t n);
+void *sw_calloc(size_t count, size_t size);
+void *sw_realloc(void *p, size_t n);
+void sw_free(void *p);
+sw_status sw_oom(void);
+
+/* Checked int64 arithmetic: false on overflow. */
+static inline bool sw_mul_ok(int64_t a, int64_t b, int64_t *r) {
+    return !__builtin_mul_overflow(a, b, r);
+}
+static inline bool sw_add_ok(int64_t a, int64_t b, int64_t *r) {
+    return !__builtin_add_overflow(a, b, r);
+}
+
+/* An atomic reference count. */
+typedef struct sw_refcount {
+    atomic_int_fast64_t n;
+} sw_refcount;
+
+static inline void sw_ref_init(sw_refcount *r) {
+    atomic_init(&r->n, 1);
+}
+static inline void sw_ref_inc(sw_refcount *r) {
+    atomic_fetch_add_explicit(&r->n, 1, memory_order_relaxed);
+}
+/* True when the count dropped to zero and the object must be freed. */
+static inline bool sw_ref_dec(sw_refcount *r) {
+    return atomic_fetch_sub_explicit(&r->n, 1, memory_order_acq_rel) == 1;
+}
+
+#endif /* SW_BASE_INTERNAL_H */

@@ -1,0 +1,47 @@
+/* Status codes and the per-thread message of the last failure. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/internal.h"
+
+#define SW_ERRMSG_CAP 512
+
+static _Thread_local char errmsg[SW_ERRMSG_CAP];
+static _Thread_local sw_status errcode;
+
+sw_status sw_fail(sw_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+    va_end(ap);
+    errcode = status;
+    return status;
+}
+
+const char *sw_errmsg(void) {
+    return errmsg;
+}
+
+sw_status sw_errcode(void) {
+    return errcode;
+}
+
+void sw_clear_error(void) {
+    errmsg[0] = '\0';
+    errcode = SW_OK;
+}
+
+const char *sw_status_name(sw_status status) {
+    static const char *const names[SW_STATUS_COUNT] = {
+        "SW_OK",     "SW_ENOMEM",   "SW_ETYPE",   "SW_EVALUE",
+        "SW_EINDEX", "SW_EKEY",     "SW_ERUNTIME", "SW_EBUFFER",
+        "SW_ENOTIMPL", "SW_EOVERFLOW", "SW_EOS",
+    };
+    if ((int)status < 0 || (int)status >= SW_STATUS_COUNT)
+        return "SW_UNKNOWN";
+    return names[status];
+}
+
+const char *sw_version(void) {
+    return "0.1.0";
+}
