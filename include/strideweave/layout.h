@@ -310,7 +310,7 @@ SW_API sw_status sw_layout_divide_tiler(const sw_layout *a, int32_t n,
                                         sw_layout *const *tiler,
                                         sw_layout **out);
 
-/* ((tile_0,...,tile_n-1),(rest_0,...,rest_n-1, remaining modes of A...)) */
+/* ((tile_0,...,tile_n-1),(rest_0,...,rest_n-1), remaining modes of A...) */
 SW_API sw_status sw_layout_zipped_divide(const sw_layout *a, int32_t n,
                                          sw_layout *const *tiler,
                                          sw_layout **out);
