@@ -282,8 +282,7 @@ SW_API sw_status sw_layout_compose_tiler(const sw_layout *a, int32_t n,
  * compact column-major layout of s (stride 1 for an integer) in a tiler.
  */
 SW_API sw_status sw_layout_compose_shape(const sw_layout *a,
-                                         const sw_tree *shape,
-                                         sw_layout **out);
+                                         const sw_tree *shape, sw_layout **out);
 
 /*
  * The complement of A with respect to cotarget M: the ordered layout C with
@@ -335,10 +334,8 @@ SW_API sw_status sw_layout_product(const sw_layout *a, const sw_layout *b,
  * (P[i], A[i]).
  */
 SW_API sw_status sw_layout_blocked_product(const sw_layout *a,
-                                           const sw_layout *b,
-                                           sw_layout **out);
-SW_API sw_status sw_layout_raked_product(const sw_layout *a,
-                                         const sw_layout *b,
+                                           const sw_layout *b, sw_layout **out);
+SW_API sw_status sw_layout_raked_product(const sw_layout *a, const sw_layout *b,
                                          sw_layout **out);
 
 /*
@@ -395,8 +392,7 @@ SW_API sw_status sw_layout_extract(const sw_layout *a, int32_t ntok,
  */
 SW_API sw_status sw_layout_rearrange(const sw_layout *a, int32_t nout,
                                      const int32_t *output, int32_t nsel,
-                                     const int32_t *selection,
-                                     sw_layout **out);
+                                     const int32_t *selection, sw_layout **out);
 
 /*
  * The inverse pair of a rearrangement: given the output id recipe and the

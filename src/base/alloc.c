@@ -12,8 +12,8 @@ static atomic_int_fast64_t live_allocs;
 static atomic_int_fast64_t fail_countdown = -1;
 
 static bool injected_failure(void) {
-    int_fast64_t left = atomic_load_explicit(&fail_countdown,
-                                             memory_order_relaxed);
+    int_fast64_t left =
+        atomic_load_explicit(&fail_countdown, memory_order_relaxed);
     while (left >= 0) {
         if (left == 0)
             return true;

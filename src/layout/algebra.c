@@ -293,8 +293,7 @@ static sw_status modout_pairs(pairs *c, int64_t n, const char *what) {
 }
 
 /* The coalesced pairs of A o (n:d) into c (room for a->n pairs). */
-static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d,
-                              pairs *c) {
+static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d, pairs *c) {
     if (d == 0) {
         c->n = 0;
         pairs_add(c, n, 0);
@@ -384,8 +383,8 @@ static sw_status check_tiler(const sw_layout *a, int32_t n,
         return sw_fail(SW_EVALUE, "tiler is missing");
     if (n > a->rank)
         return sw_fail(SW_EVALUE,
-                       "tiler has %d modes but the layout has only %d",
-                       (int)n, (int)a->rank);
+                       "tiler has %d modes but the layout has only %d", (int)n,
+                       (int)a->rank);
     return SW_OK;
 }
 

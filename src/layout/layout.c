@@ -12,8 +12,7 @@
 static const int32_t leaf_token = SW_TOK_LEAF;
 
 sw_lview sw_lview_of(const sw_layout *l) {
-    sw_lview v = {l->shape->tok, l->shape->ntok, l->shape->val,
-                  l->stride->val};
+    sw_lview v = {l->shape->tok, l->shape->ntok, l->shape->val, l->stride->val};
     return v;
 }
 
@@ -218,7 +217,8 @@ sw_status sw_layout_new(sw_tree *shape, sw_tree *stride, sw_layout **out) {
         int64_t term;
         if (!sw_mul_ok(stride->val[i], shape->val[i] - 1, &term) ||
             !sw_add_ok(span, term, &span) || span == INT64_MAX)
-            return sw_fail(SW_EVALUE, "Layout cosize overflows 64-bit integers");
+            return sw_fail(SW_EVALUE,
+                           "Layout cosize overflows 64-bit integers");
     }
     int32_t rank = shape->rank;
     size_t bytes = sizeof(sw_layout) + (size_t)rank * sizeof(int64_t) +
@@ -323,9 +323,8 @@ int sw_layout_is_leaf(const sw_layout *l) {
 }
 
 int sw_layout_equal(const sw_layout *a, const sw_layout *b) {
-    return a == b ||
-           (sw_tree_equal(a->shape, b->shape) &&
-            sw_tree_equal(a->stride, b->stride));
+    return a == b || (sw_tree_equal(a->shape, b->shape) &&
+                      sw_tree_equal(a->stride, b->stride));
 }
 
 /* ---------------------------------------------------------------- indexing */
@@ -406,7 +405,8 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
             continue;
         }
         int32_t cend = sw_tok_skip(ctok, cp, NULL);
-        sw_status st = index_coord(sub, ctok + cp + 1, cend - cp - 1, cval, acc);
+        sw_status st =
+            index_coord(sub, ctok + cp + 1, cend - cp - 1, cval, acc);
         if (st)
             return st;
         cp = cend;
@@ -462,8 +462,8 @@ sw_status sw_layout_select(const sw_layout *l, int32_t n, const int32_t *idx,
     return sw_lb_finish(&b, out);
 }
 
-sw_status sw_layout_permute(const sw_layout *l, int32_t n,
-                            const int32_t *order, sw_layout **out) {
+sw_status sw_layout_permute(const sw_layout *l, int32_t n, const int32_t *order,
+                            sw_layout **out) {
     if (n != l->rank)
         return sw_fail(SW_EVALUE,
                        "Permutation dimensions must reorder every layout mode");
@@ -553,7 +553,8 @@ static sw_status extract_views(sw_lview v, const int32_t *prof, int32_t np,
             continue;
         }
         int32_t end = sw_tok_skip(prof, p, NULL);
-        sw_status st = extract_views(child, prof + p + 1, end - p - 1, views, n);
+        sw_status st =
+            extract_views(child, prof + p + 1, end - p - 1, views, n);
         if (st)
             return st;
         p = end;
@@ -597,9 +598,8 @@ static sw_status extract_all(const sw_layout *l, int32_t np,
     return SW_OK;
 }
 
-sw_status sw_layout_extract(const sw_layout *l, int32_t np,
-                            const int32_t *prof, int32_t cap,
-                            sw_layout **pieces, int32_t *count) {
+sw_status sw_layout_extract(const sw_layout *l, int32_t np, const int32_t *prof,
+                            int32_t cap, sw_layout **pieces, int32_t *count) {
     sw_lview *views;
     int32_t n;
     sw_status st = extract_all(l, np, prof, &views, &n);

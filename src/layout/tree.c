@@ -25,7 +25,7 @@ int32_t sw_tok_skip(const int32_t *tok, int32_t i, int32_t *leaves) {
 }
 
 sw_status sw_recipe_scan(int32_t ntok, const int32_t *recipe, int ids,
-                             int32_t *nleaf, int32_t *rank, int32_t *depth) {
+                         int32_t *nleaf, int32_t *rank, int32_t *depth) {
     int32_t open = 0, maxopen = 0, leaves = 0, top = 0;
     if (ntok < 0 || (ntok > 0 && recipe == NULL))
         return sw_fail(SW_EVALUE, "tree recipe is missing");
