@@ -262,8 +262,10 @@ SW_API sw_status sw_layout_filter(const sw_layout *layout, sw_layout **out);
  * Composition R = A o B: R(c) == A(B(c)) for every coordinate c of B, and R
  * has B's modes. A is extended past its size along its last mode (CuTe's
  * convention). Fails with SW_EVALUE when a stride of B does not divide A's
- * modes ("stride 2 of B does not divide mode 3:4 of A") or an extent of B
- * does not fit them.
+ * modes ("stride 2 of B does not divide mode 3:4 of A"), when an extent of
+ * B does not fit them, or when B's modes overlap inside a mode of A so that
+ * their images would carry into the next mode (then no layout equals
+ * A o B, e.g. (2,6):(24,24) o (2,2):(1,1)).
  */
 SW_API sw_status sw_layout_compose(const sw_layout *a, const sw_layout *b,
                                    sw_layout **out);
@@ -347,7 +349,9 @@ SW_API sw_status sw_layout_right_inverse(const sw_layout *a, sw_layout **out);
 
 /*
  * Left inverse L of an injective A: L(A(i)) == i for every i < size(A).
- * SW_EVALUE if A is not injective.
+ * SW_EVALUE if A is not injective, and also for injective layouts whose
+ * sorted strides do not divide one another, e.g. (3,3):(11,12): their
+ * inverses are not computed.
  */
 SW_API sw_status sw_layout_left_inverse(const sw_layout *a, sw_layout **out);
 

@@ -237,6 +237,7 @@ static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
         int last = k == a->n - 1;
         if (r == 1) {
             pairs_add(c, s, t);
+            c->x[c->n - 1] = 1;
             continue;
         }
         if (!sw_mul_ok(t, r, &td))
@@ -244,6 +245,7 @@ static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
                            what);
         if (last) {
             pairs_add(c, (s + r - 1) / r, td);
+            c->x[c->n - 1] = r;
             r = 1;
         } else if (s > r) {
             if (s % r != 0)
@@ -252,6 +254,7 @@ static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
                                "%lld:%lld of A",
                                what, (long long)r, (long long)s, (long long)t);
             pairs_add(c, s / r, td);
+            c->x[c->n - 1] = r;
             r = 1;
         } else {
             if (r % s != 0)
@@ -260,6 +263,7 @@ static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
                                "%lld:%lld of A",
                                what, (long long)r, (long long)s, (long long)t);
             pairs_add(c, 1, td);
+            c->x[c->n - 1] = r;
             r /= s;
         }
     }
@@ -292,8 +296,19 @@ static sw_status modout_pairs(pairs *c, int64_t n, const char *what) {
     return SW_OK;
 }
 
-/* The coalesced pairs of A o (n:d) into c (room for a->n pairs). */
-static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d, pairs *c) {
+/*
+ * The coalesced pairs of A o (n:d) into c (room for a->n pairs).
+ *
+ * Composition distributes over the modes of B, which is exact only while
+ * the images of B's leaves add up inside A without carrying from one mode
+ * of A into the next (A is linear within a mode, not across modes). Each
+ * leaf steps mode k of A in digits of c->x[k], up to c->e[k] of them;
+ * usage[k] sums the largest digit every leaf can contribute, and the
+ * composition is refused once a mode other than the last (which extends)
+ * could overflow.
+ */
+static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d,
+                              int64_t *usage, pairs *c) {
     if (d == 0) {
         c->n = 0;
         pairs_add(c, n, 0);
@@ -302,16 +317,26 @@ static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d, pairs *c) {
     sw_status st = choose_pairs(a, d, c, "composition");
     if (!st)
         st = modout_pairs(c, n, "composition");
-    if (!st)
-        coalesce_pairs(c);
-    return st;
+    if (st)
+        return st;
+    for (int32_t k = 0; k + 1 < c->n; ++k) {
+        usage[k] += c->x[k] * (c->e[k] - 1);
+        if (usage[k] >= a->e[k])
+            return sw_fail(SW_EVALUE,
+                           "composition: the modes of B overlap in mode "
+                           "%lld:%lld of A, so A o B is not a layout",
+                           (long long)a->e[k], (long long)a->d[k]);
+    }
+    coalesce_pairs(c);
+    return SW_OK;
 }
 
 /*
  * A o B for a view B: one result mode per mode of B (a leaf mode composes
  * directly, a tuple mode recursively); a result of one mode is unwrapped.
  */
-static sw_status compose_view(const pairs *a, sw_lview bv, sw_layout **out) {
+static sw_status compose_view(const pairs *a, sw_lview bv, int64_t *usage,
+                              sw_layout **out) {
     sw_lb b;
     pairs c;
     sw_status st = pairs_alloc(&c, a->n);
@@ -322,14 +347,14 @@ static sw_status compose_view(const pairs *a, sw_lview bv, sw_layout **out) {
     for (int32_t i = 0; i < rank && !b.st; ++i) {
         sw_lview child = sw_lview_child(bv, i);
         if (sw_lview_child_is_leaf(bv, i)) {
-            st = compose_leaf(a, child.ext[0], child.str[0], &c);
+            st = compose_leaf(a, child.ext[0], child.str[0], usage, &c);
             if (st)
                 sw_lb_fail(&b, st);
             else
                 lb_pairs(&b, &c);
         } else {
             sw_layout *r = NULL;
-            st = compose_view(a, child, &r);
+            st = compose_view(a, child, usage, &r);
             if (st)
                 sw_lb_fail(&b, st);
             else
@@ -367,7 +392,13 @@ static sw_status compose_views(sw_lview av, sw_lview bv, sw_layout **out) {
     sw_status st = compose_lhs(av, &a);
     if (st)
         return st;
-    st = compose_view(&a, bv, out);
+    int64_t *usage = sw_calloc((size_t)a.n + 1, sizeof(int64_t));
+    if (!usage) {
+        pairs_free(&a);
+        return sw_oom();
+    }
+    st = compose_view(&a, bv, usage, out);
+    sw_free(usage);
     pairs_free(&a);
     return st;
 }

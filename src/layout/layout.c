@@ -610,21 +610,24 @@ sw_status sw_layout_extract(const sw_layout *l, int32_t np, const int32_t *prof,
         *count = n;
         return sw_fail(SW_EINDEX, "extract needs room for %d pieces", (int)n);
     }
-    int32_t made = 0;
-    while (made < n) {
-        st = sw_layout_of_view(views[made], &pieces[made]);
-        if (st)
-            break;
-        ++made;
+    /* Pieces are made into scratch space so that a failure leaves the
+     * caller's array untouched. */
+    sw_layout **made = sw_calloc((size_t)n + 1, sizeof(sw_layout *));
+    if (!made) {
+        sw_free(views);
+        return sw_oom();
     }
+    for (int32_t i = 0; i < n && !st; ++i)
+        st = sw_layout_of_view(views[i], &made[i]);
     sw_free(views);
     if (st) {
-        for (int32_t i = 0; i < made; ++i) {
-            sw_layout_release(pieces[i]);
-            pieces[i] = NULL;
-        }
+        for (int32_t i = 0; i < n; ++i)
+            sw_layout_release(made[i]);
+        sw_free(made);
         return st;
     }
+    memcpy(pieces, made, (size_t)n * sizeof(sw_layout *));
+    sw_free(made);
     *count = n;
     return SW_OK;
 }

@@ -1,0 +1,208 @@
+/*
+ * Unit tests of the base module: status names, the per-thread error
+ * message, the allocation hook and the live-allocation counter.
+ *
+ * The layout constructors serve as the library calls that fail or allocate,
+ * since the base module has no fallible entry point of its own.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "strideweave/base.h"
+#include "strideweave/layout.h"
+#include "tap.h"
+
+/*
+ * An address no library call can produce, to prove that a failing call left
+ * its out-parameter alone.
+ */
+static max_align_t sentinel_storage;
+#define SENTINEL_LAYOUT ((sw_layout *)(void *)&sentinel_storage)
+
+static void test_status_names(void) {
+    static const struct {
+        sw_status status;
+        const char *name;
+    } names[] = {
+        {SW_OK, "SW_OK"},
+        {SW_ENOMEM, "SW_ENOMEM"},
+        {SW_ETYPE, "SW_ETYPE"},
+        {SW_EVALUE, "SW_EVALUE"},
+        {SW_EINDEX, "SW_EINDEX"},
+        {SW_EKEY, "SW_EKEY"},
+        {SW_ERUNTIME, "SW_ERUNTIME"},
+        {SW_EBUFFER, "SW_EBUFFER"},
+        {SW_ENOTIMPL, "SW_ENOTIMPL"},
+        {SW_EOVERFLOW, "SW_EOVERFLOW"},
+        {SW_EOS, "SW_EOS"},
+    };
+    size_t n = sizeof names / sizeof names[0];
+    /* The table above must list every code, or a new one went untested. */
+    is_int(n, SW_STATUS_COUNT, "the name table covers SW_STATUS_COUNT codes");
+    for (size_t k = 0; k < n; k++)
+        is_str(sw_status_name(names[k].status), names[k].name,
+               "sw_status_name(%d)", (int)names[k].status);
+    /* Out-of-range codes have no contract beyond not crashing. */
+    const char *unknown = sw_status_name((sw_status)SW_STATUS_COUNT);
+    ok(unknown != NULL && strlen(unknown) > 0,
+       "sw_status_name of an unknown code gives a non-empty string");
+}
+
+/* Runs in a second thread: its error state starts clean and stays its own. */
+static void *thread_error_state(void *arg) {
+    int *result = arg;
+    int clean = sw_errcode() == SW_OK && strcmp(sw_errmsg(), "") == 0;
+    sw_layout *l = SENTINEL_LAYOUT;
+    sw_status st = sw_layout_leaf(4, -1, &l);
+    int failed_here = st == SW_EVALUE && sw_errcode() == SW_EVALUE;
+    result[0] = clean;
+    result[1] = failed_here;
+    return NULL;
+}
+
+static void test_error_state(void) {
+    /* Nothing has failed yet in this program. */
+    is_int(sw_errcode(), SW_OK, "sw_errcode is SW_OK before any failure");
+    is_str(sw_errmsg(), "", "sw_errmsg is empty before any failure");
+
+    sw_layout *l = SENTINEL_LAYOUT;
+    sw_status st = sw_layout_leaf(0, 1, &l);
+    is_int(st, SW_EVALUE, "sw_layout_leaf(0, 1) fails with SW_EVALUE");
+    ok(l == SENTINEL_LAYOUT, "the failed call left its out-parameter alone");
+    is_int(sw_errcode(), SW_EVALUE, "sw_errcode reports SW_EVALUE");
+    ok(strlen(sw_errmsg()) > 0, "sw_errmsg names the failure: '%s'",
+       sw_errmsg());
+
+    /* A success does not erase the last failure: it is the last failure. */
+    sw_layout *good = NULL;
+    st = sw_layout_leaf(4, 1, &good);
+    is_int(st, SW_OK, "sw_layout_leaf(4, 1) succeeds");
+    is_int(sw_errcode(), SW_EVALUE, "a later success keeps sw_errcode");
+    ok(strlen(sw_errmsg()) > 0, "a later success keeps sw_errmsg");
+    sw_layout_release(good);
+
+    /* The error state is per thread. */
+    pthread_t th;
+    int result[2] = {0, 0};
+    if (ok(pthread_create(&th, NULL, thread_error_state, result) == 0,
+           "started a second thread")) {
+        pthread_join(th, NULL);
+        ok(result[0], "a new thread starts with no failure recorded");
+        ok(result[1], "a failure in the second thread is reported there");
+    }
+    is_int(sw_errcode(), SW_EVALUE,
+           "the second thread's failure did not touch this thread's code");
+
+    sw_clear_error();
+    is_int(sw_errcode(), SW_OK, "sw_clear_error resets sw_errcode");
+    is_str(sw_errmsg(), "", "sw_clear_error empties sw_errmsg");
+
+    /* A second failure replaces the first. */
+    l = SENTINEL_LAYOUT;
+    st = sw_layout_parse("(2,3", &l);
+    is_int(st, SW_EVALUE, "parsing '(2,3' fails with SW_EVALUE");
+    is_int(sw_errcode(), SW_EVALUE, "sw_errcode follows the new failure");
+    ok(l == SENTINEL_LAYOUT, "the failed parse left its out-parameter alone");
+    sw_clear_error();
+}
+
+static void test_alloc_hook(void) {
+    int64_t base = sw_debug_live_allocs();
+    ok(base >= 0, "sw_debug_live_allocs is not negative (%lld)",
+       (long long)base);
+
+    /* n = 0: the very next allocation fails. */
+    sw_layout *l = SENTINEL_LAYOUT;
+    sw_debug_fail_alloc_after(0);
+    sw_status st = sw_layout_leaf(4, 2, &l);
+    sw_status st2 = sw_layout_leaf(4, 2, &l);
+    sw_debug_fail_alloc_after(-1);
+    is_int(st, SW_ENOMEM, "with the hook at 0, sw_layout_leaf gives SW_ENOMEM");
+    is_int(st2, SW_ENOMEM, "every later allocation fails too");
+    ok(l == SENTINEL_LAYOUT, "SW_ENOMEM left the out-parameter alone");
+    is_int(sw_errcode(), SW_ENOMEM, "sw_errcode reports SW_ENOMEM");
+    ok(strlen(sw_errmsg()) > 0, "sw_errmsg is set for SW_ENOMEM: '%s'",
+       sw_errmsg());
+    is_int(sw_debug_live_allocs(), base, "nothing leaked on SW_ENOMEM");
+
+    /* A negative n disables the hook, whatever its value. */
+    sw_debug_fail_alloc_after(0);
+    sw_debug_fail_alloc_after(-5);
+    l = NULL;
+    st = sw_layout_leaf(4, 2, &l);
+    is_int(st, SW_OK, "a negative n disables the hook");
+    ok(l != NULL, "the constructor wrote its result");
+    ok(sw_debug_live_allocs() > base, "a live layout counts as allocations");
+    sw_layout_release(l);
+    is_int(sw_debug_live_allocs(), base,
+           "releasing the layout returns to the baseline");
+
+    /*
+     * Walk the constructor's allocations: n successes then failure, until
+     * n is large enough for the call to succeed. Each step must fail cleanly.
+     */
+    int clean = 1;
+    int64_t n;
+    for (n = 0; n < 1000; n++) {
+        l = SENTINEL_LAYOUT;
+        sw_debug_fail_alloc_after(n);
+        st = sw_layout_leaf(4, 2, &l);
+        sw_debug_fail_alloc_after(-1);
+        if (st == SW_OK)
+            break;
+        if (st != SW_ENOMEM || l != SENTINEL_LAYOUT ||
+            sw_debug_live_allocs() != base) {
+            diag("n=%lld: status %s, out %s, live %lld (baseline %lld)",
+                 (long long)n, sw_status_name(st),
+                 l == SENTINEL_LAYOUT ? "untouched" : "written",
+                 (long long)sw_debug_live_allocs(), (long long)base);
+            clean = 0;
+        }
+    }
+    ok(clean, "every injected failure of sw_layout_leaf was clean");
+    ok(st == SW_OK && n > 0,
+       "sw_layout_leaf succeeds after %lld allowed allocations", (long long)n);
+    if (st == SW_OK)
+        sw_layout_release(l);
+    is_int(sw_debug_live_allocs(), base, "back to the baseline after the walk");
+    sw_clear_error();
+}
+
+static void test_retain_release(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_layout *l = NULL;
+    if (!ok(sw_layout_leaf(6, 1, &l) == SW_OK, "made 6:1"))
+        return;
+    int64_t held = sw_debug_live_allocs();
+    ok(sw_layout_retain(l) == l, "sw_layout_retain returns its argument");
+    is_int(sw_debug_live_allocs(), held, "retain allocates nothing");
+    sw_layout_release(l);
+    is_int(sw_debug_live_allocs(), held,
+           "one release of two references frees nothing");
+    is_int(sw_layout_size(l), 6, "the layout is still usable");
+    sw_layout_release(l);
+    is_int(sw_debug_live_allocs(), base, "the last release frees everything");
+
+    sw_layout_release(NULL);
+    sw_tree_release(NULL);
+    ok(1, "releasing NULL is a no-op");
+}
+
+static void test_version(void) {
+    char want[64];
+    snprintf(want, sizeof want, "%d.%d.%d", SW_VERSION_MAJOR, SW_VERSION_MINOR,
+             SW_VERSION_PATCH);
+    is_str(sw_version(), want, "sw_version matches the header macros");
+    ok(sw_version() == sw_version(), "sw_version returns a static string");
+}
+
+int main(void) {
+    /* Must run first: it checks the state before anything has failed. */
+    test_error_state();
+    test_status_names();
+    test_alloc_hook();
+    test_retain_release();
+    test_version();
+    return done_testing();
+}
