@@ -35,12 +35,12 @@ install: $(DEPS)
 
 # The C library, its unit tests and the C examples.
 build-c: $(DEPS)
-	test -f build/c/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
-		$(MESON) setup build/c -Dpython=false -Dbuildtype=debugoptimized --werror
-	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/c
+	test -f build/ctest/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/ctest -Dpython=false -Dbuildtype=debugoptimized --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/ctest
 
 test-c: build-c
-	PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/c --print-errorlogs
+	PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/ctest --print-errorlogs
 
 test-python: install
 	$(VPY) -m pytest -q

@@ -65,7 +65,7 @@ sw_lview sw_lview_child(sw_lview v, int32_t i) {
 }
 
 int sw_lview_child_is_leaf(sw_lview v, int32_t i) {
-    int32_t tb, te, lb;
+    int32_t tb = 0, te = 0, lb = 0;
     return lview_locate(v, i, &tb, &te, &lb) && v.tok[tb] != SW_TOK_PUSH;
 }
 

@@ -177,7 +177,7 @@ static int child_range(const sw_tree *t, int32_t i, int32_t *tb, int32_t *te,
 }
 
 int sw_tree_child_is_leaf(const sw_tree *t, int32_t i) {
-    int32_t tb, te, lb;
+    int32_t tb = 0, te = 0, lb = 0;
     return child_range(t, i, &tb, &te, &lb) && t->tok[tb] != SW_TOK_PUSH;
 }
 
@@ -217,7 +217,7 @@ static sw_status tb_finish(tbuild *b, sw_tree_kind kind, sw_tree **out) {
 }
 
 sw_status sw_tree_child(const sw_tree *t, int32_t i, sw_tree **out) {
-    int32_t tb, te, lb;
+    int32_t tb = 0, te = 0, lb = 0;
     if (i < 0 || !child_range(t, i, &tb, &te, &lb))
         return sw_fail(SW_EINDEX, "tree index %d out of range (rank %d)",
                        (int)i, (int)t->rank);
@@ -239,7 +239,7 @@ sw_status sw_tree_select(const sw_tree *t, int32_t n, const int32_t *idx,
     if (n < 0)
         return sw_fail(SW_EVALUE, "negative selection count");
     for (int32_t k = 0; k < n; ++k) {
-        int32_t tb, te, lb, leaves = 0;
+        int32_t tb = 0, te = 0, lb = 0, leaves = 0;
         if (idx[k] < 0 || !child_range(t, idx[k], &tb, &te, &lb))
             return sw_fail(SW_EINDEX, "tree index %d out of range (rank %d)",
                            (int)idx[k], (int)t->rank);
@@ -252,7 +252,7 @@ sw_status sw_tree_select(const sw_tree *t, int32_t n, const int32_t *idx,
     if (st)
         return st;
     for (int32_t k = 0; k < n; ++k) {
-        int32_t tb, te, lb;
+        int32_t tb = 0, te = 0, lb = 0;
         child_range(t, idx[k], &tb, &te, &lb);
         tb_copy(&b, t, tb, te, lb);
     }
