@@ -291,7 +291,9 @@ SW_API sw_status sw_layout_compose_shape(const sw_layout *a,
  * strides increasing such that (A, C) is injective and has cosize M.
  * Extent-1 and stride-0 leaves of A are ignored. SW_EVALUE if A overlaps
  * itself, if its strides cannot be completed evenly, or if M is not a
- * multiple of A's span. The result is 1:0 when nothing is left to cover.
+ * multiple of A's span. A cotarget of 0 means A's own span: only the gaps
+ * between A's modes are filled ((4:2) gives 2:1). The result is 1:0 when
+ * nothing is left to cover.
  */
 SW_API sw_status sw_layout_complement(const sw_layout *a, int64_t cotarget,
                                       sw_layout **out);

@@ -583,8 +583,8 @@ static sw_status complement_pairs(const sw_layout *a, int64_t cotarget,
 
 sw_status sw_layout_complement(const sw_layout *a, int64_t cotarget,
                                sw_layout **out) {
-    if (cotarget < 1)
-        return sw_fail(SW_EVALUE, "complement: cotarget must be positive");
+    if (cotarget < 0)
+        return sw_fail(SW_EVALUE, "complement: cotarget must not be negative");
     pairs c;
     sw_status st = complement_pairs(a, cotarget, &c);
     if (st)

@@ -716,7 +716,12 @@ static void test_vectors_complement(void) {
     check_complement("(2,2):(1,6)", 24, "(3,2):(2,12)");
     /* The header: 1:0 when nothing is left to cover. */
     check_complement("4:1", 4, "1:0");
+    /* Cotarget 0: only the gaps between the modes. */
+    check_complement("4:2", 0, "2:1");
+    check_complement("(2,4):(1,6)", 0, "3:2");
+    check_complement("8:1", 0, "1:0");
     check_complement_rejected("(2,2):(1,1)", 8);
+    check_complement_rejected("4:2", -1);
     check_complement_rejected("4:2", 12);
     leak_check(base, "complement rows");
 }

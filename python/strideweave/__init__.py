@@ -1,0 +1,30 @@
+"""StrideWeave: tensors and autograd on hierarchical, CuTe-style layouts.
+
+A tensor is ``(carrier, offset, layout)``: a carrier owns or references
+storage, a layout maps logical coordinates to physical indices. The layout
+algebra (composition, complement, divides, products, inverses) is implemented
+in the C library ``libstrideweave``; this package is its Python face.
+
+Examples:
+    >>> import strideweave as sw
+    >>> layout = sw.Layout(sw.Shape([2, 3]), sw.Stride([1, 2]))
+    >>> layout.size, layout.cosize, layout([1, 2])
+    (6, 6, 5)
+"""
+
+from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
+
+__version__ = "0.1.0"
+
+# The core names come first, in the fixed order of the reference API (CPU,
+# Carrier, DType, Evictable, FileBacked, Generic, Layout, Module, Node,
+# Parameter, Shape, Stride, Tensor, Tiler, Tree; only the layout ones exist so
+# far); the operation names follow them, in sorted() order.
+__all__ = [
+    "Layout",
+    "Node",
+    "Shape",
+    "Stride",
+    "Tiler",
+    "Tree",
+]

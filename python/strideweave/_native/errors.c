@@ -1,0 +1,50 @@
+/*
+ * The one place where a library status becomes a Python exception.
+ */
+#include "errors.h"
+
+PyObject *swpy_exception_type(sw_status status) {
+    switch (status) {
+    case SW_ENOMEM:
+        return PyExc_MemoryError;
+    case SW_ETYPE:
+        return PyExc_TypeError;
+    case SW_EVALUE:
+        return PyExc_ValueError;
+    case SW_EINDEX:
+        return PyExc_IndexError;
+    case SW_EKEY:
+        return PyExc_KeyError;
+    case SW_ERUNTIME:
+        return PyExc_RuntimeError;
+    case SW_EBUFFER:
+        return PyExc_BufferError;
+    case SW_ENOTIMPL:
+        return PyExc_NotImplementedError;
+    case SW_EOVERFLOW:
+        return PyExc_OverflowError;
+    case SW_EOS:
+        return PyExc_OSError;
+    case SW_OK:
+        break;
+    }
+    return PyExc_SystemError;
+}
+
+PyObject *swpy_raise(sw_status status) {
+    if (status == SW_OK) {
+        PyErr_SetString(PyExc_SystemError,
+                        "strideweave: error raised for a successful call");
+        return NULL;
+    }
+    const char *msg = sw_errmsg();
+    if (msg == NULL || msg[0] == '\0') {
+        msg = sw_status_name(status);
+    }
+    /*
+     * KeyError's str() is the repr of its argument; giving it the message
+     * as its single argument matches what Python code raising KeyError does.
+     */
+    PyErr_SetString(swpy_exception_type(status), msg);
+    return NULL;
+}

@@ -1,0 +1,20 @@
+/*
+ * The layout types of the extension: Shape, Stride and Layout.
+ *
+ * Shape and Stride wrap an immutable sw_tree, Layout an immutable sw_layout.
+ * The types are heap types created per module; all three are final and
+ * immutable, and their tp_name puts them in strideweave.core.layout.
+ */
+#ifndef SWPY_LAYOUT_H
+#define SWPY_LAYOUT_H
+
+#include "module.h"
+
+/*
+ * Creates the three types for module and stores them in st. Returns 0, or
+ * -1 with an exception set (st may then hold some of the types, which the
+ * module's clear function releases).
+ */
+int swpy_layout_init_types(PyObject *module, swpy_state *st);
+
+#endif /* SWPY_LAYOUT_H */

@@ -1,0 +1,3 @@
+"""Implementation package of strideweave; import public names from strideweave."""
+
+__all__: list[str] = []
