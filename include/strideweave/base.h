@@ -83,6 +83,21 @@ SW_API void sw_debug_fail_alloc_after(int64_t n);
  */
 SW_API int64_t sw_debug_live_allocs(void);
 
+/*
+ * Peers, for bindings. A reference-counted library object (a carrier, a
+ * tensor) may have one peer: the object that represents it in a host
+ * language. The peer holds one reference to the library object; while
+ * anything else holds one too, the library object keeps its peer alive
+ * through these hooks (retain when the count rises from 1 to 2, release
+ * when it falls back to 1), so the pair lives exactly as long as either is
+ * used, without a reference cycle. Hooks run on the thread that changes
+ * the count.
+ */
+typedef struct sw_peer_hooks {
+    void (*retain)(void *peer);
+    void (*release)(void *peer);
+} sw_peer_hooks;
+
 /* The library version as "MAJOR.MINOR.PATCH"; a static string. */
 SW_API const char *sw_version(void);
 

@@ -9,5 +9,7 @@
 
 #include "strideweave/base.h"
 #include "strideweave/layout.h"
+#include "strideweave/carrier.h"
+#include "strideweave/tensor.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -57,4 +57,27 @@ static inline bool sw_ref_dec(sw_refcount *r) {
     return atomic_fetch_sub_explicit(&r->n, 1, memory_order_acq_rel) == 1;
 }
 
+/*
+ * The header of every reference-counted object that can have a peer (see
+ * sw_peer_hooks in base.h).
+ */
+typedef struct sw_object {
+    atomic_int_fast64_t ref;
+    void *peer;
+    const sw_peer_hooks *hooks;
+} sw_object;
+
+void sw_object_init(sw_object *o);
+void sw_object_retain(sw_object *o);
+/* True when the last reference went and the object must be destroyed. */
+bool sw_object_release(sw_object *o);
+void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks);
+
+/* A 64-byte aligned, zeroed allocation, and its release. */
+void *sw_alloc_aligned(size_t n, int zero);
+void sw_free_aligned(void *p);
+
+/* A number that identifies the calling thread while it runs. */
+uintptr_t sw_thread_id(void);
+
 #endif /* SW_BASE_INTERNAL_H */

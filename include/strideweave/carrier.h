@@ -1,0 +1,282 @@
+/*
+ * StrideWeave carriers: dtypes, element values and the carrier base.
+ *
+ * A carrier owns or references storage. The base (sw_carrier_*) owns the
+ * rules every carrier shares: the version counter, mutability, release,
+ * ownership by a composite carrier, bounds and state checks. A backend
+ * supplies its storage through an sw_carrier_class vtable; the base wraps
+ * every slot and supplies the documented default for an empty one.
+ *
+ * Built-in backends: CPU (native memory), Generic (host values behind an
+ * sw_host_ops vtable; doubles for C programs) and FileBacked (raw values in
+ * a file).
+ *
+ * Ownership: sw_carrier is reference-counted (sw_carrier_retain and
+ * sw_carrier_unref). Releasing a carrier's *storage*, the permanent
+ * user-visible action, is sw_carrier_release_storage. Constructors write an
+ * owned reference through their last parameter.
+ *
+ * Threads: a carrier may be read from several threads; writes, release and
+ * the ownership protocol must be serialised by the caller, as with any
+ * mutable object. Version counters are atomic.
+ */
+#ifndef STRIDEWEAVE_CARRIER_H
+#define STRIDEWEAVE_CARRIER_H
+
+#include "strideweave/base.h"
+#include "strideweave/layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum sw_dtype {
+    SW_DTYPE_ANY = 0,      /* arbitrary host values (Generic only) */
+    SW_DTYPE_FLOATING = 1, /* host numbers; doubles in files */
+    SW_DTYPE_FLOAT32 = 2,
+    SW_DTYPE_INT32 = 3,
+    SW_DTYPE_BOOL = 4
+} sw_dtype;
+
+#define SW_DTYPE_COUNT 5
+
+/* "Any", "Floating", "Float32", "Int32" or "Bool"; NULL if out of range. */
+SW_API const char *sw_dtype_name(sw_dtype dtype);
+/* Non-zero for Floating and Float32, the dtypes autograd works on. */
+SW_API int sw_dtype_is_differentiable(sw_dtype dtype);
+/* Bytes per element in native storage (8 for Floating, 0 for Any). */
+SW_API int64_t sw_dtype_itemsize(sw_dtype dtype);
+
+/* ------------------------------------------------------------------ values */
+
+typedef struct sw_host_ops sw_host_ops;
+
+typedef enum sw_value_kind {
+    SW_VALUE_NONE = 0, /* no value: a layout hole (written as 0) */
+    SW_VALUE_F64 = 1,
+    SW_VALUE_I64 = 2,
+    SW_VALUE_HOST = 3 /* a host object reference, released by ops */
+} sw_value_kind;
+
+/*
+ * One element value. A value read from a carrier is owned by the reader:
+ * sw_value_clear releases a host reference (a no-op for numbers). Values
+ * passed to a write are borrowed.
+ */
+typedef struct sw_value {
+    sw_value_kind kind;
+    union {
+        double f;
+        int64_t i;
+        void *host;
+    } as;
+    const sw_host_ops *ops; /* SW_VALUE_HOST: the ops owning the reference */
+} sw_value;
+
+SW_API sw_value sw_value_f64(double f);
+SW_API sw_value sw_value_i64(int64_t i);
+SW_API void sw_value_clear(sw_value *v);
+
+/*
+ * Host values for Generic carriers. A store is an indexable sequence of
+ * host values owned by the carrier. C programs use sw_host_doubles, whose
+ * store is an array of doubles; the Python binding supplies a store over a
+ * Python sequence. version must be SW_HOST_OPS_VERSION.
+ */
+#define SW_HOST_OPS_VERSION 1
+struct sw_host_ops {
+    uint32_t version;
+    /* The number of values in the store (>= 0), or a negative status. */
+    int64_t (*length)(void *store);
+    /* Reads value i (0 <= i < length) into *out, owned by the caller. */
+    sw_status (*get)(void *store, int64_t i, sw_value *out);
+    /* Writes value i; NULL if the store cannot be written. */
+    sw_status (*set)(void *store, int64_t i, const sw_value *v);
+    /* Makes a new store of n values (NULL values: n empty slots). */
+    sw_status (*make)(const sw_host_ops *ops, int64_t n,
+                      const sw_value *values, void **out);
+    /* Drops the carrier's reference to the store. */
+    void (*drop)(void *store);
+    /* Releases one host value reference (for sw_value_clear). */
+    void (*release_value)(void *host);
+};
+
+/* The built-in store of doubles (values read as SW_VALUE_F64). */
+SW_API const sw_host_ops *sw_host_doubles(void);
+
+/* ---------------------------------------------------------------- carriers */
+
+typedef struct sw_carrier sw_carrier;
+typedef struct sw_tensor sw_tensor;
+
+/*
+ * A carrier backend. version must be SW_CARRIER_CLASS_VERSION. Every slot
+ * receives the carrier; sw_carrier_state gives the backend's state. The
+ * base has checked release, bounds and mutability before a slot runs.
+ * Slots marked optional may be NULL; the comment gives the default.
+ */
+#define SW_CARRIER_CLASS_VERSION 1
+typedef struct sw_carrier_class {
+    uint32_t version;
+    /* A short name for messages: "CPU", "Generic", "FileBacked". */
+    const char *name;
+    /* Required: the number of elements. */
+    int64_t (*size)(sw_carrier *c);
+    /* Required: reads element i into *out (owned by the caller). */
+    sw_status (*get)(sw_carrier *c, int64_t i, sw_value *out);
+    /* Optional: writes element i. Default: RuntimeError, not mutable. */
+    sw_status (*set)(sw_carrier *c, int64_t i, const sw_value *v);
+    /* Optional: the dtype, for backends whose dtype is decided late (a
+     * Python subclass answers through a method). Default: the dtype given
+     * to sw_carrier_new. */
+    sw_dtype (*dtype)(sw_carrier *c);
+    /* Optional: the storage's intrinsic mutability. Default: 0. */
+    int (*is_mutable)(sw_carrier *c);
+    /* Optional: frees the storage (called once). Default: nothing. */
+    void (*release)(sw_carrier *c);
+    /* Optional: frees the backend state when the last reference goes. */
+    void (*destroy)(sw_carrier *c);
+    /* Optional: fresh storage of the same backend. Default: NotImpl. */
+    sw_status (*allocate_like)(sw_carrier *c, int64_t size, int mutable_,
+                               sw_dtype dtype, int empty, sw_carrier **out);
+    /* Optional: fresh storage holding values. Default: allocate_like, then
+     * element writes. */
+    sw_status (*new_like)(sw_carrier *c, int64_t n, const sw_value *values,
+                          int mutable_, sw_dtype dtype, sw_carrier **out);
+    /* Optional: contiguous native elements, NULL if none. */
+    void *(*data)(sw_carrier *c);
+} sw_carrier_class;
+
+/*
+ * Makes a carrier of a custom backend with the given state (owned by the
+ * carrier from now on: destroy frees it). SW_EVALUE for a bad class.
+ */
+SW_API sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
+                                sw_dtype dtype, sw_carrier **out);
+
+SW_API sw_carrier *sw_carrier_retain(sw_carrier *c);
+SW_API void sw_carrier_unref(sw_carrier *c);
+
+/* Binding support: see sw_peer_hooks in base.h. */
+SW_API void sw_carrier_set_peer(sw_carrier *c, void *peer,
+                                const sw_peer_hooks *hooks);
+SW_API void *sw_carrier_get_peer(const sw_carrier *c);
+
+SW_API const sw_carrier_class *sw_carrier_get_class(const sw_carrier *c);
+SW_API void *sw_carrier_state(const sw_carrier *c);
+SW_API sw_dtype sw_carrier_dtype(const sw_carrier *c);
+/* The element count; 0 after release. */
+SW_API int64_t sw_carrier_size(sw_carrier *c);
+SW_API int64_t sw_carrier_version(const sw_carrier *c);
+SW_API int sw_carrier_is_released(const sw_carrier *c);
+/* Writable through public interfaces now: intrinsically mutable and not
+ * owned by a composite (or accessed by its owner). */
+SW_API int sw_carrier_is_mutable(sw_carrier *c);
+SW_API int sw_carrier_is_owned(const sw_carrier *c);
+
+/*
+ * Element access with the base checks: RuntimeError "Carrier is released",
+ * IndexError "Carrier index out of range", and for writes RuntimeError
+ * "Carrier is not mutable". A successful write bumps the version by
+ * exactly one.
+ */
+SW_API sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out);
+SW_API sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v);
+
+/* Bumps the version; RuntimeError if owned without owner access. */
+SW_API sw_status sw_carrier_bump_version(sw_carrier *c);
+
+/*
+ * Releases the storage permanently (idempotent; the version is unchanged).
+ * RuntimeError if owned by a composite without owner access.
+ */
+SW_API sw_status sw_carrier_release_storage(sw_carrier *c);
+
+/* Fresh storage like c (dtype SW_DTYPE_COUNT means c's own dtype). */
+SW_API sw_status sw_carrier_allocate_like(sw_carrier *c, int64_t size,
+                                          int mutable_, sw_dtype dtype,
+                                          int empty, sw_carrier **out);
+SW_API sw_status sw_carrier_new_like(sw_carrier *c, int64_t n,
+                                     const sw_value *values, int mutable_,
+                                     sw_dtype dtype, sw_carrier **out);
+
+/*
+ * Ownership by a composite carrier. claim returns a token (RuntimeError if
+ * released or already owned); the owner brackets its own accesses with
+ * begin/end_owner_access (re-entrant on one thread).
+ */
+SW_API sw_status sw_carrier_claim(sw_carrier *c, int64_t *token);
+SW_API sw_status sw_carrier_relinquish(sw_carrier *c, int64_t token);
+SW_API sw_status sw_carrier_begin_owner_access(sw_carrier *c, int64_t token);
+SW_API sw_status sw_carrier_end_owner_access(sw_carrier *c, int64_t token);
+SW_API int sw_carrier_has_owner_access(const sw_carrier *c);
+
+/* ------------------------------------------------------ built-in backends */
+
+/* Native memory, 64-byte aligned, zeroed unless empty. Float32, Int32 or
+ * Bool (ValueError otherwise). */
+SW_API sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_,
+                            int empty, sw_carrier **out);
+/* Caller-provided memory of size elements, never freed or written by us. */
+SW_API sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype,
+                             int mutable_, sw_carrier **out);
+/* Non-zero if c is a CPU carrier. */
+SW_API int sw_carrier_is_cpu(const sw_carrier *c);
+/* The CPU buffer (NULL after release or for other carriers). */
+SW_API void *sw_cpu_data(sw_carrier *c);
+
+/* A Generic carrier over a host store (owned by the carrier from now on).
+ * dtype is SW_DTYPE_ANY or SW_DTYPE_FLOATING. */
+SW_API sw_status sw_generic_new(const sw_host_ops *ops, void *store,
+                                sw_dtype dtype, int mutable_,
+                                sw_carrier **out);
+/* A Generic carrier of n doubles (copied). */
+SW_API sw_status sw_generic_new_doubles(int64_t n, const double *values,
+                                        int mutable_, sw_carrier **out);
+SW_API int sw_carrier_is_generic(const sw_carrier *c);
+/* The host store of a Generic carrier (borrowed; NULL after release or for
+ * other carriers), for bindings that must visit it (garbage collection). */
+SW_API void *sw_generic_store(const sw_carrier *c);
+
+/*
+ * FileBacked: raw values in a binary file, in native byte order: Floating
+ * as 8-byte doubles, Float32 and Int32 as 4 bytes. A new carrier has size 0
+ * (sw_file_resize grows it, zero-filled). With path NULL the file is a
+ * private temporary file in the system's temporary directory, removed on
+ * release, when the carrier is destroyed, or by sw_file_remove_temporaries;
+ * a named file is created exclusively (SW_EOS "File exists" if it does)
+ * and kept. Element access reads and writes the file directly: memory use
+ * does not grow with the file. I/O failures are SW_EOS with the system's
+ * message, and leave the carrier and its values as they were.
+ */
+SW_API sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,
+                             sw_carrier **out);
+SW_API int sw_carrier_is_file(const sw_carrier *c);
+/* The file's path (borrowed; valid until the carrier is destroyed). */
+SW_API const char *sw_file_path(const sw_carrier *c);
+/* Non-zero if the file is a private temporary. */
+SW_API int sw_file_is_temporary(const sw_carrier *c);
+/* Truncates or extends the file to size elements (new ones are zero). */
+SW_API sw_status sw_file_resize(sw_carrier *c, int64_t size);
+/* Bulk transfer of n elements starting at element i, in native layout. */
+SW_API sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n,
+                              void *buf);
+SW_API sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n,
+                               const void *buf);
+/* Removes every temporary file still open (for interpreter exit). */
+SW_API void sw_file_remove_temporaries(void);
+
+/*
+ * Fault injection for tests: after sw_debug_fail_io_after(n) with n >= 0,
+ * n more file operations succeed and later ones fail with ENOSPC until the
+ * hook is disabled with a negative n.
+ */
+SW_API void sw_debug_fail_io_after(int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRIDEWEAVE_CARRIER_H */

@@ -1,0 +1,320 @@
+/*
+ * The carrier base: dtypes, values, versions, mutability, release and the
+ * ownership protocol. Backends only store and fetch; every shared rule is
+ * here.
+ */
+#include <string.h>
+
+#include "carrier/internal.h"
+
+/* ------------------------------------------------------------------ dtypes */
+
+const char *sw_dtype_name(sw_dtype dtype) {
+    static const char *const names[SW_DTYPE_COUNT] = {
+        "Any", "Floating", "Float32", "Int32", "Bool"};
+    if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
+        return NULL;
+    return names[dtype];
+}
+
+int sw_dtype_is_differentiable(sw_dtype dtype) {
+    return dtype == SW_DTYPE_FLOATING || dtype == SW_DTYPE_FLOAT32;
+}
+
+int64_t sw_dtype_itemsize(sw_dtype dtype) {
+    switch (dtype) {
+    case SW_DTYPE_FLOATING:
+        return 8;
+    case SW_DTYPE_FLOAT32:
+    case SW_DTYPE_INT32:
+        return 4;
+    case SW_DTYPE_BOOL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ values */
+
+sw_value sw_value_f64(double f) {
+    sw_value v;
+    memset(&v, 0, sizeof v);
+    v.kind = SW_VALUE_F64;
+    v.as.f = f;
+    return v;
+}
+
+sw_value sw_value_i64(int64_t i) {
+    sw_value v;
+    memset(&v, 0, sizeof v);
+    v.kind = SW_VALUE_I64;
+    v.as.i = i;
+    return v;
+}
+
+void sw_value_clear(sw_value *v) {
+    if (v->kind == SW_VALUE_HOST && v->ops && v->ops->release_value)
+        v->ops->release_value(v->as.host);
+    memset(v, 0, sizeof *v);
+}
+
+/* --------------------------------------------------------------- carriers */
+
+static atomic_int_fast64_t next_token = 1;
+
+sw_status sw_carrier_fail_released(void) {
+    return sw_fail(SW_ERUNTIME, "Carrier is released");
+}
+
+sw_status sw_carrier_fail_immutable(void) {
+    return sw_fail(SW_ERUNTIME, "Carrier is not mutable");
+}
+
+static sw_status fail_owned(void) {
+    return sw_fail(SW_ERUNTIME, "Carrier is owned by another carrier and "
+                                "cannot be modified directly");
+}
+
+sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype) {
+    return dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
+}
+
+sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
+                         sw_dtype dtype, sw_carrier **out) {
+    if (!cls || cls->version != SW_CARRIER_CLASS_VERSION || !cls->size ||
+        !cls->get)
+        return sw_fail(SW_EVALUE, "carrier class is incomplete or of an "
+                                  "unsupported version");
+    if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
+        return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
+    sw_carrier *c = sw_malloc(sizeof *c);
+    if (!c)
+        return sw_oom();
+    sw_object_init(&c->obj);
+    c->cls = cls;
+    c->state = state;
+    c->dtype = dtype;
+    atomic_init(&c->version, 0);
+    c->released = 0;
+    c->owner_token = 0;
+    c->access_thread = 0;
+    c->access_depth = 0;
+    *out = c;
+    return SW_OK;
+}
+
+sw_carrier *sw_carrier_retain(sw_carrier *c) {
+    if (c)
+        sw_object_retain(&c->obj);
+    return c;
+}
+
+void sw_carrier_unref(sw_carrier *c) {
+    if (!c || !sw_object_release(&c->obj))
+        return;
+    if (!c->released && c->cls->release)
+        c->cls->release(c);
+    if (c->cls->destroy)
+        c->cls->destroy(c);
+    sw_free(c);
+}
+
+void sw_carrier_set_peer(sw_carrier *c, void *peer,
+                         const sw_peer_hooks *hooks) {
+    sw_object_set_peer(&c->obj, peer, hooks);
+}
+
+void *sw_carrier_get_peer(const sw_carrier *c) {
+    return c->obj.peer;
+}
+
+const sw_carrier_class *sw_carrier_get_class(const sw_carrier *c) {
+    return c->cls;
+}
+
+void *sw_carrier_state(const sw_carrier *c) {
+    return c->state;
+}
+
+sw_dtype sw_carrier_dtype(const sw_carrier *c) {
+    if (c->cls->dtype)
+        return c->cls->dtype((sw_carrier *)c);
+    return c->dtype;
+}
+
+int64_t sw_carrier_size(sw_carrier *c) {
+    if (c->released)
+        return 0;
+    int64_t n = c->cls->size(c);
+    return n < 0 ? 0 : n;
+}
+
+int64_t sw_carrier_version(const sw_carrier *c) {
+    return atomic_load(&c->version);
+}
+
+int sw_carrier_is_released(const sw_carrier *c) {
+    return c->released;
+}
+
+int sw_carrier_is_owned(const sw_carrier *c) {
+    return c->owner_token != 0;
+}
+
+int sw_carrier_has_owner_access(const sw_carrier *c) {
+    return c->owner_token != 0 && c->access_depth > 0 &&
+           c->access_thread == sw_thread_id();
+}
+
+/* Public interfaces may write when not owned, or owned and accessed. */
+static int writable_now(const sw_carrier *c) {
+    return !c->owner_token || sw_carrier_has_owner_access(c);
+}
+
+int sw_carrier_is_mutable(sw_carrier *c) {
+    int intrinsic = c->cls->is_mutable ? c->cls->is_mutable(c) : 0;
+    return intrinsic && writable_now(c);
+}
+
+sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out) {
+    if (c->released)
+        return sw_carrier_fail_released();
+    if (i < 0 || i >= sw_carrier_size(c))
+        return sw_fail(SW_EINDEX, "Carrier index out of range");
+    return c->cls->get(c, i, out);
+}
+
+sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    if (c->released)
+        return sw_carrier_fail_released();
+    if (!sw_carrier_is_mutable(c) || !c->cls->set)
+        return sw_carrier_fail_immutable();
+    if (i < 0 || i >= sw_carrier_size(c))
+        return sw_fail(SW_EINDEX, "Carrier index out of range");
+    int_fast64_t before = atomic_load(&c->version);
+    sw_status st = c->cls->set(c, i, v);
+    if (st)
+        return st;
+    /* Exactly one bump per successful write, whatever the backend did. */
+    if (atomic_load(&c->version) == before)
+        atomic_fetch_add(&c->version, 1);
+    return SW_OK;
+}
+
+sw_status sw_carrier_bump_version(sw_carrier *c) {
+    if (!writable_now(c))
+        return fail_owned();
+    atomic_fetch_add(&c->version, 1);
+    return SW_OK;
+}
+
+sw_status sw_carrier_release_storage(sw_carrier *c) {
+    if (!writable_now(c))
+        return fail_owned();
+    if (c->released)
+        return SW_OK;
+    if (c->cls->release)
+        c->cls->release(c);
+    c->released = 1;
+    return SW_OK;
+}
+
+static sw_status check_alloc_args(int64_t size, sw_dtype dtype) {
+    if (size < 0)
+        return sw_fail(SW_EVALUE, "allocation size must be non-negative");
+    if ((int)dtype < 0 || (int)dtype > SW_DTYPE_COUNT)
+        return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
+    return SW_OK;
+}
+
+sw_status sw_carrier_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                   sw_dtype dtype, int empty,
+                                   sw_carrier **out) {
+    sw_status st = check_alloc_args(size, dtype);
+    if (st)
+        return st;
+    if (!c->cls->allocate_like)
+        return sw_fail(SW_ENOTIMPL, "%s carrier does not support allocation",
+                       c->cls->name);
+    return c->cls->allocate_like(c, size, mutable_,
+                                 sw_carrier_pick_dtype(c, dtype), empty, out);
+}
+
+sw_status sw_carrier_new_like(sw_carrier *c, int64_t n, const sw_value *values,
+                              int mutable_, sw_dtype dtype, sw_carrier **out) {
+    sw_status st = check_alloc_args(n, dtype);
+    if (st)
+        return st;
+    dtype = sw_carrier_pick_dtype(c, dtype);
+    if (c->cls->new_like)
+        return c->cls->new_like(c, n, values, mutable_, dtype, out);
+    /* The default: allocate, then write each present value. */
+    sw_carrier *r = NULL;
+    st = sw_carrier_allocate_like(c, n, 1, dtype, 0, &r);
+    for (int64_t i = 0; !st && i < n; ++i)
+        if (values[i].kind != SW_VALUE_NONE)
+            st = r->cls->set ? r->cls->set(r, i, &values[i])
+                             : sw_carrier_fail_immutable();
+    if (st) {
+        sw_carrier_unref(r);
+        return st;
+    }
+    atomic_store(&r->version, 0);
+    if (!mutable_ && r->cls->is_mutable) {
+        /* Backends decide intrinsic mutability at allocation; a default
+         * new_like cannot change it afterwards. */
+        sw_carrier_unref(r);
+        return sw_fail(SW_ENOTIMPL, "%s carrier cannot make immutable "
+                                    "copies",
+                       c->cls->name);
+    }
+    *out = r;
+    return SW_OK;
+}
+
+/* --------------------------------------------------------------- ownership */
+
+sw_status sw_carrier_claim(sw_carrier *c, int64_t *token) {
+    if (c->released)
+        return sw_carrier_fail_released();
+    if (c->owner_token)
+        return sw_fail(SW_ERUNTIME,
+                       "Carrier is already owned by another carrier");
+    c->owner_token = atomic_fetch_add(&next_token, 1);
+    *token = c->owner_token;
+    return SW_OK;
+}
+
+sw_status sw_carrier_relinquish(sw_carrier *c, int64_t token) {
+    if (!c->owner_token || token != c->owner_token)
+        return sw_fail(SW_ERUNTIME, "Invalid carrier ownership token");
+    if (c->access_depth > 0)
+        return sw_fail(SW_ERUNTIME, "Carrier ownership cannot be "
+                                    "relinquished during owner access");
+    c->owner_token = 0;
+    return SW_OK;
+}
+
+sw_status sw_carrier_begin_owner_access(sw_carrier *c, int64_t token) {
+    if (!c->owner_token || token != c->owner_token)
+        return sw_fail(SW_ERUNTIME, "Invalid carrier ownership token");
+    uintptr_t me = sw_thread_id();
+    if (c->access_depth > 0 && c->access_thread != me)
+        return sw_fail(SW_ERUNTIME, "Carrier is already being accessed by "
+                                    "its owner on another thread");
+    c->access_thread = me;
+    c->access_depth++;
+    return SW_OK;
+}
+
+sw_status sw_carrier_end_owner_access(sw_carrier *c, int64_t token) {
+    if (!c->owner_token || token != c->owner_token)
+        return sw_fail(SW_ERUNTIME, "Invalid carrier ownership token");
+    if (c->access_depth == 0 || c->access_thread != sw_thread_id())
+        return sw_fail(SW_ERUNTIME, "Carrier owner access must end on the "
+                                    "thread where it began");
+    if (--c->access_depth == 0)
+        c->access_thread = 0;
+    return SW_OK;
+}

@@ -1,0 +1,200 @@
+/*
+ * The CPU carrier: native memory, 64-byte aligned, or memory the caller
+ * owns. Float32, Int32 and Bool elements.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "carrier/internal.h"
+
+typedef struct cpu_state {
+    void *data;
+    int64_t size;
+    int owned;
+    int mutable_;
+} cpu_state;
+
+static cpu_state *cpu(sw_carrier *c) {
+    return sw_carrier_state(c);
+}
+
+static int64_t cpu_size(sw_carrier *c) {
+    return cpu(c)->size;
+}
+
+static sw_status cpu_get(sw_carrier *c, int64_t i, sw_value *out) {
+    const cpu_state *s = cpu(c);
+    switch (sw_carrier_dtype(c)) {
+    case SW_DTYPE_FLOAT32:
+        *out = sw_value_f64(((const float *)s->data)[i]);
+        return SW_OK;
+    case SW_DTYPE_INT32:
+        *out = sw_value_i64(((const int32_t *)s->data)[i]);
+        return SW_OK;
+    default:
+        *out = sw_value_i64(((const uint8_t *)s->data)[i] != 0);
+        return SW_OK;
+    }
+}
+
+/* Converts a value for a CPU element of the given dtype into *dst. */
+static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
+    if (v->kind == SW_VALUE_HOST)
+        return sw_fail(SW_ETYPE, "CPU value must be a number");
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32: {
+        float f = v->kind == SW_VALUE_F64   ? (float)v->as.f
+                  : v->kind == SW_VALUE_I64 ? (float)v->as.i
+                                            : 0.0f;
+        memcpy(dst, &f, sizeof f);
+        return SW_OK;
+    }
+    case SW_DTYPE_INT32: {
+        if (v->kind == SW_VALUE_F64)
+            return sw_fail(SW_ETYPE, "CPU value must be an integer");
+        int64_t i = v->kind == SW_VALUE_I64 ? v->as.i : 0;
+        if (i < INT32_MIN || i > INT32_MAX)
+            return sw_fail(SW_EOVERFLOW, "CPU value is out of int32 range");
+        int32_t x = (int32_t)i;
+        memcpy(dst, &x, sizeof x);
+        return SW_OK;
+    }
+    default: {
+        uint8_t b = v->kind == SW_VALUE_F64   ? v->as.f != 0.0
+                    : v->kind == SW_VALUE_I64 ? v->as.i != 0
+                                              : 0;
+        memcpy(dst, &b, 1);
+        return SW_OK;
+    }
+    }
+}
+
+static sw_status cpu_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    sw_dtype dtype = sw_carrier_dtype(c);
+    char *base = cpu(c)->data;
+    return cpu_store(dtype, v, base + i * sw_dtype_itemsize(dtype));
+}
+
+static int cpu_is_mutable(sw_carrier *c) {
+    return cpu(c)->mutable_;
+}
+
+static void cpu_release(sw_carrier *c) {
+    cpu_state *s = cpu(c);
+    if (s->owned)
+        sw_free_aligned(s->data);
+    s->data = NULL;
+    s->size = 0;
+}
+
+static void cpu_destroy(sw_carrier *c) {
+    sw_free(cpu(c));
+}
+
+static void *cpu_data(sw_carrier *c) {
+    return cpu(c)->data;
+}
+
+static sw_status cpu_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                   sw_dtype dtype, int empty,
+                                   sw_carrier **out) {
+    return sw_cpu_new(size, dtype, mutable_, empty, out);
+}
+
+static sw_status cpu_new_like(sw_carrier *c, int64_t n, const sw_value *values,
+                              int mutable_, sw_dtype dtype, sw_carrier **out) {
+    sw_carrier *r = NULL;
+    sw_status st = sw_cpu_new(n, dtype, mutable_, 1, &r);
+    if (st)
+        return st;
+    char *base = cpu(r)->data;
+    int64_t item = sw_dtype_itemsize(dtype);
+    for (int64_t i = 0; i < n && !st; ++i)
+        st = cpu_store(dtype, &values[i], base + i * item);
+    if (st) {
+        sw_carrier_unref(r);
+        return st;
+    }
+    *out = r;
+    return SW_OK;
+}
+
+static const sw_carrier_class cpu_class = {
+    .version = SW_CARRIER_CLASS_VERSION,
+    .name = "CPU",
+    .size = cpu_size,
+    .get = cpu_get,
+    .set = cpu_set,
+    .is_mutable = cpu_is_mutable,
+    .release = cpu_release,
+    .destroy = cpu_destroy,
+    .allocate_like = cpu_allocate_like,
+    .new_like = cpu_new_like,
+    .data = cpu_data,
+};
+
+static sw_status check_cpu_dtype(sw_dtype dtype) {
+    if (dtype != SW_DTYPE_FLOAT32 && dtype != SW_DTYPE_INT32 &&
+        dtype != SW_DTYPE_BOOL)
+        return sw_fail(SW_EVALUE, "CPU dtype must be DType.Float32, "
+                                  "DType.Int32 or DType.Bool");
+    return SW_OK;
+}
+
+static sw_status cpu_make(void *data, int64_t size, sw_dtype dtype,
+                          int owned, int mutable_, sw_carrier **out) {
+    cpu_state *s = sw_malloc(sizeof *s);
+    if (!s)
+        return sw_oom();
+    s->data = data;
+    s->size = size;
+    s->owned = owned;
+    s->mutable_ = mutable_ != 0;
+    sw_status st = sw_carrier_new(&cpu_class, s, dtype, out);
+    if (st)
+        sw_free(s);
+    return st;
+}
+
+sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
+                     sw_carrier **out) {
+    if (size < 0)
+        return sw_fail(SW_EVALUE, "CPU size must be non-negative");
+    sw_status st = check_cpu_dtype(dtype);
+    if (st)
+        return st;
+    int64_t bytes;
+    if (!sw_mul_ok(size, sw_dtype_itemsize(dtype), &bytes) ||
+        bytes > INT64_MAX - 128)
+        return sw_fail(SW_EVALUE, "CPU size is too large");
+    void *data = sw_alloc_aligned((size_t)bytes, !empty);
+    if (!data)
+        return sw_oom();
+    st = cpu_make(data, size, dtype, 1, mutable_, out);
+    if (st)
+        sw_free_aligned(data);
+    return st;
+}
+
+sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype,
+                      int mutable_, sw_carrier **out) {
+    if (size < 0)
+        return sw_fail(SW_EVALUE, "CPU size must be non-negative");
+    if (pointer == NULL)
+        return sw_fail(SW_EVALUE, "CPU pointer must be a positive integer "
+                                  "address");
+    sw_status st = check_cpu_dtype(dtype);
+    if (st)
+        return st;
+    return cpu_make(pointer, size, dtype, 0, mutable_, out);
+}
+
+int sw_carrier_is_cpu(const sw_carrier *c) {
+    return sw_carrier_get_class(c) == &cpu_class;
+}
+
+void *sw_cpu_data(sw_carrier *c) {
+    if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c))
+        return NULL;
+    return cpu(c)->data;
+}

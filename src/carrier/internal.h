@@ -1,0 +1,29 @@
+/* The carrier base structure, shared by the backends and tensors. */
+#ifndef SW_CARRIER_INTERNAL_H
+#define SW_CARRIER_INTERNAL_H
+
+#include "base/internal.h"
+#include "strideweave/carrier.h"
+
+struct sw_carrier {
+    sw_object obj;
+    const sw_carrier_class *cls;
+    void *state;
+    sw_dtype dtype;
+    atomic_int_fast64_t version;
+    int released;
+    /* Ownership by a composite: 0 when not owned. */
+    int64_t owner_token;
+    /* The thread inside owner access, and how deep. */
+    uintptr_t access_thread;
+    int32_t access_depth;
+};
+
+/* Common failures with the reference texts. */
+sw_status sw_carrier_fail_released(void);
+sw_status sw_carrier_fail_immutable(void);
+
+/* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
+sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);
+
+#endif /* SW_CARRIER_INTERNAL_H */

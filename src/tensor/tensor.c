@@ -1,0 +1,212 @@
+/* Tensors: construction, element access and scatter. */
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "strideweave/tensor.h"
+
+struct sw_tensor {
+    sw_object obj;
+    sw_carrier *carrier;
+    sw_layout *layout;
+    int64_t offset;
+};
+
+sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
+                        sw_tensor **out) {
+    if (!carrier || !layout)
+        return sw_fail(SW_ETYPE, "a tensor needs a carrier and a layout");
+    if (offset < 0)
+        return sw_fail(SW_EVALUE, "Tensor offset must be non-negative");
+    int64_t size = sw_carrier_size(carrier);
+    if (offset > size || layout->cosize > size - offset)
+        return sw_fail(SW_EVALUE, "Tensor storage exceeds carrier size");
+    sw_tensor *t = sw_malloc(sizeof *t);
+    if (!t)
+        return sw_oom();
+    sw_object_init(&t->obj);
+    t->carrier = sw_carrier_retain(carrier);
+    t->layout = sw_layout_retain(layout);
+    t->offset = offset;
+    *out = t;
+    return SW_OK;
+}
+
+sw_tensor *sw_tensor_retain(sw_tensor *t) {
+    if (t)
+        sw_object_retain(&t->obj);
+    return t;
+}
+
+void sw_tensor_unref(sw_tensor *t) {
+    if (!t || !sw_object_release(&t->obj))
+        return;
+    sw_carrier_unref(t->carrier);
+    sw_layout_release(t->layout);
+    sw_free(t);
+}
+
+void sw_tensor_set_peer(sw_tensor *t, void *peer, const sw_peer_hooks *hooks) {
+    sw_object_set_peer(&t->obj, peer, hooks);
+}
+
+void *sw_tensor_get_peer(const sw_tensor *t) {
+    return t->obj.peer;
+}
+
+sw_carrier *sw_tensor_carrier(const sw_tensor *t) {
+    return t->carrier;
+}
+sw_layout *sw_tensor_layout(const sw_tensor *t) {
+    return t->layout;
+}
+int64_t sw_tensor_offset(const sw_tensor *t) {
+    return t->offset;
+}
+int64_t sw_tensor_size(const sw_tensor *t) {
+    return t->layout->size;
+}
+sw_dtype sw_tensor_dtype(const sw_tensor *t) {
+    return sw_carrier_dtype(t->carrier);
+}
+int64_t sw_tensor_version(const sw_tensor *t) {
+    return sw_carrier_version(t->carrier);
+}
+int sw_tensor_is_mutable(const sw_tensor *t) {
+    return sw_carrier_is_mutable(t->carrier);
+}
+int sw_tensor_is_differentiable(const sw_tensor *t) {
+    return sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier));
+}
+
+sw_status sw_tensor_get(const sw_tensor *t, int64_t i, sw_value *out) {
+    int64_t idx;
+    sw_status st = sw_layout_index(t->layout, i, &idx);
+    if (st)
+        return st;
+    return sw_carrier_get(t->carrier, t->offset + idx, out);
+}
+
+sw_status sw_tensor_get_coord(const sw_tensor *t, int32_t ntok,
+                              const int32_t *recipe, const int64_t *values,
+                              sw_value *out) {
+    int64_t idx;
+    sw_status st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
+    if (st)
+        return st;
+    return sw_carrier_get(t->carrier, t->offset + idx, out);
+}
+
+sw_status sw_tensor_set(sw_tensor *t, int64_t i, const sw_value *v) {
+    int64_t idx;
+    sw_status st = sw_layout_index(t->layout, i, &idx);
+    if (st)
+        return st;
+    return sw_carrier_set(t->carrier, t->offset + idx, v);
+}
+
+sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok,
+                              const int32_t *recipe, const int64_t *values,
+                              const sw_value *v) {
+    int64_t idx;
+    sw_status st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
+    if (st)
+        return st;
+    return sw_carrier_set(t->carrier, t->offset + idx, v);
+}
+
+/* ----------------------------------------------------------------- scatter */
+
+/*
+ * Copies src (read through its layout) into dst at mapping positions, for
+ * two CPU carriers. An odometer over the flattened leaves of both layouts
+ * keeps the inner step to two additions.
+ */
+static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
+                        const sw_layout *mapping, const sw_tensor *src) {
+    const sw_layout *sl = src->layout;
+    int32_t n = mapping->nleaf;
+    const int64_t *ext = mapping->shape->val, *dstr = mapping->stride->val;
+    const int64_t *sstr = sl->stride->val;
+    sw_dtype dt = sw_carrier_dtype(dst), st = sw_carrier_dtype(src->carrier);
+    char *d = sw_cpu_data(dst);
+    const char *s = sw_cpu_data(src->carrier);
+    int64_t di = dst_base, si = src->offset, total = mapping->size;
+    int64_t ctr[64] = {0};
+    for (int64_t k = 0; k < total; ++k) {
+        double x;
+        if (st == SW_DTYPE_FLOAT32)
+            x = ((const float *)s)[si];
+        else if (st == SW_DTYPE_INT32)
+            x = ((const int32_t *)s)[si];
+        else
+            x = ((const uint8_t *)s)[si];
+        if (dt == SW_DTYPE_FLOAT32)
+            ((float *)d)[di] = (float)x;
+        else if (dt == SW_DTYPE_INT32)
+            ((int32_t *)d)[di] = (int32_t)x;
+        else
+            ((uint8_t *)d)[di] = x != 0.0;
+        for (int32_t j = 0; j < n; ++j) {
+            if (++ctr[j] < ext[j]) {
+                di += dstr[j];
+                si += sstr[j];
+                break;
+            }
+            di -= (ext[j] - 1) * dstr[j];
+            si -= (ext[j] - 1) * sstr[j];
+            ctr[j] = 0;
+        }
+    }
+}
+
+sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
+                             const sw_tensor *onto, const sw_layout *mapping,
+                             int64_t mapping_offset) {
+    if (!src || !onto || !mapping)
+        return sw_fail(SW_ETYPE, "scatter needs a source, a target and a "
+                                 "mapping");
+    if (mapping_offset < 0)
+        return sw_fail(SW_EVALUE, "mapping_offset must be non-negative");
+    if (onto->carrier != c)
+        return sw_fail(SW_EVALUE, "scatter_onto must be backed by this "
+                                  "carrier");
+    if (sw_carrier_is_released(c))
+        return sw_fail(SW_ERUNTIME, "scatter_onto carrier is released");
+    if (!sw_carrier_is_mutable(c))
+        return sw_carrier_fail_immutable();
+    if (sw_carrier_is_released(src->carrier))
+        return sw_fail(SW_ERUNTIME, "to_scatter carrier is released");
+    if (!sw_tree_equal(mapping->shape, src->layout->shape))
+        return sw_fail(SW_EVALUE,
+                       "mapping shape must match to_scatter layout shape");
+    int64_t base = onto->offset + mapping_offset, end;
+    if (!sw_add_ok(base, mapping->cosize, &end) || end > sw_carrier_size(c))
+        return sw_fail(SW_EVALUE,
+                       "scatter mapping exceeds destination carrier size");
+    if (sw_carrier_is_cpu(c) && sw_carrier_is_cpu(src->carrier)) {
+        sw_dtype dt = sw_carrier_dtype(c);
+        if (dt == SW_DTYPE_INT32 &&
+            sw_carrier_dtype(src->carrier) == SW_DTYPE_FLOAT32)
+            return sw_fail(SW_ETYPE, "cannot scatter Float32 values into an "
+                                     "Int32 CPU carrier");
+        if (mapping->nleaf > 64)
+            return sw_fail(SW_ENOTIMPL, "scatter supports at most 64 leaves");
+        scatter_cpu(c, base, mapping, src);
+        return sw_carrier_bump_version(c);
+    }
+    for (int64_t i = 0; i < mapping->size; ++i) {
+        int64_t idx;
+        sw_value v;
+        sw_status st = sw_layout_index(mapping, i, &idx);
+        if (!st)
+            st = sw_tensor_get(src, i, &v);
+        if (st)
+            return st;
+        st = sw_carrier_set(c, base + idx, &v);
+        sw_value_clear(&v);
+        if (st)
+            return st;
+    }
+    return SW_OK;
+}
