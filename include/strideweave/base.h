@@ -62,6 +62,13 @@ SW_API const char *sw_errmsg(void);
 /* The status of the last failure on the calling thread (SW_OK if none). */
 SW_API sw_status sw_errcode(void);
 
+/*
+ * The operating system's error number (errno) behind the last SW_EOS
+ * failure on the calling thread, so that bindings can pick a precise
+ * exception (FileExistsError, ...). 0 if the last failure was not SW_EOS.
+ */
+SW_API int sw_errno(void);
+
 /* A short constant name for a status, such as "SW_EVALUE". */
 SW_API const char *sw_status_name(sw_status status);
 

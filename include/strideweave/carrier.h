@@ -95,8 +95,8 @@ struct sw_host_ops {
     /* Writes value i; NULL if the store cannot be written. */
     sw_status (*set)(void *store, int64_t i, const sw_value *v);
     /* Makes a new store of n values (NULL values: n empty slots). */
-    sw_status (*make)(const sw_host_ops *ops, int64_t n,
-                      const sw_value *values, void **out);
+    sw_status (*make)(const sw_host_ops *ops, int64_t n, const sw_value *values,
+                      void **out);
     /* Drops the carrier's reference to the store. */
     void (*drop)(void *store);
     /* Releases one host value reference (for sw_value_clear). */
@@ -230,8 +230,7 @@ SW_API void *sw_cpu_data(sw_carrier *c);
 /* A Generic carrier over a host store (owned by the carrier from now on).
  * dtype is SW_DTYPE_ANY or SW_DTYPE_FLOATING. */
 SW_API sw_status sw_generic_new(const sw_host_ops *ops, void *store,
-                                sw_dtype dtype, int mutable_,
-                                sw_carrier **out);
+                                sw_dtype dtype, int mutable_, sw_carrier **out);
 /* A Generic carrier of n doubles (copied). */
 SW_API sw_status sw_generic_new_doubles(int64_t n, const double *values,
                                         int mutable_, sw_carrier **out);
@@ -261,8 +260,7 @@ SW_API int sw_file_is_temporary(const sw_carrier *c);
 /* Truncates or extends the file to size elements (new ones are zero). */
 SW_API sw_status sw_file_resize(sw_carrier *c, int64_t size);
 /* Bulk transfer of n elements starting at element i, in native layout. */
-SW_API sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n,
-                              void *buf);
+SW_API sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n, void *buf);
 SW_API sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n,
                                const void *buf);
 /* Removes every temporary file still open (for interpreter exit). */

@@ -57,8 +57,7 @@ SW_API sw_status sw_tensor_get_coord(const sw_tensor *t, int32_t ntok,
 SW_API sw_status sw_tensor_set(sw_tensor *t, int64_t i, const sw_value *v);
 SW_API sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok,
                                      const int32_t *recipe,
-                                     const int64_t *values,
-                                     const sw_value *v);
+                                     const int64_t *values, const sw_value *v);
 
 /*
  * Scatters src into carrier c: for every logical i, element

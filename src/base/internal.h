@@ -21,6 +21,10 @@
 /* Records a failure for sw_errmsg() and returns its status. */
 sw_status sw_fail(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
 
+/* Records an SW_EOS failure with the errno behind it; the message gets
+ * ": <strerror(err)>" appended. */
+sw_status sw_fail_os(int err, const char *fmt, ...) SW_PRINTF(2, 3);
+
 /*
  * The library allocator. Every allocation in the library goes through these,
  * so that the fault-injection hook and the live counter see all of them.

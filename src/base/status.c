@@ -1,6 +1,8 @@
 /* Status codes and the per-thread message of the last failure. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/internal.h"
 
@@ -9,13 +11,39 @@
 static _Thread_local char errmsg[SW_ERRMSG_CAP];
 static _Thread_local sw_status errcode;
 
+static _Thread_local int errnum;
+
 sw_status sw_fail(sw_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(errmsg, sizeof errmsg, fmt, ap);
     va_end(ap);
     errcode = status;
+    errnum = 0;
     return status;
+}
+
+sw_status sw_fail_os(int err, const char *fmt, ...) {
+    char what[SW_ERRMSG_CAP / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    /* strerror is not thread-safe everywhere; the POSIX variant is. */
+    char text[128] = "";
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    const char *msg = strerror_r(err, text, sizeof text);
+#else
+    const char *msg = strerror_r(err, text, sizeof text) == 0 ? text : "";
+#endif
+    snprintf(errmsg, sizeof errmsg, "%s: %s", what, msg);
+    errcode = SW_EOS;
+    errnum = err;
+    return SW_EOS;
+}
+
+int sw_errno(void) {
+    return errnum;
 }
 
 const char *sw_errmsg(void) {
@@ -29,6 +57,7 @@ sw_status sw_errcode(void) {
 void sw_clear_error(void) {
     errmsg[0] = '\0';
     errcode = SW_OK;
+    errnum = 0;
 }
 
 const char *sw_status_name(sw_status status) {

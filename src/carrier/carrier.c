@@ -265,8 +265,9 @@ sw_status sw_carrier_new_like(sw_carrier *c, int64_t n, const sw_value *values,
         /* Backends decide intrinsic mutability at allocation; a default
          * new_like cannot change it afterwards. */
         sw_carrier_unref(r);
-        return sw_fail(SW_ENOTIMPL, "%s carrier cannot make immutable "
-                                    "copies",
+        return sw_fail(SW_ENOTIMPL,
+                       "%s carrier cannot make immutable "
+                       "copies",
                        c->cls->name);
     }
     *out = r;

@@ -141,8 +141,8 @@ static sw_status check_cpu_dtype(sw_dtype dtype) {
     return SW_OK;
 }
 
-static sw_status cpu_make(void *data, int64_t size, sw_dtype dtype,
-                          int owned, int mutable_, sw_carrier **out) {
+static sw_status cpu_make(void *data, int64_t size, sw_dtype dtype, int owned,
+                          int mutable_, sw_carrier **out) {
     cpu_state *s = sw_malloc(sizeof *s);
     if (!s)
         return sw_oom();
@@ -176,8 +176,8 @@ sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
     return st;
 }
 
-sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype,
-                      int mutable_, sw_carrier **out) {
+sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
+                      sw_carrier **out) {
     if (size < 0)
         return sw_fail(SW_EVALUE, "CPU size must be non-negative");
     if (pointer == NULL)

@@ -203,8 +203,8 @@ const sw_host_ops *sw_host_doubles(void) {
     return &doubles_ops;
 }
 
-sw_status sw_generic_new_doubles(int64_t n, const double *values,
-                                 int mutable_, sw_carrier **out) {
+sw_status sw_generic_new_doubles(int64_t n, const double *values, int mutable_,
+                                 sw_carrier **out) {
     void *store = NULL;
     sw_status st = doubles_make(&doubles_ops, n, NULL, &store);
     if (st)

@@ -105,9 +105,8 @@ sw_status sw_tensor_set(sw_tensor *t, int64_t i, const sw_value *v) {
     return sw_carrier_set(t->carrier, t->offset + idx, v);
 }
 
-sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok,
-                              const int32_t *recipe, const int64_t *values,
-                              const sw_value *v) {
+sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok, const int32_t *recipe,
+                              const int64_t *values, const sw_value *v) {
     int64_t idx;
     sw_status st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
     if (st)
