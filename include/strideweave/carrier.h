@@ -110,6 +110,7 @@ SW_API const sw_host_ops *sw_host_doubles(void);
 
 typedef struct sw_carrier sw_carrier;
 typedef struct sw_tensor sw_tensor;
+struct sw_op;
 
 /*
  * A carrier backend. version must be SW_CARRIER_CLASS_VERSION. Every slot
@@ -147,6 +148,10 @@ typedef struct sw_carrier_class {
                           int mutable_, sw_dtype dtype, sw_carrier **out);
     /* Optional: contiguous native elements, NULL if none. */
     void *(*data)(sw_carrier *c);
+    /* Optional: a fresh operation for a canonical name (see op.h).
+     * Default: NotImplementedError, the carrier supports no operation. */
+    sw_status (*dispatch_op)(sw_carrier *c, const char *name,
+                             struct sw_op **out);
 } sw_carrier_class;
 
 /*

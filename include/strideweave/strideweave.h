@@ -11,5 +11,6 @@
 #include "strideweave/layout.h"
 #include "strideweave/carrier.h"
 #include "strideweave/tensor.h"
+#include "strideweave/op.h"
 
 #endif /* STRIDEWEAVE_H */

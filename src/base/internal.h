@@ -69,12 +69,21 @@ typedef struct sw_object {
     atomic_int_fast64_t ref;
     void *peer;
     const sw_peer_hooks *hooks;
+    /* Frees the object; called once, when the last reference goes. */
+    void (*destroy)(struct sw_object *o);
+    /* Links objects waiting for destruction (see sw_object_unref). */
+    struct sw_object *next_dead;
 } sw_object;
 
-void sw_object_init(sw_object *o);
+void sw_object_init(sw_object *o, void (*destroy)(sw_object *o));
 void sw_object_retain(sw_object *o);
-/* True when the last reference went and the object must be destroyed. */
-bool sw_object_release(sw_object *o);
+/*
+ * Drops a reference; the last one destroys the object. Destruction is
+ * iterative: objects whose last reference goes while another is being
+ * destroyed wait in a per-thread list, so releasing a chain of 100,000
+ * autograd nodes does not recurse 100,000 deep.
+ */
+void sw_object_unref(sw_object *o);
 void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks);
 
 /* A 64-byte aligned, zeroed allocation, and its release. */

@@ -6,10 +6,12 @@
 
 #include "base/internal.h"
 
-void sw_object_init(sw_object *o) {
+void sw_object_init(sw_object *o, void (*destroy)(sw_object *o)) {
     atomic_init(&o->ref, 1);
     o->peer = NULL;
     o->hooks = NULL;
+    o->destroy = destroy;
+    o->next_dead = NULL;
 }
 
 void sw_object_retain(sw_object *o) {
@@ -18,16 +20,31 @@ void sw_object_retain(sw_object *o) {
         o->hooks->retain(o->peer);
 }
 
-bool sw_object_release(sw_object *o) {
+static _Thread_local sw_object *dead;
+static _Thread_local int draining;
+
+void sw_object_unref(sw_object *o) {
     int_fast64_t n = atomic_fetch_sub(&o->ref, 1) - 1;
-    if (n == 0)
-        return true;
-    /* Only the peer's reference is left: stop keeping the peer alive. It
-     * may go at once and release its reference, destroying o; o must not
-     * be touched after this call. */
-    if (n == 1 && o->peer)
+    if (n == 1 && o->peer) {
+        /* Only the peer's reference is left: stop keeping the peer alive.
+         * It may go at once and release its reference, destroying o; o
+         * must not be touched after this call. */
         o->hooks->release(o->peer);
-    return false;
+        return;
+    }
+    if (n != 0)
+        return;
+    o->next_dead = dead;
+    dead = o;
+    if (draining)
+        return;
+    draining = 1;
+    while (dead) {
+        sw_object *d = dead;
+        dead = d->next_dead;
+        d->destroy(d);
+    }
+    draining = 0;
 }
 
 void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks) {

@@ -80,6 +80,15 @@ sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype) {
     return dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
 }
 
+static void carrier_destroy(sw_object *o) {
+    sw_carrier *c = (sw_carrier *)o;
+    if (!c->released && c->cls->release)
+        c->cls->release(c);
+    if (c->cls->destroy)
+        c->cls->destroy(c);
+    sw_free(c);
+}
+
 sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
                          sw_dtype dtype, sw_carrier **out) {
     if (!cls || cls->version != SW_CARRIER_CLASS_VERSION || !cls->size ||
@@ -91,7 +100,7 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     sw_carrier *c = sw_malloc(sizeof *c);
     if (!c)
         return sw_oom();
-    sw_object_init(&c->obj);
+    sw_object_init(&c->obj, carrier_destroy);
     c->cls = cls;
     c->state = state;
     c->dtype = dtype;
@@ -100,6 +109,9 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     c->owner_token = 0;
     c->access_thread = 0;
     c->access_depth = 0;
+    c->dispatch_fn = NULL;
+    c->dispatch_ctx = NULL;
+    c->dispatch_tag = NULL;
     *out = c;
     return SW_OK;
 }
@@ -111,13 +123,8 @@ sw_carrier *sw_carrier_retain(sw_carrier *c) {
 }
 
 void sw_carrier_unref(sw_carrier *c) {
-    if (!c || !sw_object_release(&c->obj))
-        return;
-    if (!c->released && c->cls->release)
-        c->cls->release(c);
-    if (c->cls->destroy)
-        c->cls->destroy(c);
-    sw_free(c);
+    if (c)
+        sw_object_unref(&c->obj);
 }
 
 void sw_carrier_set_peer(sw_carrier *c, void *peer,

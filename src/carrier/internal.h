@@ -17,6 +17,11 @@ struct sw_carrier {
     /* The thread inside owner access, and how deep. */
     uintptr_t access_thread;
     int32_t access_depth;
+    /* A binding's dispatch route and class tag (see op.h). */
+    sw_status (*dispatch_fn)(sw_carrier *c, const char *name, void *ctx,
+                             struct sw_op **out);
+    void *dispatch_ctx;
+    const void *dispatch_tag;
 };
 
 /* Common failures with the reference texts. */

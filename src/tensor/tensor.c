@@ -3,14 +3,16 @@
 
 #include "carrier/internal.h"
 #include "layout/internal.h"
-#include "strideweave/tensor.h"
+#include "tensor/internal.h"
 
-struct sw_tensor {
-    sw_object obj;
-    sw_carrier *carrier;
-    sw_layout *layout;
-    int64_t offset;
-};
+static void tensor_destroy(sw_object *o) {
+    sw_tensor *t = (sw_tensor *)o;
+    sw_op_unref(t->ctx);
+    sw_tensor_unref(t->grad);
+    sw_carrier_unref(t->carrier);
+    sw_layout_release(t->layout);
+    sw_free(t);
+}
 
 sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
                         sw_tensor **out) {
@@ -24,10 +26,13 @@ sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
     sw_tensor *t = sw_malloc(sizeof *t);
     if (!t)
         return sw_oom();
-    sw_object_init(&t->obj);
+    sw_object_init(&t->obj, tensor_destroy);
     t->carrier = sw_carrier_retain(carrier);
     t->layout = sw_layout_retain(layout);
     t->offset = offset;
+    t->ctx = NULL;
+    t->grad = NULL;
+    t->retain_grad = 0;
     *out = t;
     return SW_OK;
 }
@@ -39,11 +44,8 @@ sw_tensor *sw_tensor_retain(sw_tensor *t) {
 }
 
 void sw_tensor_unref(sw_tensor *t) {
-    if (!t || !sw_object_release(&t->obj))
-        return;
-    sw_carrier_unref(t->carrier);
-    sw_layout_release(t->layout);
-    sw_free(t);
+    if (t)
+        sw_object_unref(&t->obj);
 }
 
 void sw_tensor_set_peer(sw_tensor *t, void *peer, const sw_peer_hooks *hooks) {

@@ -1,0 +1,166 @@
+/*
+ * StrideWeave operations and autograd.
+ *
+ * An operation is an object with a forward and a backward hook supplied by
+ * an sw_op_class vtable; native operations and operations defined in a host
+ * language (through a binding) share this one base. sw_op_forward runs the
+ * forward hook and records the autograd context; sw_tensor_backward runs
+ * the reverse pass over the recorded graph. Operations are dispatched by
+ * carriers: sw_carrier_dispatch_op asks the carrier's backend for a fresh
+ * operation of a canonical name and tags it with the name and the carrier's
+ * class.
+ *
+ * Ownership: sw_op is reference-counted (sw_op_retain / sw_op_unref). A
+ * tensor produced by a recorded forward holds its operation; an operation
+ * holds its saved input tensors. The graph is a DAG and lives as long as
+ * the tensors that reach it.
+ *
+ * Grad mode is thread-local and starts enabled on every thread.
+ */
+#ifndef STRIDEWEAVE_OP_H
+#define STRIDEWEAVE_OP_H
+
+#include "strideweave/carrier.h"
+#include "strideweave/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sw_op sw_op;
+
+/* One positional argument of an operation. */
+typedef enum sw_arg_kind {
+    SW_ARG_NONE = 0,
+    SW_ARG_TENSOR = 1, /* as.tensor (borrowed) */
+    SW_ARG_F64 = 2,    /* a float scalar */
+    SW_ARG_I64 = 3,    /* an integral scalar */
+    SW_ARG_BOOL = 4,   /* a boolean scalar (not integral for dtype rules) */
+    SW_ARG_HOST = 5    /* any other host object (borrowed), for bindings */
+} sw_arg_kind;
+
+typedef struct sw_arg {
+    sw_arg_kind kind;
+    union {
+        sw_tensor *tensor;
+        double f;
+        int64_t i;
+        void *host;
+    } as;
+} sw_arg;
+
+SW_API sw_arg sw_arg_tensor(sw_tensor *t);
+SW_API sw_arg sw_arg_f64(double f);
+SW_API sw_arg sw_arg_i64(int64_t i);
+
+/*
+ * An operation backend. version must be SW_OP_CLASS_VERSION.
+ * forward: computes the result from args (the engine has already saved the
+ * inputs when recording). backward: writes one gradient per saved input into
+ * grads[0..n) (owned references; NULL for "no gradient"). destroy frees
+ * the backend state.
+ */
+#define SW_OP_CLASS_VERSION 1
+typedef struct sw_op_class {
+    uint32_t version;
+    const char *name;
+    sw_status (*forward)(sw_op *op, int32_t nargs, const sw_arg *args,
+                         sw_tensor **out);
+    sw_status (*backward)(sw_op *op, sw_tensor *gradient, int32_t n,
+                          sw_tensor **grads);
+    void (*destroy)(sw_op *op);
+} sw_op_class;
+
+/* Makes an operation of a backend with its state (owned from now on). */
+SW_API sw_status sw_op_new(const sw_op_class *cls, void *state, sw_op **out);
+SW_API sw_op *sw_op_retain(sw_op *op);
+SW_API void sw_op_unref(sw_op *op);
+SW_API void sw_op_set_peer(sw_op *op, void *peer, const sw_peer_hooks *hooks);
+SW_API void *sw_op_get_peer(const sw_op *op);
+SW_API const sw_op_class *sw_op_get_class(const sw_op *op);
+SW_API void *sw_op_state(const sw_op *op);
+
+/* Dispatch metadata: NULL until dispatched. The carrier tag identifies the
+ * exact dispatching carrier class (a backend class, or a binding's type). */
+SW_API const char *sw_op_dispatch_name(const sw_op *op);
+SW_API const void *sw_op_dispatch_tag(const sw_op *op);
+
+/*
+ * Runs the operation and records the autograd context: when grad mode is on
+ * and some tensor argument is differentiable, the tensor arguments are
+ * saved with their versions, and a differentiable result gets this
+ * operation as its context. SW_ETYPE "Operation._forward must return a
+ * Tensor" if the hook returned none.
+ */
+SW_API sw_status sw_op_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                               sw_tensor **out);
+/* The same without touching saved inputs or attaching a context. */
+SW_API sw_status sw_op_execute_lowered(sw_op *op, int32_t nargs,
+                                       const sw_arg *args, sw_tensor **out);
+/* Runs the backward hook: n gradients into grads (owned or NULL). */
+SW_API sw_status sw_op_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                                sw_tensor **grads);
+
+/* Saved inputs (borrowed) and their versions at forward time. */
+SW_API int32_t sw_op_ninputs(const sw_op *op);
+SW_API sw_tensor *sw_op_input(const sw_op *op, int32_t i);
+SW_API int64_t sw_op_input_version(const sw_op *op, int32_t i);
+/* Replaces the saved inputs (versions are kept as they were). */
+SW_API sw_status sw_op_store_inputs(sw_op *op, int32_t n,
+                                    sw_tensor *const *inputs);
+/* SW_ERUNTIME "A tensor needed for gradient computation was modified
+ * in-place: expected version X, got version Y". */
+SW_API sw_status sw_op_validate_input_versions(const sw_op *op);
+
+/* ------------------------------------------------------------ dispatch */
+
+/*
+ * A fresh operation of the given canonical name from carrier c, tagged with
+ * the name and c's class. SW_ENOTIMPL "<Name> carrier does not support
+ * operation '<name>'" when the backend has none; SW_ETYPE when a backend
+ * returns an operation that was dispatched before.
+ */
+SW_API sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name,
+                                        sw_op **out);
+
+/*
+ * Binding support: routes dispatch on carrier c through a host-language
+ * factory (for example a Python subclass overriding _dispatch_op). tag is
+ * the exact class recorded on dispatched operations.
+ */
+typedef sw_status (*sw_dispatch_fn)(sw_carrier *c, const char *name, void *ctx,
+                                    sw_op **out);
+SW_API void sw_carrier_set_dispatch(sw_carrier *c, sw_dispatch_fn fn, void *ctx,
+                                    const void *tag);
+
+/* ------------------------------------------------------------ autograd */
+
+SW_API int sw_grad_enabled(void);
+SW_API void sw_set_grad_enabled(int enabled);
+
+/* The operation that produced t (borrowed), or NULL for a leaf. */
+SW_API sw_op *sw_tensor_autograd_ctx(const sw_tensor *t);
+/* Sets or clears (NULL) the context. SW_ERUNTIME "autograd_ctx is not
+ * available for non-differentiable tensors" when setting one on such. */
+SW_API sw_status sw_tensor_set_autograd_ctx(sw_tensor *t, sw_op *op);
+/* The accumulated gradient (borrowed) or NULL. */
+SW_API sw_tensor *sw_tensor_grad(const sw_tensor *t);
+SW_API sw_status sw_tensor_set_grad(sw_tensor *t, sw_tensor *grad);
+SW_API sw_status sw_tensor_retain_grad(sw_tensor *t, int retain);
+SW_API int sw_tensor_retains_grad(const sw_tensor *t);
+
+/*
+ * Reverse-mode differentiation from t. gradient may be NULL only for an
+ * exact scalar (one flat top-level mode of extent 1). The pass is
+ * iterative: discovery counts each distinct differentiable input's
+ * consumers, and propagation runs each operation's backward once with the
+ * sum of its result's gradients. Leaves and tensors that retain grad
+ * accumulate into their .grad.
+ */
+SW_API sw_status sw_tensor_backward(sw_tensor *t, sw_tensor *gradient);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRIDEWEAVE_OP_H */

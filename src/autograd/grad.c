@@ -1,0 +1,412 @@
+/*
+ * Autograd: grad mode, gradient bookkeeping on tensors, and the iterative
+ * reverse pass.
+ */
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "tensor/internal.h"
+
+/* -------------------------------------------------------------- grad mode */
+
+static _Thread_local int grad_disabled;
+
+int sw_grad_enabled(void) {
+    return !grad_disabled;
+}
+
+void sw_set_grad_enabled(int enabled) {
+    grad_disabled = !enabled;
+}
+
+/* ----------------------------------------------------- tensor bookkeeping */
+
+sw_op *sw_tensor_autograd_ctx(const sw_tensor *t) {
+    return t->ctx;
+}
+
+static sw_status not_differentiable(const char *what) {
+    return sw_fail(SW_ERUNTIME,
+                   "%s is not available for non-differentiable tensors", what);
+}
+
+sw_status sw_tensor_set_autograd_ctx(sw_tensor *t, sw_op *op) {
+    if (op && !sw_tensor_is_differentiable(t))
+        return not_differentiable("autograd_ctx");
+    sw_op_retain(op);
+    sw_op_unref(t->ctx);
+    t->ctx = op;
+    return SW_OK;
+}
+
+sw_tensor *sw_tensor_grad(const sw_tensor *t) {
+    return t->grad;
+}
+
+sw_status sw_tensor_set_grad(sw_tensor *t, sw_tensor *grad) {
+    if (grad && !sw_tensor_is_differentiable(t))
+        return not_differentiable("grad");
+    sw_tensor_retain(grad);
+    sw_tensor_unref(t->grad);
+    t->grad = grad;
+    return SW_OK;
+}
+
+sw_status sw_tensor_retain_grad(sw_tensor *t, int retain) {
+    if (!sw_tensor_is_differentiable(t))
+        return not_differentiable("retain_grad");
+    t->retain_grad = retain != 0;
+    return SW_OK;
+}
+
+int sw_tensor_retains_grad(const sw_tensor *t) {
+    return t->retain_grad;
+}
+
+/* ----------------------------------------------------- gradient arithmetic */
+
+/* A fresh tensor like `like` (its carrier's class and dtype, `layout`)
+ * holding the logical values of src. */
+static sw_status copy_like(sw_carrier *like, sw_layout *layout,
+                           const sw_tensor *src, sw_tensor **out) {
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    sw_status st = sw_carrier_allocate_like(like, layout->cosize, 1,
+                                            SW_DTYPE_COUNT, 0, &c);
+    if (!st)
+        st = sw_tensor_new(c, 0, layout, &t);
+    if (!st)
+        st = sw_carrier_scatter(c, src, t, layout, 0);
+    sw_carrier_unref(c);
+    if (st) {
+        sw_tensor_unref(t);
+        return st;
+    }
+    *out = t;
+    return SW_OK;
+}
+
+static int same_class(const sw_carrier *a, const sw_carrier *b) {
+    return a->cls == b->cls && a->dispatch_tag == b->dispatch_tag;
+}
+
+/* a + b as a fresh, unrecorded tensor on a's carrier class. */
+static sw_status add_tensors(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
+    sw_tensor *bb = NULL, *r = NULL;
+    sw_op *op = NULL;
+    sw_status st = SW_OK;
+    if (!same_class(a->carrier, b->carrier))
+        st = copy_like(a->carrier, b->layout, b, &bb);
+    else
+        bb = sw_tensor_retain(b);
+    if (!st)
+        st = sw_carrier_dispatch_op(a->carrier, "add", &op);
+    if (!st) {
+        sw_arg args[2] = {sw_arg_tensor(a), sw_arg_tensor(bb)};
+        st = sw_op_execute_lowered(op, 2, args, &r);
+    }
+    sw_op_unref(op);
+    sw_tensor_unref(bb);
+    if (st)
+        return st;
+    *out = r;
+    return SW_OK;
+}
+
+/* .grad += g: a detached copy the first time, an in-place sum later. */
+static sw_status accumulate_grad(sw_tensor *t, sw_tensor *g) {
+    if (!t->grad)
+        return copy_like(t->carrier, t->layout, g, &t->grad);
+    sw_tensor *sum = NULL;
+    sw_status st = add_tensors(t->grad, g, &sum);
+    if (!st)
+        st = sw_carrier_scatter(t->grad->carrier, sum, t->grad, t->grad->layout,
+                                0);
+    sw_tensor_unref(sum);
+    return st;
+}
+
+/* ------------------------------------------------------------ pointer maps */
+
+/* An open-addressing map from pointers to int32 slots. */
+typedef struct pmap {
+    const void **keys;
+    int32_t *vals;
+    int64_t cap, n;
+} pmap;
+
+static uint64_t hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    return x;
+}
+
+static int64_t pmap_find(const pmap *m, const void *k) {
+    if (!m->cap)
+        return -1;
+    for (uint64_t i = hash_ptr(k) & (uint64_t)(m->cap - 1);;
+         i = (i + 1) & (uint64_t)(m->cap - 1)) {
+        if (m->keys[i] == k)
+            return m->vals[i];
+        if (!m->keys[i])
+            return -1;
+    }
+}
+
+static sw_status pmap_put(pmap *m, const void *k, int32_t v) {
+    if (2 * (m->n + 1) > m->cap) {
+        pmap g = {NULL, NULL, m->cap ? 2 * m->cap : 64, 0};
+        g.keys = sw_calloc((size_t)g.cap, sizeof *g.keys);
+        g.vals = sw_malloc((size_t)g.cap * sizeof *g.vals);
+        if (!g.keys || !g.vals) {
+            sw_free(g.keys);
+            sw_free(g.vals);
+            return sw_oom();
+        }
+        for (int64_t i = 0; i < m->cap; ++i)
+            if (m->keys[i])
+                pmap_put(&g, m->keys[i], m->vals[i]);
+        sw_free(m->keys);
+        sw_free(m->vals);
+        *m = g;
+    }
+    uint64_t i = hash_ptr(k) & (uint64_t)(m->cap - 1);
+    while (m->keys[i] && m->keys[i] != k)
+        i = (i + 1) & (uint64_t)(m->cap - 1);
+    if (!m->keys[i])
+        m->n++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    return SW_OK;
+}
+
+static void pmap_free(pmap *m) {
+    sw_free(m->keys);
+    sw_free(m->vals);
+}
+
+/* A growable array of fixed-size items. */
+typedef struct vec {
+    void *data;
+    int64_t n, cap;
+    size_t item;
+} vec;
+
+static void *vec_push(vec *v) {
+    if (v->n == v->cap) {
+        int64_t cap = v->cap ? 2 * v->cap : 32;
+        void *d = sw_realloc(v->data, (size_t)cap * v->item);
+        if (!d)
+            return NULL;
+        v->data = d;
+        v->cap = cap;
+    }
+    return (char *)v->data + (v->n++) * v->item;
+}
+
+/* ------------------------------------------------------------ the pass */
+
+typedef struct record {
+    sw_tensor *tensor;
+    int64_t consumers;
+    sw_tensor *pending;
+} record;
+
+typedef struct ready {
+    sw_op *op;
+    sw_tensor *grad; /* owned, may be NULL */
+} ready;
+
+typedef struct pass {
+    pmap seen_ops, recs_of;
+    vec ops, recs, stack;
+} pass;
+
+/* Whether input i of op is the first occurrence of that tensor. */
+static int first_occurrence(const sw_op *op, int32_t i) {
+    for (int32_t j = 0; j < i; ++j)
+        if (op->inputs[j] == op->inputs[i])
+            return 0;
+    return 1;
+}
+
+static sw_status discover(pass *p, sw_op *root) {
+    sw_status st = pmap_put(&p->seen_ops, root, 0);
+    sw_op **slot = st ? NULL : vec_push(&p->ops);
+    if (!slot)
+        return st ? st : sw_oom();
+    *slot = root;
+    /* p->ops doubles as the work list: entries past `next` are unvisited. */
+    for (int64_t next = 0; next < p->ops.n; ++next) {
+        sw_op *op = ((sw_op **)p->ops.data)[next];
+        for (int32_t i = 0; i < op->ninputs; ++i) {
+            sw_tensor *t = op->inputs[i];
+            if (!sw_tensor_is_differentiable(t) || !first_occurrence(op, i))
+                continue;
+            int64_t r = pmap_find(&p->recs_of, t);
+            if (r < 0) {
+                record *rec = vec_push(&p->recs);
+                if (!rec)
+                    return sw_oom();
+                rec->tensor = t;
+                rec->consumers = 0;
+                rec->pending = NULL;
+                r = p->recs.n - 1;
+                if ((st = pmap_put(&p->recs_of, t, (int32_t)r)))
+                    return st;
+            }
+            ((record *)p->recs.data)[r].consumers++;
+            if (t->ctx && pmap_find(&p->seen_ops, t->ctx) < 0) {
+                if ((st = pmap_put(&p->seen_ops, t->ctx, 0)))
+                    return st;
+                sw_op **s = vec_push(&p->ops);
+                if (!s)
+                    return sw_oom();
+                *s = t->ctx;
+            }
+        }
+    }
+    return SW_OK;
+}
+
+static sw_status push_ready(pass *p, sw_op *op, sw_tensor *grad) {
+    ready *r = vec_push(&p->stack);
+    if (!r) {
+        sw_tensor_unref(grad);
+        return sw_oom();
+    }
+    r->op = op;
+    r->grad = grad;
+    return SW_OK;
+}
+
+/* Adds one backward contribution into the input's pending sum. */
+static sw_status contribute(record *rec, sw_tensor *g) {
+    if (!sw_layout_equal(g->layout, rec->tensor->layout)) {
+        sw_tensor_unref(g);
+        return sw_fail(SW_EVALUE,
+                       "Tensor gradient layout must match tensor layout");
+    }
+    if (!rec->pending) {
+        rec->pending = g;
+        return SW_OK;
+    }
+    sw_tensor *sum = NULL;
+    sw_status st = add_tensors(rec->pending, g, &sum);
+    sw_tensor_unref(g);
+    if (st)
+        return st;
+    sw_tensor_unref(rec->pending);
+    rec->pending = sum;
+    return SW_OK;
+}
+
+static sw_status run_one(pass *p, sw_op *op, sw_tensor *g) {
+    sw_status st = SW_OK;
+    if (g) {
+        st = sw_op_validate_input_versions(op);
+        if (st)
+            return st;
+        int32_t n = op->ninputs;
+        sw_tensor **grads = sw_calloc((size_t)n + 1, sizeof *grads);
+        if (!grads)
+            return sw_oom();
+        st = sw_op_backward(op, g, n, grads);
+        for (int32_t i = 0; i < n; ++i) {
+            sw_tensor *gi = grads[i];
+            grads[i] = NULL;
+            if (st || !gi || !sw_tensor_is_differentiable(op->inputs[i])) {
+                sw_tensor_unref(gi);
+                continue;
+            }
+            int64_t r = pmap_find(&p->recs_of, op->inputs[i]);
+            st = contribute(&((record *)p->recs.data)[r], gi);
+        }
+        sw_free(grads);
+        if (st)
+            return st;
+    }
+    for (int32_t i = 0; i < op->ninputs && !st; ++i) {
+        sw_tensor *t = op->inputs[i];
+        if (!sw_tensor_is_differentiable(t) || !first_occurrence(op, i))
+            continue;
+        record *rec = &((record *)p->recs.data)[pmap_find(&p->recs_of, t)];
+        if (--rec->consumers > 0)
+            continue;
+        sw_tensor *total = rec->pending;
+        rec->pending = NULL;
+        if (total && (!t->ctx || t->retain_grad))
+            st = accumulate_grad(t, total);
+        if (!st && t->ctx)
+            st = push_ready(p, t->ctx, total);
+        else
+            sw_tensor_unref(total);
+    }
+    return st;
+}
+
+static sw_status traverse(sw_op *root, sw_tensor *g) {
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.ops.item = sizeof(sw_op *);
+    p.recs.item = sizeof(record);
+    p.stack.item = sizeof(ready);
+    sw_status st = discover(&p, root);
+    if (!st)
+        st = push_ready(&p, root, sw_tensor_retain(g));
+    while (!st && p.stack.n > 0) {
+        ready r = ((ready *)p.stack.data)[--p.stack.n];
+        st = run_one(&p, r.op, r.grad);
+        sw_tensor_unref(r.grad);
+    }
+    for (int64_t i = 0; i < p.stack.n; ++i)
+        sw_tensor_unref(((ready *)p.stack.data)[i].grad);
+    for (int64_t i = 0; i < p.recs.n; ++i)
+        sw_tensor_unref(((record *)p.recs.data)[i].pending);
+    sw_free(p.ops.data);
+    sw_free(p.recs.data);
+    sw_free(p.stack.data);
+    pmap_free(&p.seen_ops);
+    pmap_free(&p.recs_of);
+    return st;
+}
+
+/* One flat top-level mode of extent 1. */
+static int exact_scalar(const sw_layout *l) {
+    return l->rank == 1 && l->is_leaf && l->size == 1;
+}
+
+sw_status sw_tensor_backward(sw_tensor *t, sw_tensor *gradient) {
+    if (!sw_tensor_is_differentiable(t))
+        return not_differentiable("backward");
+    sw_tensor *g = NULL;
+    sw_status st = SW_OK;
+    if (!gradient) {
+        if (!exact_scalar(t->layout))
+            return sw_fail(SW_EVALUE, "Tensor.backward requires a gradient "
+                                      "for non-scalar tensors");
+        sw_carrier *c = NULL;
+        sw_value one = sw_value_i64(1);
+        st = sw_carrier_new_like(t->carrier, 1, &one, 1, SW_DTYPE_COUNT, &c);
+        if (!st)
+            st = sw_tensor_new(c, 0, t->layout, &g);
+        sw_carrier_unref(c);
+        if (st)
+            return st;
+    } else {
+        if (!sw_layout_equal(gradient->layout, t->layout))
+            return sw_fail(SW_EVALUE,
+                           "Tensor gradient layout must match tensor layout");
+        g = sw_tensor_retain(gradient);
+    }
+    if (!t->ctx || t->retain_grad)
+        st = accumulate_grad(t, g);
+    if (!st && t->ctx)
+        st = traverse(t->ctx, g);
+    sw_tensor_unref(g);
+    return st;
+}

@@ -1,0 +1,286 @@
+/*
+ * Operation objects: forward with autograd recording, lowered execution,
+ * saved inputs and their versions, and the dispatch policy of carriers.
+ */
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "op/internal.h"
+#include "tensor/internal.h"
+
+sw_arg sw_arg_tensor(sw_tensor *t) {
+    sw_arg a;
+    memset(&a, 0, sizeof a);
+    a.kind = SW_ARG_TENSOR;
+    a.as.tensor = t;
+    return a;
+}
+
+sw_arg sw_arg_f64(double f) {
+    sw_arg a;
+    memset(&a, 0, sizeof a);
+    a.kind = SW_ARG_F64;
+    a.as.f = f;
+    return a;
+}
+
+sw_arg sw_arg_i64(int64_t i) {
+    sw_arg a;
+    memset(&a, 0, sizeof a);
+    a.kind = SW_ARG_I64;
+    a.as.i = i;
+    return a;
+}
+
+static void clear_inputs(sw_op *op) {
+    for (int32_t i = 0; i < op->ninputs; ++i)
+        sw_tensor_unref(op->inputs[i]);
+    sw_free(op->inputs);
+    sw_free(op->versions);
+    op->inputs = NULL;
+    op->versions = NULL;
+    op->ninputs = 0;
+}
+
+static void op_destroy(sw_object *o) {
+    sw_op *op = (sw_op *)o;
+    clear_inputs(op);
+    if (op->cls->destroy)
+        op->cls->destroy(op);
+    sw_free(op->dispatch_name);
+    sw_free(op);
+}
+
+sw_status sw_op_new(const sw_op_class *cls, void *state, sw_op **out) {
+    if (!cls || cls->version != SW_OP_CLASS_VERSION)
+        return sw_fail(SW_EVALUE, "operation class is missing or of an "
+                                  "unsupported version");
+    sw_op *op = sw_malloc(sizeof *op);
+    if (!op)
+        return sw_oom();
+    memset(op, 0, sizeof *op);
+    sw_object_init(&op->obj, op_destroy);
+    op->cls = cls;
+    op->state = state;
+    *out = op;
+    return SW_OK;
+}
+
+sw_op *sw_op_retain(sw_op *op) {
+    if (op)
+        sw_object_retain(&op->obj);
+    return op;
+}
+
+void sw_op_unref(sw_op *op) {
+    if (op)
+        sw_object_unref(&op->obj);
+}
+
+void sw_op_set_peer(sw_op *op, void *peer, const sw_peer_hooks *hooks) {
+    sw_object_set_peer(&op->obj, peer, hooks);
+}
+
+void *sw_op_get_peer(const sw_op *op) {
+    return op->obj.peer;
+}
+
+const sw_op_class *sw_op_get_class(const sw_op *op) {
+    return op->cls;
+}
+
+void *sw_op_state(const sw_op *op) {
+    return op->state;
+}
+
+const char *sw_op_dispatch_name(const sw_op *op) {
+    return op->dispatch_name;
+}
+
+const void *sw_op_dispatch_tag(const sw_op *op) {
+    return op->dispatch_tag;
+}
+
+int32_t sw_op_ninputs(const sw_op *op) {
+    return op->ninputs;
+}
+
+sw_tensor *sw_op_input(const sw_op *op, int32_t i) {
+    return i >= 0 && i < op->ninputs ? op->inputs[i] : NULL;
+}
+
+int64_t sw_op_input_version(const sw_op *op, int32_t i) {
+    return i >= 0 && i < op->ninputs ? op->versions[i] : -1;
+}
+
+/* Replaces the saved inputs; versions are taken now when take_versions. */
+static sw_status save_inputs(sw_op *op, int32_t n, sw_tensor *const *inputs,
+                             int take_versions) {
+    sw_tensor **in = sw_malloc((size_t)(n + 1) * sizeof *in);
+    int64_t *ver = sw_malloc((size_t)(n + 1) * sizeof *ver);
+    if (!in || !ver) {
+        sw_free(in);
+        sw_free(ver);
+        return sw_oom();
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        in[i] = sw_tensor_retain(inputs[i]);
+        if (take_versions || i >= op->ninputs)
+            ver[i] = sw_tensor_version(inputs[i]);
+        else
+            ver[i] = op->versions[i];
+    }
+    clear_inputs(op);
+    op->inputs = in;
+    op->versions = ver;
+    op->ninputs = n;
+    return SW_OK;
+}
+
+sw_status sw_op_store_inputs(sw_op *op, int32_t n, sw_tensor *const *inputs) {
+    if (n < 0)
+        return sw_fail(SW_EVALUE, "negative input count");
+    return save_inputs(op, n, inputs, 0);
+}
+
+sw_status sw_op_validate_input_versions(const sw_op *op) {
+    for (int32_t i = 0; i < op->ninputs; ++i) {
+        int64_t now = sw_tensor_version(op->inputs[i]);
+        if (now != op->versions[i])
+            return sw_fail(SW_ERUNTIME,
+                           "A tensor needed for gradient computation was "
+                           "modified in-place: expected version %lld, got "
+                           "version %lld",
+                           (long long)op->versions[i], (long long)now);
+    }
+    return SW_OK;
+}
+
+static sw_status run_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                             sw_tensor **out) {
+    sw_tensor *r = NULL;
+    if (!op->cls->forward)
+        return sw_fail(SW_ETYPE, "Operation._forward must be implemented");
+    sw_status st = op->cls->forward(op, nargs, args, &r);
+    if (st) {
+        sw_tensor_unref(r);
+        return st;
+    }
+    if (!r)
+        return sw_fail(SW_ETYPE, "Operation._forward must return a Tensor");
+    *out = r;
+    return SW_OK;
+}
+
+sw_status sw_op_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                        sw_tensor **out) {
+    int store = 0;
+    int32_t ntensor = 0;
+    for (int32_t i = 0; i < nargs; ++i) {
+        if (args[i].kind != SW_ARG_TENSOR)
+            continue;
+        ++ntensor;
+        store |= sw_tensor_is_differentiable(args[i].as.tensor);
+    }
+    store = store && sw_grad_enabled();
+    sw_status st = SW_OK;
+    if (store) {
+        sw_tensor **in = sw_malloc((size_t)(ntensor + 1) * sizeof *in);
+        if (!in)
+            return sw_oom();
+        for (int32_t i = 0, k = 0; i < nargs; ++i)
+            if (args[i].kind == SW_ARG_TENSOR)
+                in[k++] = args[i].as.tensor;
+        st = save_inputs(op, ntensor, in, 1);
+        sw_free(in);
+        if (st)
+            return st;
+    } else {
+        clear_inputs(op);
+    }
+    sw_tensor *r = NULL;
+    st = run_forward(op, nargs, args, &r);
+    if (st)
+        return st;
+    if (store && sw_tensor_is_differentiable(r)) {
+        /* A result that is one of its own inputs would hold itself through
+         * the operation; it stays a leaf instead. */
+        int self_input = 0;
+        for (int32_t i = 0; i < op->ninputs; ++i)
+            self_input |= op->inputs[i] == r;
+        if (!self_input) {
+            sw_op_retain(op);
+            sw_op_unref(r->ctx);
+            r->ctx = op;
+        }
+    } else {
+        clear_inputs(op);
+    }
+    *out = r;
+    return SW_OK;
+}
+
+sw_status sw_op_execute_lowered(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    return run_forward(op, nargs, args, out);
+}
+
+sw_status sw_op_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                         sw_tensor **grads) {
+    for (int32_t i = 0; i < n; ++i)
+        grads[i] = NULL;
+    if (!op->cls->backward)
+        return sw_fail(SW_ERUNTIME, "Tried to call pure virtual function "
+                                    "\"Operation::backward\"");
+    sw_status st = op->cls->backward(op, gradient, n, grads);
+    if (st) {
+        for (int32_t i = 0; i < n; ++i) {
+            sw_tensor_unref(grads[i]);
+            grads[i] = NULL;
+        }
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+void sw_carrier_set_dispatch(sw_carrier *c, sw_dispatch_fn fn, void *ctx,
+                             const void *tag) {
+    c->dispatch_fn = fn;
+    c->dispatch_ctx = ctx;
+    c->dispatch_tag = tag;
+}
+
+sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name, sw_op **out) {
+    sw_op *op = NULL;
+    sw_status st;
+    if (!name)
+        return sw_fail(SW_ETYPE, "operation name must be a string");
+    if (c->dispatch_fn)
+        st = c->dispatch_fn(c, name, c->dispatch_ctx, &op);
+    else if (c->cls->dispatch_op)
+        st = c->cls->dispatch_op(c, name, &op);
+    else
+        st = sw_fail(SW_ENOTIMPL,
+                     "Carrier class does not support operation '%s'", name);
+    if (st)
+        return st;
+    if (!op)
+        return sw_fail(SW_ETYPE,
+                       "Carrier._dispatch_op must return an Operation");
+    if (op->dispatch_name) {
+        sw_op_unref(op);
+        return sw_fail(SW_ETYPE, "Carrier._dispatch_op must return a fresh "
+                                 "Operation instance");
+    }
+    size_t n = strlen(name) + 1;
+    op->dispatch_name = sw_malloc(n);
+    if (!op->dispatch_name) {
+        sw_op_unref(op);
+        return sw_oom();
+    }
+    memcpy(op->dispatch_name, name, n);
+    op->dispatch_tag = c->dispatch_tag ? c->dispatch_tag : (const void *)c->cls;
+    *out = op;
+    return SW_OK;
+}
