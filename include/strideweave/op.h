@@ -36,8 +36,23 @@ typedef enum sw_arg_kind {
     SW_ARG_F64 = 2,    /* a float scalar */
     SW_ARG_I64 = 3,    /* an integral scalar */
     SW_ARG_BOOL = 4,   /* a boolean scalar (not integral for dtype rules) */
-    SW_ARG_HOST = 5    /* any other host object (borrowed), for bindings */
+    SW_ARG_HOST = 5,   /* any other host object (borrowed), for bindings */
+    SW_ARG_KEYS = 6,   /* as.keys: view keys, one per top-level mode */
+    SW_ARG_RECIPE = 7  /* as.recipe: a tree recipe (ids allowed) */
 } sw_arg_kind;
+
+/*
+ * One mode's key of a view: an integer (SW_VIEW_INDEX) removes the mode,
+ * a slice keeps part of it. Slice bounds follow Python's slice.indices:
+ * absent bounds mean the ends, negative ones count from the end.
+ */
+typedef enum sw_view_kind { SW_VIEW_INDEX = 0, SW_VIEW_SLICE = 1 } sw_view_kind;
+typedef struct sw_view_key {
+    sw_view_kind kind;
+    int64_t index;
+    int has_start, has_stop, has_step;
+    int64_t start, stop, step;
+} sw_view_key;
 
 typedef struct sw_arg {
     sw_arg_kind kind;
@@ -46,6 +61,14 @@ typedef struct sw_arg {
         double f;
         int64_t i;
         void *host;
+        struct {
+            int32_t n;
+            const sw_view_key *keys;
+        } keys;
+        struct {
+            int32_t n; /* n < 0: no recipe (the default) */
+            const int32_t *tokens;
+        } recipe;
     } as;
 } sw_arg;
 
@@ -132,6 +155,31 @@ typedef sw_status (*sw_dispatch_fn)(sw_carrier *c, const char *name, void *ctx,
                                     sw_op **out);
 SW_API void sw_carrier_set_dispatch(sw_carrier *c, sw_dispatch_fn fn, void *ctx,
                                     const void *tag);
+
+/*
+ * The carrier-neutral layout operations every computing carrier dispatches:
+ * "view" (args: tensor, keys), "permute" (tensor, then one SW_ARG_I64 per
+ * mode) and "rearrange" (tensor, output recipe, selection recipe). Their
+ * results are views of the input's carrier; backward scatters the gradient
+ * into fresh storage shaped like the input (zeros elsewhere).
+ */
+SW_API sw_status sw_shared_op_new(const char *name, sw_op **out);
+
+/*
+ * The functional forms: dispatch on the tensor's carrier, then a recorded
+ * forward. view: SW_EVALUE 'View keys must include exactly one key per
+ * top-level mode', 'View slices do not support steps', 'View slices must be
+ * non-empty', 'Only whole slices are supported for non-leaf modes', 'View
+ * integer key is out of domain'. permute and rearrange follow
+ * sw_layout_permute and sw_layout_rearrange.
+ */
+SW_API sw_status sw_view(sw_tensor *t, int32_t nkeys, const sw_view_key *keys,
+                         sw_tensor **out);
+SW_API sw_status sw_permute(sw_tensor *t, int32_t n, const int32_t *order,
+                            sw_tensor **out);
+SW_API sw_status sw_rearrange(sw_tensor *t, int32_t nout, const int32_t *output,
+                              int32_t nsel, const int32_t *selection,
+                              sw_tensor **out);
 
 /* ------------------------------------------------------------ autograd */
 

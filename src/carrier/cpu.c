@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "strideweave/op.h"
 
 typedef struct cpu_state {
     void *data;
@@ -119,6 +120,16 @@ static sw_status cpu_new_like(sw_carrier *c, int64_t n, const sw_value *values,
     return SW_OK;
 }
 
+/* The operations this carrier runs; kernels come per op family. */
+static sw_status cpu_dispatch_op(sw_carrier *c, const char *name,
+                                 struct sw_op **out) {
+    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
+        strcmp(name, "rearrange") == 0)
+        return sw_shared_op_new(name, out);
+    return sw_fail(SW_ENOTIMPL, "CPU carrier does not support operation '%s'",
+                   name);
+}
+
 static const sw_carrier_class cpu_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "CPU",
@@ -130,6 +141,7 @@ static const sw_carrier_class cpu_class = {
     .destroy = cpu_destroy,
     .allocate_like = cpu_allocate_like,
     .new_like = cpu_new_like,
+    .dispatch_op = cpu_dispatch_op,
     .data = cpu_data,
 };
 

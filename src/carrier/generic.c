@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "strideweave/op.h"
 
 typedef struct generic_state {
     const sw_host_ops *ops;
@@ -84,6 +85,16 @@ static sw_status generic_new_like(sw_carrier *c, int64_t n,
     return generic_make(gen(c)->ops, n, values, dtype, mutable_, out);
 }
 
+/* The operations this carrier runs; kernels come per op family. */
+static sw_status generic_dispatch_op(sw_carrier *c, const char *name,
+                                     struct sw_op **out) {
+    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
+        strcmp(name, "rearrange") == 0)
+        return sw_shared_op_new(name, out);
+    return sw_fail(SW_ENOTIMPL,
+                   "Generic carrier does not support operation '%s'", name);
+}
+
 static const sw_carrier_class generic_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "Generic",
@@ -95,6 +106,7 @@ static const sw_carrier_class generic_class = {
     .destroy = generic_destroy,
     .allocate_like = generic_allocate_like,
     .new_like = generic_new_like,
+    .dispatch_op = generic_dispatch_op,
 };
 
 sw_status sw_generic_new(const sw_host_ops *ops, void *store, sw_dtype dtype,
