@@ -80,6 +80,35 @@ SW_API sw_value sw_value_i64(int64_t i);
 SW_API void sw_value_clear(sw_value *v);
 
 /*
+ * The value operations of Generic carriers' reference kernels. Binary:
+ * ADD..POW take (a, b); unary: the rest take (x). Formulas as the
+ * framework's functional operations define them (sigmoid and softplus in
+ * their numerically stable forms, elu with alpha 1, leaky_relu with slope
+ * 0.01, gelu in its erf form).
+ */
+typedef enum sw_vop {
+    SW_VOP_ADD = 0,
+    SW_VOP_SUB = 1,
+    SW_VOP_MUL = 2,
+    SW_VOP_DIV = 3,
+    SW_VOP_POW = 4,
+    SW_VOP_EXP = 5,
+    SW_VOP_RELU = 6,
+    SW_VOP_SIGMOID = 7,
+    SW_VOP_TANH = 8,
+    SW_VOP_GELU = 9,
+    SW_VOP_SILU = 10,
+    SW_VOP_SOFTPLUS = 11,
+    SW_VOP_ELU = 12,
+    SW_VOP_LEAKY_RELU = 13
+} sw_vop;
+
+#define SW_VOP_COUNT 14
+
+/* The value of op on doubles (the reference arithmetic). */
+SW_API double sw_vop_apply(sw_vop op, double a, double b);
+
+/*
  * Host values for Generic carriers. A store is an indexable sequence of
  * host values owned by the carrier. C programs use sw_host_doubles, whose
  * store is an array of doubles; the Python binding supplies a store over a
@@ -101,6 +130,13 @@ struct sw_host_ops {
     void (*drop)(void *store);
     /* Releases one host value reference (for sw_value_clear). */
     void (*release_value)(void *host);
+    /* Optional: op on host values (b is NULL for unary ops), giving an
+     * owned value. Default: the values as numbers through sw_vop_apply. */
+    sw_status (*apply)(sw_vop op, const sw_value *a, const sw_value *b,
+                       sw_value *out);
+    /* Optional: a host value as a number (SW_VALUE_F64 or SW_VALUE_I64).
+     * Default: SW_ETYPE for host values. */
+    sw_status (*to_number)(const sw_value *v, sw_value *out);
 };
 
 /* The built-in store of doubles (values read as SW_VALUE_F64). */

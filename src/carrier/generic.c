@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
-#include "strideweave/op.h"
+#include "op/internal.h"
 
 typedef struct generic_state {
     const sw_host_ops *ops;
@@ -85,14 +85,10 @@ static sw_status generic_new_like(sw_carrier *c, int64_t n,
     return generic_make(gen(c)->ops, n, values, dtype, mutable_, out);
 }
 
-/* The operations this carrier runs; kernels come per op family. */
+/* The reference operations (src/op/generic_ops.c). */
 static sw_status generic_dispatch_op(sw_carrier *c, const char *name,
                                      struct sw_op **out) {
-    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
-        strcmp(name, "rearrange") == 0)
-        return sw_shared_op_new(name, out);
-    return sw_fail(SW_ENOTIMPL,
-                   "Generic carrier does not support operation '%s'", name);
+    return sw_generic_op_new(name, out);
 }
 
 static const sw_carrier_class generic_class = {
@@ -132,6 +128,12 @@ sw_status sw_generic_new(const sw_host_ops *ops, void *store, sw_dtype dtype,
 
 int sw_carrier_is_generic(const sw_carrier *c) {
     return sw_carrier_get_class(c) == &generic_class;
+}
+
+const sw_host_ops *sw_generic_ops(const sw_carrier *c) {
+    if (!sw_carrier_is_generic(c))
+        return NULL;
+    return ((generic_state *)sw_carrier_state(c))->ops;
 }
 
 void *sw_generic_store(const sw_carrier *c) {

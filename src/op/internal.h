@@ -16,4 +16,7 @@ struct sw_op {
     int32_t ninputs;
 };
 
+/* A fresh Generic operation for a canonical name, or SW_ENOTIMPL. */
+sw_status sw_generic_op_new(const char *name, sw_op **out);
+
 #endif /* SW_OP_INTERNAL_H */

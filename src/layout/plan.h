@@ -1,0 +1,165 @@
+/*
+ * Iteration plans: how a kernel walks several layouts of the same size at
+ * once (DESIGN.md principle 2, STYLE.md habit 7).
+ *
+ * A kernel over nops operands (operand 0 is the output) must visit every
+ * logical index i of the common domain [0, size) exactly once and, for each
+ * operand k, touch the physical index offsets[k] + layouts[k](i). A plan
+ * is that visit compiled into at most SW_PLAN_MAX_DIMS nested loop modes:
+ * mode 0 is the innermost (fastest), and mode d has one extent and, for
+ * each operand, one stride. Kernels never see hierarchical layouts; they
+ * supply one strided inner-loop function (sw_plan_loop) that runs along
+ * mode 0, and sw_plan_run calls it once per innermost run.
+ *
+ * Construction (sw_plan_build):
+ *   (a) Refine. Every operand's flattened leaves (first leaf fastest) cut
+ *       the domain at its prefix products 1, e0, e0*e1, ..., size. The
+ *       union of these cuts must form a divisibility chain; then every
+ *       leaf (e, d) that contains a foreign cut b splits into (b/P, d) and
+ *       (e*P/b, d*b/P), where P is the leaf's own first cut, and all
+ *       operands end up with the same extents. If the chain breaks (for
+ *       example (2,3) against (3,2): cuts 2 and 3, and 2 does not divide
+ *       3), there is no common refinement and the build fails with
+ *       SW_ENOTIMPL.
+ *   (b) Drop extent-1 modes (before refining, so they never cut).
+ *   (c) Reorder (legal because every element is independent): a mode in
+ *       which every operand has stride 1 goes innermost; otherwise modes
+ *       are ordered by operand 0's stride, smallest first, with stride 0
+ *       counting as the largest, ties broken by operand 1's stride, and so
+ *       on, and remaining ties keep the logical order (the sort is stable).
+ *   (d) Merge neighbours d, d+1 where, for every operand,
+ *       stride[k][d+1] == extent[d] * stride[k][d].
+ *   More than SW_PLAN_MAX_DIMS modes after merging fails with SW_ENOTIMPL.
+ *   A plan always has at least one mode: a domain of one element gives
+ *   ndim 1, extent 1 and stride 0.
+ *
+ * Worked example. Output (4,6):(1,4) (compact) and input (4,6):(6,1) (its
+ * transpose, read through a view):
+ *   (a) cuts {1,4,24} for both: no split. Modes: 4 with strides (1; 6),
+ *       6 with strides (4; 1).
+ *   (c) no mode is stride 1 for everyone; output strides 1 < 4 keep the
+ *       order.
+ *   (d) the output alone could merge (4 == 4*1), the input cannot
+ *       (1 != 4*6), so nothing merges.
+ *   Plan: ndim 2, extent {4, 6}, stride[0] = {1, 4}, stride[1] = {6, 1}.
+ * With a tiled layout ((2,2),(2,2)):((1,4),(2,8)) for both operands, (c)
+ * sorts the leaves to strides 1,2,4,8 and (d) merges them into one mode:
+ * ndim 1, extent {16}, strides {1} and {1}, so the kernel runs one
+ * contiguous loop. With output 6:1 and input (2,3):(3,1), (a) splits the
+ * output at cut 2 into (2,3):(1,2), (c) keeps the order and (d) cannot
+ * merge (the input has 1 != 2*3): extent {2, 3}, strides {1, 2} and {3, 1}.
+ *
+ * The unrefinable case. Elementwise operations in this library require
+ * equal layouts, so their plans always build; only copies between
+ * unrelated layouts (permute and rearrange backward, scatter) can meet
+ * operands without a common refinement. For those, sw_plan_run_leaves
+ * walks the logical order directly: each operand keeps its own odometer
+ * over its leaves, and the loop function gets the longest run along which
+ * every operand is still inside its innermost leaf (one division-free
+ * carry per run, no per-element work, no allocation). sw_plan_iterate
+ * builds a plan and falls back to this walk when the build says
+ * SW_ENOTIMPL, so kernels need not care.
+ *
+ * Everything here is allocation-free: a plan is a fixed-size struct, and
+ * the walks keep their counters on the stack.
+ */
+#ifndef SW_LAYOUT_PLAN_H
+#define SW_LAYOUT_PLAN_H
+
+#include "layout/internal.h"
+
+#define SW_PLAN_MAX_OPS 4
+#define SW_PLAN_MAX_DIMS 16
+
+typedef struct sw_plan {
+    int32_t nops, ndim;
+    int64_t size;
+    int64_t extent[SW_PLAN_MAX_DIMS];
+    int64_t stride[SW_PLAN_MAX_OPS][SW_PLAN_MAX_DIMS];
+    int64_t offset[SW_PLAN_MAX_OPS];
+} sw_plan;
+
+/*
+ * One operand as a flat list of leaves (borrowed arrays), first leaf
+ * fastest. A layout's leaves, or the leaves of one of its top-level modes,
+ * are obtained with sw_plan_leaves_of and sw_plan_leaves_mode; kernels may
+ * also describe broadcast operands by appending stride-0 leaves.
+ */
+typedef struct sw_plan_leaves {
+    int32_t nleaf;
+    const int64_t *extent;
+    const int64_t *stride;
+} sw_plan_leaves;
+
+/* The leaves of a whole layout. */
+sw_plan_leaves sw_plan_leaves_of(const sw_layout *layout);
+/* The leaves of top-level mode m (0 <= m < rank). */
+sw_plan_leaves sw_plan_leaves_mode(const sw_layout *layout, int32_t m);
+/* The product of the extents. */
+int64_t sw_plan_leaves_size(sw_plan_leaves ops);
+
+/*
+ * Builds the plan of nops layouts (1 <= nops <= SW_PLAN_MAX_OPS) with the
+ * given element offsets.
+ * @pre  layouts[k] are valid layouts; offsets[k] >= 0.
+ * @post for every logical index i there is exactly one coordinate
+ *       (c_0, ..., c_ndim-1), 0 <= c_d < extent[d], and for every k
+ *       offsets[k] + layouts[k](i) == offset[k] + sum_d c_d*stride[k][d];
+ *       size == product of extent == size of each layout.
+ * Errors: SW_EVALUE if nops is out of range or the sizes differ;
+ * SW_ENOTIMPL if the operands have no common refinement or need more than
+ * SW_PLAN_MAX_DIMS modes (then use sw_plan_run_leaves). *out is written
+ * only on success. The failure message is recorded in both cases.
+ */
+sw_status sw_plan_build(int32_t nops, const sw_layout *const *layouts,
+                        const int64_t *offsets, sw_plan *out);
+
+/* The same from leaf lists. */
+sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
+                               const int64_t *offsets, sw_plan *out);
+
+/*
+ * The strided inner loop: n elements, where operand k's first element is at
+ * ptr[k] and its next ones step[k] elements further (step may be 0). It
+ * returns SW_OK to continue; any other status stops the walk, which then
+ * returns it (the loop records the message with sw_fail).
+ */
+typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
+                                  const int64_t *step, void *ctx);
+
+/*
+ * Runs loop over every innermost run of the plan. base[k] is operand k's
+ * element 0 and elsize[k] its element size in bytes.
+ */
+sw_status sw_plan_run(const sw_plan *plan, void *const *base,
+                      const int64_t *elsize, sw_plan_loop loop, void *ctx);
+
+/*
+ * The fallback walk in logical order (see the header comment): works for
+ * any operands of equal size, in runs bounded by every operand's innermost
+ * leaf. SW_EVALUE if the sizes differ or nops is out of range.
+ */
+sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
+                             const int64_t *offsets, void *const *base,
+                             const int64_t *elsize, sw_plan_loop loop,
+                             void *ctx);
+
+/*
+ * Builds the plan and runs it, or falls back to sw_plan_run_leaves when
+ * the operands cannot share a plan. Returns SW_EVALUE for mismatched
+ * sizes, otherwise whatever the loop returned.
+ */
+sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
+                          const int64_t *offsets, void *const *base,
+                          const int64_t *elsize, sw_plan_loop loop, void *ctx);
+
+/*
+ * Writes the physical offsets of count consecutive logical indices
+ * start, start+1, ... of a leaf list into out (one division per leaf for
+ * the first, then an odometer). Used by GEMM to address the rows and
+ * columns of a block. @pre 0 <= start, start + count <= size.
+ */
+void sw_plan_leaves_offsets(sw_plan_leaves ops, int64_t start, int64_t count,
+                            int64_t *out);
+
+#endif /* SW_LAYOUT_PLAN_H */

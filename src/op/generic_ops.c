@@ -1,0 +1,637 @@
+/*
+ * The Generic carrier's operations: the reference implementations, written
+ * once over host values. Forward passes combine values through the store's
+ * sw_host_ops (so a binding keeps its language's arithmetic); backward
+ * passes compute in doubles, since gradients are always Floating.
+ *
+ * Memory: a result is built as one value per physical slot of its layout
+ * (cosize values) and handed to new_like; Generic is the reference carrier,
+ * not a fast one.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "tensor/internal.h"
+
+/* --------------------------------------------------------------- numbers */
+
+static double sigmoid(double x) {
+    if (x >= 0)
+        return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+double sw_vop_apply(sw_vop op, double a, double b) {
+    switch (op) {
+    case SW_VOP_ADD:
+        return a + b;
+    case SW_VOP_SUB:
+        return a - b;
+    case SW_VOP_MUL:
+        return a * b;
+    case SW_VOP_DIV:
+        return a / b;
+    case SW_VOP_POW:
+        return pow(a, b);
+    case SW_VOP_EXP:
+        return exp(a);
+    case SW_VOP_RELU:
+        return a > 0 ? a : 0.0;
+    case SW_VOP_SIGMOID:
+        return sigmoid(a);
+    case SW_VOP_TANH:
+        return tanh(a);
+    case SW_VOP_GELU:
+        return 0.5 * a * (1.0 + erf(a / sqrt(2.0)));
+    case SW_VOP_SILU:
+        return a * sigmoid(a);
+    case SW_VOP_SOFTPLUS:
+        return log1p(exp(-fabs(a))) + (a > 0 ? a : 0.0);
+    case SW_VOP_ELU:
+        return a > 0 ? a : expm1(a);
+    case SW_VOP_LEAKY_RELU:
+        return a >= 0 ? a : 0.01 * a;
+    }
+    return NAN;
+}
+
+/* d op / d a (which == 0) or d op / d b (which == 1) at (a, b). */
+static double vop_partial(sw_vop op, int which, double a, double b) {
+    const double pi = 3.14159265358979323846;
+    double s;
+    switch (op) {
+    case SW_VOP_ADD:
+        return 1.0;
+    case SW_VOP_SUB:
+        return which ? -1.0 : 1.0;
+    case SW_VOP_MUL:
+        return which ? a : b;
+    case SW_VOP_DIV:
+        return which ? -a / (b * b) : 1.0 / b;
+    case SW_VOP_POW:
+        return b * pow(a, b - 1.0);
+    case SW_VOP_EXP:
+        return exp(a);
+    case SW_VOP_RELU:
+        return a > 0 ? 1.0 : 0.0;
+    case SW_VOP_SIGMOID:
+        s = sigmoid(a);
+        return s * (1.0 - s);
+    case SW_VOP_TANH:
+        s = tanh(a);
+        return 1.0 - s * s;
+    case SW_VOP_GELU:
+        return 0.5 * (1.0 + erf(a / sqrt(2.0))) +
+               a * exp(-a * a / 2.0) / sqrt(2.0 * pi);
+    case SW_VOP_SILU:
+        s = sigmoid(a);
+        return s + a * s * (1.0 - s);
+    case SW_VOP_SOFTPLUS:
+        return sigmoid(a);
+    case SW_VOP_ELU:
+        return a > 0 ? 1.0 : exp(a);
+    case SW_VOP_LEAKY_RELU:
+        return a >= 0 ? 1.0 : 0.01;
+    }
+    return NAN;
+}
+
+/* A value as a double: numbers directly, host values through the store. */
+static sw_status number_of(const sw_value *v, double *out) {
+    sw_value n;
+    switch (v->kind) {
+    case SW_VALUE_F64:
+        *out = v->as.f;
+        return SW_OK;
+    case SW_VALUE_I64:
+        *out = (double)v->as.i;
+        return SW_OK;
+    case SW_VALUE_HOST:
+        if (!v->ops || !v->ops->to_number)
+            break;
+        {
+            sw_status st = v->ops->to_number(v, &n);
+            if (st)
+                return st;
+        }
+        return number_of(&n, out);
+    default:
+        break;
+    }
+    return sw_fail(SW_ETYPE, "value is not a number");
+}
+
+/* op on values, through the host ops when the values are host values. */
+static sw_status apply_values(const sw_host_ops *ops, sw_vop op,
+                              const sw_value *a, const sw_value *b,
+                              sw_value *out) {
+    if (ops && ops->apply)
+        return ops->apply(op, a, b, out);
+    double x, y = 0.0;
+    sw_status st = number_of(a, &x);
+    if (!st && b)
+        st = number_of(b, &y);
+    if (st)
+        return st;
+    *out = sw_value_f64(sw_vop_apply(op, x, y));
+    return SW_OK;
+}
+
+/* ------------------------------------------------------------- the state */
+
+typedef enum gen_kind {
+    GEN_BINARY, /* lhs, rhs */
+    GEN_SCALAR, /* tensor, scalar: mul and pow */
+    GEN_UNARY,  /* tensor */
+    GEN_REDUCE, /* tensor with two modes */
+    GEN_MATMUL  /* lhs, rhs with two modes each */
+} gen_kind;
+
+typedef struct gen_state {
+    gen_kind kind;
+    sw_vop vop;
+    sw_arg scalar; /* GEN_SCALAR: borrowed host objects stay with the caller */
+} gen_state;
+
+static gen_state *gstate(sw_op *op) {
+    return sw_op_state(op);
+}
+
+static const sw_host_ops *host_ops_of(sw_carrier *c) {
+    return sw_generic_ops(c);
+}
+
+/* Checks a tensor argument by the name the messages use. */
+static sw_status check_tensor(const sw_arg *a, const char *name) {
+    if (a->kind != SW_ARG_TENSOR)
+        return sw_fail(SW_ETYPE, "%s must be a Tensor", name);
+    if (sw_carrier_is_released(a->as.tensor->carrier))
+        return sw_fail(SW_ERUNTIME, "%s carrier is released", name);
+    return SW_OK;
+}
+
+static sw_value scalar_value(const sw_arg *a) {
+    sw_value v;
+    memset(&v, 0, sizeof v);
+    if (a->kind == SW_ARG_F64)
+        v = sw_value_f64(a->as.f);
+    else if (a->kind == SW_ARG_I64 || a->kind == SW_ARG_BOOL)
+        v = sw_value_i64(a->as.i);
+    return v;
+}
+
+/* Makes a tensor of `layout` whose slot layout(i) holds vals[i] (owned,
+ * cleared here), on a fresh carrier like c. */
+static sw_status tensor_of_values(sw_carrier *c, sw_layout *layout,
+                                  sw_value *slots, sw_dtype dtype,
+                                  sw_tensor **out) {
+    sw_carrier *r = NULL;
+    int64_t n = layout->cosize;
+    sw_status st = sw_carrier_new_like(c, n, slots, 1, dtype, &r);
+    for (int64_t i = 0; i < n; ++i)
+        sw_value_clear(&slots[i]);
+    if (!st)
+        st = sw_tensor_new(r, 0, layout, out);
+    sw_carrier_unref(r);
+    return st;
+}
+
+/* Puts v into slot p, releasing what a broadcast layout put there before. */
+static void put_slot(sw_value *slots, int64_t p, sw_value v) {
+    sw_value_clear(&slots[p]);
+    slots[p] = v;
+}
+
+static sw_dtype join_dtype(sw_dtype a, sw_dtype b) {
+    return a == SW_DTYPE_FLOATING || b == SW_DTYPE_FLOATING ? SW_DTYPE_FLOATING
+                                                            : SW_DTYPE_ANY;
+}
+
+/* The canonical column-major layout of a view's shape (nesting kept). */
+static sw_status canonical(sw_lb *b, sw_layout **out) {
+    sw_status st = b->st;
+    if (st) {
+        sw_lb_free(b);
+        return st;
+    }
+    int64_t acc = 1;
+    for (int32_t i = 0; i < b->nleaf; ++i) {
+        b->str[i] = acc;
+        acc *= b->ext[i];
+    }
+    return sw_lb_finish(b, out);
+}
+
+/* ------------------------------------------------------------- forward */
+
+static sw_status elementwise_forward(sw_op *op, int32_t nargs,
+                                     const sw_arg *args, sw_tensor **out) {
+    gen_state *s = gstate(op);
+    int binary = s->kind == GEN_BINARY;
+    sw_status st = check_tensor(&args[0], binary ? "lhs" : "tensor");
+    if (st)
+        return st;
+    sw_tensor *x = args[0].as.tensor, *y = NULL;
+    if (binary) {
+        if (nargs < 2 || (st = check_tensor(&args[1], "rhs")))
+            return st ? st : sw_fail(SW_ETYPE, "rhs must be a Tensor");
+        y = args[1].as.tensor;
+        if (!sw_layout_equal(x->layout, y->layout))
+            return sw_fail(SW_EVALUE, "Tensor layouts must match");
+    }
+    sw_value b = {0};
+    sw_dtype dt = sw_tensor_dtype(x);
+    if (s->kind == GEN_SCALAR) {
+        if (nargs < 2 ||
+            (args[1].kind != SW_ARG_F64 && args[1].kind != SW_ARG_I64 &&
+             args[1].kind != SW_ARG_BOOL))
+            return sw_fail(SW_ETYPE, "%s must be a numerical scalar",
+                           s->vop == SW_VOP_POW ? "exponent" : "scalar");
+        s->scalar = args[1];
+        b = scalar_value(&args[1]);
+        int integral = args[1].kind == SW_ARG_I64;
+        if (s->vop == SW_VOP_MUL)
+            dt = dt == SW_DTYPE_FLOATING || !integral ? SW_DTYPE_FLOATING
+                                                      : SW_DTYPE_ANY;
+        else
+            dt = dt == SW_DTYPE_ANY && integral && args[1].as.i >= 0
+                     ? SW_DTYPE_ANY
+                     : SW_DTYPE_FLOATING;
+    } else if (binary) {
+        dt = s->vop == SW_VOP_DIV ? SW_DTYPE_FLOATING
+                                  : join_dtype(dt, sw_tensor_dtype(y));
+    } else if (s->vop != SW_VOP_RELU) {
+        dt = SW_DTYPE_FLOATING;
+    }
+    const sw_host_ops *ops = host_ops_of(x->carrier);
+    int64_t n = x->layout->cosize, size = x->layout->size;
+    sw_value *slots = sw_calloc((size_t)n + 1, sizeof *slots);
+    if (!slots)
+        return sw_oom();
+    for (int64_t i = 0; i < size && !st; ++i) {
+        sw_value a, c, r;
+        int64_t p;
+        sw_layout_index(x->layout, i, &p);
+        st = sw_tensor_get(x, i, &a);
+        if (st)
+            break;
+        if (binary)
+            st = sw_tensor_get(y, i, &c);
+        else
+            c = b;
+        if (!st)
+            st = apply_values(ops, s->vop, &a, s->kind == GEN_UNARY ? NULL : &c,
+                              &r);
+        sw_value_clear(&a);
+        if (binary)
+            sw_value_clear(&c);
+        if (!st)
+            put_slot(slots, p, r);
+    }
+    if (st) {
+        for (int64_t i = 0; i < n; ++i)
+            sw_value_clear(&slots[i]);
+        sw_free(slots);
+        return st;
+    }
+    st = tensor_of_values(x->carrier, x->layout, slots, dt, out);
+    sw_free(slots);
+    return st;
+}
+
+static sw_status check_two_modes(const sw_tensor *t, const char *name) {
+    if (t->layout->rank != 2)
+        return sw_fail(SW_EVALUE, "%s must have a two-mode layout", name);
+    return SW_OK;
+}
+
+/* Sums values through the host ops, starting from the integer 0 as a
+ * language's sum() would. */
+static sw_status sum_into(const sw_host_ops *ops, sw_value *acc,
+                          sw_value *term) {
+    sw_value r;
+    sw_status st = apply_values(ops, SW_VOP_ADD, acc, term, &r);
+    sw_value_clear(term);
+    if (st)
+        return st;
+    sw_value_clear(acc);
+    *acc = r;
+    return SW_OK;
+}
+
+static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    sw_status st = check_tensor(&args[0], "tensor");
+    if (st)
+        return st;
+    sw_tensor *x = args[0].as.tensor;
+    if ((st = check_two_modes(x, "tensor")))
+        return st;
+    sw_lview v = sw_lview_of(x->layout);
+    sw_lb b;
+    sw_lb_init(&b);
+    sw_lb_view(&b, sw_lview_child(v, 0)); /* one nesting level flattened */
+    sw_layout *ol = NULL;
+    if ((st = canonical(&b, &ol)))
+        return st;
+    const sw_host_ops *ops = host_ops_of(x->carrier);
+    int64_t m = x->layout->mode_size[0], k = x->layout->mode_size[1];
+    sw_value *slots = sw_calloc((size_t)ol->cosize + 1, sizeof *slots);
+    if (!slots) {
+        sw_layout_release(ol);
+        return sw_oom();
+    }
+    for (int64_t i = 0; i < m && !st; ++i) {
+        sw_value acc = sw_value_i64(0), term;
+        for (int64_t j = 0; j < k && !st; ++j) {
+            st = sw_tensor_get(x, i + m * j, &term);
+            if (!st)
+                st = sum_into(ops, &acc, &term);
+        }
+        int64_t p;
+        sw_layout_index(ol, i, &p);
+        put_slot(slots, p, acc);
+    }
+    if (!st)
+        st = tensor_of_values(x->carrier, ol, slots, sw_tensor_dtype(x), out);
+    else
+        for (int64_t i = 0; i < ol->cosize; ++i)
+            sw_value_clear(&slots[i]);
+    sw_free(slots);
+    sw_layout_release(ol);
+    return st;
+}
+
+static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    sw_status st = check_tensor(&args[0], "lhs");
+    if (!st)
+        st = nargs < 2 ? sw_fail(SW_ETYPE, "rhs must be a Tensor")
+                       : check_tensor(&args[1], "rhs");
+    if (st)
+        return st;
+    sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor;
+    if ((st = check_two_modes(a, "lhs")) || (st = check_two_modes(b, "rhs")))
+        return st;
+    if (a->layout->mode_size[1] != b->layout->mode_size[1])
+        return sw_fail(SW_EVALUE, "Matmul inner dimensions must match");
+    sw_lb lb;
+    sw_lb_init(&lb);
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
+    sw_layout *ol = NULL;
+    if ((st = canonical(&lb, &ol)))
+        return st;
+    const sw_host_ops *ops = host_ops_of(a->carrier);
+    int64_t m = a->layout->mode_size[0], n = b->layout->mode_size[0];
+    int64_t k = a->layout->mode_size[1];
+    sw_value *slots = sw_calloc((size_t)ol->cosize + 1, sizeof *slots);
+    if (!slots) {
+        sw_layout_release(ol);
+        return sw_oom();
+    }
+    for (int64_t j = 0; j < n && !st; ++j) {
+        for (int64_t i = 0; i < m && !st; ++i) {
+            sw_value acc = sw_value_i64(0);
+            for (int64_t q = 0; q < k && !st; ++q) {
+                sw_value x, y, prod;
+                st = sw_tensor_get(a, i + m * q, &x);
+                if (st)
+                    break;
+                st = sw_tensor_get(b, j + n * q, &y);
+                if (!st)
+                    st = apply_values(ops, SW_VOP_MUL, &x, &y, &prod);
+                sw_value_clear(&x);
+                sw_value_clear(&y);
+                if (!st)
+                    st = sum_into(ops, &acc, &prod);
+            }
+            int64_t p;
+            sw_layout_index(ol, i + m * j, &p);
+            put_slot(slots, p, acc);
+        }
+    }
+    if (!st)
+        st = tensor_of_values(
+            a->carrier, ol, slots,
+            join_dtype(sw_tensor_dtype(a), sw_tensor_dtype(b)), out);
+    else
+        for (int64_t i = 0; i < ol->cosize; ++i)
+            sw_value_clear(&slots[i]);
+    sw_free(slots);
+    sw_layout_release(ol);
+    return st;
+}
+
+static sw_status gen_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                             sw_tensor **out) {
+    if (nargs < 1)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    switch (gstate(op)->kind) {
+    case GEN_REDUCE:
+        return reduce_forward(op, nargs, args, out);
+    case GEN_MATMUL:
+        return matmul_forward(op, nargs, args, out);
+    default:
+        return elementwise_forward(op, nargs, args, out);
+    }
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Reads logical element i of t as a double. */
+static sw_status get_number(const sw_tensor *t, int64_t i, double *out) {
+    sw_value v;
+    sw_status st = sw_tensor_get(t, i, &v);
+    if (st)
+        return st;
+    st = number_of(&v, out);
+    sw_value_clear(&v);
+    return st;
+}
+
+/* A fresh gradient tensor for input `like` from per-logical doubles. */
+static sw_status grad_of(const sw_tensor *like, const double *vals,
+                         sw_tensor **out) {
+    int64_t n = like->layout->cosize, size = like->layout->size;
+    sw_value *slots = sw_calloc((size_t)n + 1, sizeof *slots);
+    if (!slots)
+        return sw_oom();
+    for (int64_t i = 0; i < size; ++i) {
+        int64_t p;
+        sw_layout_index(like->layout, i, &p);
+        slots[p] = sw_value_f64(vals[i]);
+    }
+    sw_status st = tensor_of_values(like->carrier, like->layout, slots,
+                                    SW_DTYPE_FLOATING, out);
+    sw_free(slots);
+    return st;
+}
+
+static sw_status elementwise_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                      sw_tensor **grads) {
+    gen_state *s = gstate(op);
+    sw_tensor *x = sw_op_input(op, 0);
+    sw_tensor *y = s->kind == GEN_BINARY ? sw_op_input(op, 1) : NULL;
+    int64_t size = x->layout->size;
+    double *gx = sw_malloc((size_t)(size + 1) * sizeof *gx);
+    double *gy = y ? sw_malloc((size_t)(size + 1) * sizeof *gy) : NULL;
+    sw_status st = (!gx || (y && !gy)) ? sw_oom() : SW_OK;
+    double b = 0.0;
+    if (!st && s->kind == GEN_SCALAR) {
+        sw_value sv = scalar_value(&s->scalar);
+        st = number_of(&sv, &b);
+    }
+    for (int64_t i = 0; i < size && !st; ++i) {
+        double gi, xi, yi = b;
+        st = get_number(g, i, &gi);
+        if (!st)
+            st = get_number(x, i, &xi);
+        if (!st && y)
+            st = get_number(y, i, &yi);
+        if (st)
+            break;
+        gx[i] = gi * vop_partial(s->vop, 0, xi, yi);
+        if (y)
+            gy[i] = gi * vop_partial(s->vop, 1, xi, yi);
+    }
+    if (!st)
+        st = grad_of(x, gx, &grads[0]);
+    if (!st && y && n > 1)
+        st = grad_of(y, gy, &grads[1]);
+    sw_free(gx);
+    sw_free(gy);
+    return st;
+}
+
+static sw_status reduce_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                 sw_tensor **grads) {
+    sw_tensor *x = sw_op_input(op, 0);
+    int64_t m = x->layout->mode_size[0], size = x->layout->size;
+    double *gx = sw_malloc((size_t)(size + 1) * sizeof *gx);
+    if (!gx)
+        return sw_oom();
+    sw_status st = SW_OK;
+    for (int64_t i = 0; i < m && !st; ++i) {
+        double gi;
+        st = get_number(g, i, &gi);
+        for (int64_t j = 0; j < size / m && !st; ++j)
+            gx[i + m * j] = gi;
+    }
+    if (!st)
+        st = grad_of(x, gx, &grads[0]);
+    sw_free(gx);
+    return st;
+}
+
+static sw_status matmul_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                 sw_tensor **grads) {
+    sw_tensor *a = sw_op_input(op, 0), *b = sw_op_input(op, 1);
+    int64_t m = a->layout->mode_size[0], nn = b->layout->mode_size[0];
+    int64_t k = a->layout->mode_size[1];
+    double *ga = sw_calloc((size_t)(m * k + 1), sizeof *ga);
+    double *gb = sw_calloc((size_t)(nn * k + 1), sizeof *gb);
+    sw_status st = (!ga || !gb) ? sw_oom() : SW_OK;
+    for (int64_t j = 0; j < nn && !st; ++j)
+        for (int64_t i = 0; i < m && !st; ++i) {
+            double gij;
+            st = get_number(g, i + m * j, &gij);
+            for (int64_t q = 0; q < k && !st; ++q) {
+                double x, y;
+                st = get_number(a, i + m * q, &x);
+                if (!st)
+                    st = get_number(b, j + nn * q, &y);
+                ga[i + m * q] += gij * y;
+                gb[j + nn * q] += gij * x;
+            }
+        }
+    if (!st)
+        st = grad_of(a, ga, &grads[0]);
+    if (!st && n > 1)
+        st = grad_of(b, gb, &grads[1]);
+    sw_free(ga);
+    sw_free(gb);
+    return st;
+}
+
+static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
+                              sw_tensor **grads) {
+    gen_state *s = gstate(op);
+    int32_t want = s->kind == GEN_BINARY || s->kind == GEN_MATMUL ? 2 : 1;
+    if (sw_op_ninputs(op) < want || n < 1)
+        return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    switch (s->kind) {
+    case GEN_REDUCE:
+        return reduce_backward(op, g, n, grads);
+    case GEN_MATMUL:
+        return matmul_backward(op, g, n, grads);
+    default:
+        return elementwise_backward(op, g, n, grads);
+    }
+}
+
+static void gen_destroy(sw_op *op) {
+    sw_free(sw_op_state(op));
+}
+
+/* ------------------------------------------------------------ registry */
+
+typedef struct gen_entry {
+    const char *name;
+    gen_kind kind;
+    sw_vop vop;
+    sw_op_class cls;
+} gen_entry;
+
+#define GEN_CLASS(n)                                                           \
+    {SW_OP_CLASS_VERSION, n, gen_forward, gen_backward, gen_destroy}
+
+static const gen_entry gen_table[] = {
+    {"add", GEN_BINARY, SW_VOP_ADD, GEN_CLASS("GenericAddOperation")},
+    {"sub", GEN_BINARY, SW_VOP_SUB, GEN_CLASS("GenericSubOperation")},
+    {"elementwise_mul", GEN_BINARY, SW_VOP_MUL,
+     GEN_CLASS("GenericElementwiseMulOperation")},
+    {"div", GEN_BINARY, SW_VOP_DIV, GEN_CLASS("GenericDivOperation")},
+    {"mul", GEN_SCALAR, SW_VOP_MUL, GEN_CLASS("GenericScalarMulOperation")},
+    {"pow", GEN_SCALAR, SW_VOP_POW, GEN_CLASS("GenericPowOperation")},
+    {"exp", GEN_UNARY, SW_VOP_EXP, GEN_CLASS("GenericExpOperation")},
+    {"relu", GEN_UNARY, SW_VOP_RELU, GEN_CLASS("GenericReLUOperation")},
+    {"sigmoid", GEN_UNARY, SW_VOP_SIGMOID,
+     GEN_CLASS("GenericSigmoidOperation")},
+    {"tanh", GEN_UNARY, SW_VOP_TANH, GEN_CLASS("GenericTanhOperation")},
+    {"gelu", GEN_UNARY, SW_VOP_GELU, GEN_CLASS("GenericGELUOperation")},
+    {"silu", GEN_UNARY, SW_VOP_SILU, GEN_CLASS("GenericSiLUOperation")},
+    {"softplus", GEN_UNARY, SW_VOP_SOFTPLUS,
+     GEN_CLASS("GenericSoftplusOperation")},
+    {"elu", GEN_UNARY, SW_VOP_ELU, GEN_CLASS("GenericELUOperation")},
+    {"leaky_relu", GEN_UNARY, SW_VOP_LEAKY_RELU,
+     GEN_CLASS("GenericLeakyReLUOperation")},
+    {"reduce", GEN_REDUCE, SW_VOP_ADD, GEN_CLASS("GenericReduceSumOperation")},
+    {"matmul", GEN_MATMUL, SW_VOP_MUL, GEN_CLASS("GenericMatmulOperation")},
+};
+
+sw_status sw_generic_op_new(const char *name, sw_op **out) {
+    for (size_t i = 0; i < sizeof gen_table / sizeof gen_table[0]; ++i) {
+        const gen_entry *e = &gen_table[i];
+        if (strcmp(e->name, name) != 0)
+            continue;
+        gen_state *s = sw_calloc(1, sizeof *s);
+        if (!s)
+            return sw_oom();
+        s->kind = e->kind;
+        s->vop = e->vop;
+        sw_status st = sw_op_new(&e->cls, s, out);
+        if (st)
+            sw_free(s);
+        return st;
+    }
+    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
+        strcmp(name, "rearrange") == 0)
+        return sw_shared_op_new(name, out);
+    return sw_fail(SW_ENOTIMPL,
+                   "Generic carrier does not support operation '%s'", name);
+}
