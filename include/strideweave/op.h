@@ -181,6 +181,27 @@ SW_API sw_status sw_rearrange(sw_tensor *t, int32_t nout, const int32_t *output,
                               int32_t nsel, const int32_t *selection,
                               sw_tensor **out);
 
+/*
+ * Arithmetic, activations and contractions, each dispatched on the (lhs)
+ * tensor's carrier and run as a recorded forward. Binary forms require
+ * carriers of exactly the same class: SW_ETYPE "Tensor backing carriers must
+ * match". sw_mul with a tensor argument is sw_elementwise_mul; sw_neg is
+ * sw_mul by -1. sw_unary takes the canonical name of an activation or of
+ * "exp".
+ */
+SW_API sw_status sw_add(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
+SW_API sw_status sw_sub(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
+SW_API sw_status sw_elementwise_mul(sw_tensor *lhs, sw_tensor *rhs,
+                                    sw_tensor **out);
+SW_API sw_status sw_div(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
+SW_API sw_status sw_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
+SW_API sw_status sw_mul(sw_tensor *t, sw_arg scalar, sw_tensor **out);
+SW_API sw_status sw_neg(sw_tensor *t, sw_tensor **out);
+SW_API sw_status sw_pow(sw_tensor *t, sw_arg exponent, sw_tensor **out);
+SW_API sw_status sw_unary(const char *name, sw_tensor *t, sw_tensor **out);
+/* out[i] = sum over j of t[i, j] for a two-mode t. */
+SW_API sw_status sw_reduce_sum(sw_tensor *t, sw_tensor **out);
+
 /* ------------------------------------------------------------ autograd */
 
 SW_API int sw_grad_enabled(void);

@@ -237,26 +237,13 @@ sw_status sw_shared_op_new(const char *name, sw_op **out) {
 
 /* ------------------------------------------------------ functional forms */
 
-static sw_status dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
-                                  const sw_arg *args, sw_tensor **out) {
-    if (!t)
-        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
-    sw_op *op = NULL;
-    sw_status st = sw_carrier_dispatch_op(t->carrier, name, &op);
-    if (st)
-        return st;
-    st = sw_op_forward(op, nargs, args, out);
-    sw_op_unref(op);
-    return st;
-}
-
 sw_status sw_view(sw_tensor *t, int32_t nkeys, const sw_view_key *keys,
                   sw_tensor **out) {
     sw_arg args[2] = {sw_arg_tensor(t)};
     args[1].kind = SW_ARG_KEYS;
     args[1].as.keys.n = nkeys;
     args[1].as.keys.keys = keys;
-    return dispatch_forward(t, "view", 2, args, out);
+    return sw_dispatch_forward(t, "view", 2, args, out);
 }
 
 sw_status sw_permute(sw_tensor *t, int32_t n, const int32_t *order,
@@ -270,7 +257,7 @@ sw_status sw_permute(sw_tensor *t, int32_t n, const int32_t *order,
     args[0] = sw_arg_tensor(t);
     for (int32_t i = 0; i < n; ++i)
         args[i + 1] = sw_arg_i64(order[i]);
-    sw_status st = dispatch_forward(t, "permute", n + 1, args, out);
+    sw_status st = sw_dispatch_forward(t, "permute", n + 1, args, out);
     sw_free(args);
     return st;
 }
@@ -285,5 +272,5 @@ sw_status sw_rearrange(sw_tensor *t, int32_t nout, const int32_t *output,
     args[2].kind = nsel < 0 ? SW_ARG_NONE : SW_ARG_RECIPE;
     args[2].as.recipe.n = nsel;
     args[2].as.recipe.tokens = selection;
-    return dispatch_forward(t, "rearrange", 3, args, out);
+    return sw_dispatch_forward(t, "rearrange", 3, args, out);
 }

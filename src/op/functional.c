@@ -1,0 +1,89 @@
+/* The functional forms: argument rules, dispatch and recorded forward. */
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "op/internal.h"
+#include "tensor/internal.h"
+
+sw_status sw_dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
+                              const sw_arg *args, sw_tensor **out) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_op *op = NULL;
+    sw_status st = sw_carrier_dispatch_op(t->carrier, name, &op);
+    if (st)
+        return st;
+    st = sw_op_forward(op, nargs, args, out);
+    sw_op_unref(op);
+    return st;
+}
+
+static sw_status binary(const char *name, sw_tensor *lhs, sw_tensor *rhs,
+                        sw_tensor **out) {
+    if (!lhs)
+        return sw_fail(SW_ETYPE, "lhs must be a Tensor");
+    if (!rhs)
+        return sw_fail(SW_ETYPE, "rhs must be a Tensor");
+    const sw_carrier *a = lhs->carrier, *b = rhs->carrier;
+    if (a->cls != b->cls || a->dispatch_tag != b->dispatch_tag)
+        return sw_fail(SW_ETYPE, "Tensor backing carriers must match");
+    sw_arg args[2] = {sw_arg_tensor(lhs), sw_arg_tensor(rhs)};
+    return sw_dispatch_forward(lhs, name, 2, args, out);
+}
+
+sw_status sw_add(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("add", lhs, rhs, out);
+}
+
+sw_status sw_sub(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("sub", lhs, rhs, out);
+}
+
+sw_status sw_elementwise_mul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("elementwise_mul", lhs, rhs, out);
+}
+
+sw_status sw_div(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("div", lhs, rhs, out);
+}
+
+sw_status sw_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("matmul", lhs, rhs, out);
+}
+
+sw_status sw_mul(sw_tensor *t, sw_arg scalar, sw_tensor **out) {
+    if (scalar.kind == SW_ARG_TENSOR)
+        return sw_elementwise_mul(t, scalar.as.tensor, out);
+    sw_arg args[2] = {sw_arg_tensor(t), scalar};
+    return sw_dispatch_forward(t, "mul", 2, args, out);
+}
+
+sw_status sw_neg(sw_tensor *t, sw_tensor **out) {
+    return sw_mul(t, sw_arg_i64(-1), out);
+}
+
+sw_status sw_pow(sw_tensor *t, sw_arg exponent, sw_tensor **out) {
+    if (exponent.kind == SW_ARG_TENSOR)
+        return sw_fail(SW_ETYPE, "exponent must be a numerical scalar");
+    sw_arg args[2] = {sw_arg_tensor(t), exponent};
+    return sw_dispatch_forward(t, "pow", 2, args, out);
+}
+
+sw_status sw_unary(const char *name, sw_tensor *t, sw_tensor **out) {
+    static const char *const names[] = {"exp",      "relu", "sigmoid",
+                                        "tanh",     "gelu", "silu",
+                                        "softplus", "elu",  "leaky_relu"};
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; ++i) {
+        if (strcmp(name, names[i]) == 0) {
+            sw_arg arg = sw_arg_tensor(t);
+            return sw_dispatch_forward(t, name, 1, &arg, out);
+        }
+    }
+    return sw_fail(SW_EVALUE, "'%s' is not a unary operation",
+                   name ? name : "(null)");
+}
+
+sw_status sw_reduce_sum(sw_tensor *t, sw_tensor **out) {
+    sw_arg arg = sw_arg_tensor(t);
+    return sw_dispatch_forward(t, "reduce", 1, &arg, out);
+}
