@@ -72,6 +72,13 @@ SW_API int sw_errno(void);
 /* A short constant name for a status, such as "SW_EVALUE". */
 SW_API const char *sw_status_name(sw_status status);
 
+/*
+ * Records a failure with a message, for backends and host-language
+ * bindings whose vtable slots fail, and returns status (so a slot can
+ * write `return sw_set_error(SW_EVALUE, "...")`).
+ */
+SW_API sw_status sw_set_error(sw_status status, const char *message);
+
 /* Clears the calling thread's last failure. */
 SW_API void sw_clear_error(void);
 

@@ -300,7 +300,8 @@ SW_API const char *sw_file_path(const sw_carrier *c);
 SW_API int sw_file_is_temporary(const sw_carrier *c);
 /* Truncates or extends the file to size elements (new ones are zero). */
 SW_API sw_status sw_file_resize(sw_carrier *c, int64_t size);
-/* Bulk transfer of n elements starting at element i, in native layout. */
+/* Bulk transfer of n elements starting at element i, in native layout. A
+ * successful write bumps the version once. */
 SW_API sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n, void *buf);
 SW_API sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n,
                                const void *buf);

@@ -42,6 +42,10 @@ sw_status sw_fail_os(int err, const char *fmt, ...) {
     return SW_EOS;
 }
 
+sw_status sw_set_error(sw_status status, const char *message) {
+    return sw_fail(status, "%s", message ? message : "");
+}
+
 int sw_errno(void) {
     return errnum;
 }

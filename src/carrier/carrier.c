@@ -227,9 +227,11 @@ sw_status sw_carrier_release_storage(sw_carrier *c) {
     return SW_OK;
 }
 
-static sw_status check_alloc_args(int64_t size, sw_dtype dtype) {
+static sw_status check_alloc_args(const sw_carrier *c, int64_t size,
+                                  sw_dtype dtype) {
     if (size < 0)
-        return sw_fail(SW_EVALUE, "allocation size must be non-negative");
+        return sw_fail(SW_EVALUE, "%s allocation size must be non-negative",
+                       c->cls->name);
     if ((int)dtype < 0 || (int)dtype > SW_DTYPE_COUNT)
         return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
     return SW_OK;
@@ -238,7 +240,7 @@ static sw_status check_alloc_args(int64_t size, sw_dtype dtype) {
 sw_status sw_carrier_allocate_like(sw_carrier *c, int64_t size, int mutable_,
                                    sw_dtype dtype, int empty,
                                    sw_carrier **out) {
-    sw_status st = check_alloc_args(size, dtype);
+    sw_status st = check_alloc_args(c, size, dtype);
     if (st)
         return st;
     if (!c->cls->allocate_like)
@@ -250,7 +252,7 @@ sw_status sw_carrier_allocate_like(sw_carrier *c, int64_t size, int mutable_,
 
 sw_status sw_carrier_new_like(sw_carrier *c, int64_t n, const sw_value *values,
                               int mutable_, sw_dtype dtype, sw_carrier **out) {
-    sw_status st = check_alloc_args(n, dtype);
+    sw_status st = check_alloc_args(c, n, dtype);
     if (st)
         return st;
     dtype = sw_carrier_pick_dtype(c, dtype);

@@ -405,5 +405,8 @@ sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n, const void *buf) {
         return st;
     if (!sw_carrier_is_mutable(c))
         return sw_carrier_fail_immutable();
-    return transfer(c, 1, i * item(c), n * item(c), (void *)buf);
+    st = transfer(c, 1, i * item(c), n * item(c), (void *)buf);
+    if (st)
+        return st;
+    return sw_carrier_bump_version(c);
 }

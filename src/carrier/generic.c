@@ -219,6 +219,8 @@ const sw_host_ops *sw_host_doubles(void) {
 
 sw_status sw_generic_new_doubles(int64_t n, const double *values, int mutable_,
                                  sw_carrier **out) {
+    if (n > 0 && !values)
+        return sw_fail(SW_EVALUE, "values are missing");
     void *store = NULL;
     sw_status st = doubles_make(&doubles_ops, n, NULL, &store);
     if (st)

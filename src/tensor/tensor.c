@@ -181,16 +181,17 @@ sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
     if (!sw_tree_equal(mapping->shape, src->layout->shape))
         return sw_fail(SW_EVALUE,
                        "mapping shape must match to_scatter layout shape");
-    int64_t base = onto->offset + mapping_offset, end;
-    if (!sw_add_ok(base, mapping->cosize, &end) || end > sw_carrier_size(c))
+    int bulk = sw_carrier_is_cpu(c) && sw_carrier_is_cpu(src->carrier);
+    if (bulk && sw_carrier_dtype(c) == SW_DTYPE_INT32 &&
+        sw_carrier_dtype(src->carrier) == SW_DTYPE_FLOAT32)
+        return sw_fail(SW_ETYPE, "cannot scatter Float32 values into an "
+                                 "Int32 CPU carrier");
+    int64_t base, end;
+    if (!sw_add_ok(onto->offset, mapping_offset, &base) ||
+        !sw_add_ok(base, mapping->cosize, &end) || end > sw_carrier_size(c))
         return sw_fail(SW_EVALUE,
                        "scatter mapping exceeds destination carrier size");
-    if (sw_carrier_is_cpu(c) && sw_carrier_is_cpu(src->carrier)) {
-        sw_dtype dt = sw_carrier_dtype(c);
-        if (dt == SW_DTYPE_INT32 &&
-            sw_carrier_dtype(src->carrier) == SW_DTYPE_FLOAT32)
-            return sw_fail(SW_ETYPE, "cannot scatter Float32 values into an "
-                                     "Int32 CPU carrier");
+    if (bulk) {
         if (mapping->nleaf > 64)
             return sw_fail(SW_ENOTIMPL, "scatter supports at most 64 leaves");
         scatter_cpu(c, base, mapping, src);
