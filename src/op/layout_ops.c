@@ -64,18 +64,19 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
             off += idx;
             continue;
         }
-        if (key->has_step && key->step != 1) {
-            st = sw_fail(SW_EVALUE, "View slices do not support steps");
-            break;
-        }
+        int stepped = key->has_step && key->step != 1;
         if (!leaf) {
-            if (key->has_start || key->has_stop) {
+            if (key->has_start || key->has_stop || stepped) {
                 st = sw_fail(SW_EVALUE, "Only whole slices are supported for "
                                         "non-leaf modes");
                 break;
             }
             sw_lb_append_view(&b, m);
             continue;
+        }
+        if (stepped) {
+            st = sw_fail(SW_EVALUE, "View slices do not support steps");
+            break;
         }
         int64_t start = clamp_bound(key->has_start, key->start, size, 0);
         int64_t stop = clamp_bound(key->has_stop, key->stop, size, size);
