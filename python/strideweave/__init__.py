@@ -12,19 +12,27 @@ Examples:
     (6, 6, 5)
 """
 
+from strideweave.carriers import CPU, Carrier, DType, FileBacked, Generic
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
+from strideweave.tensor import Tensor
 
 __version__ = "0.1.0"
 
 # The core names come first, in the fixed order of the reference API (CPU,
 # Carrier, DType, Evictable, FileBacked, Generic, Layout, Module, Node,
-# Parameter, Shape, Stride, Tensor, Tiler, Tree; only the layout ones exist so
-# far); the operation names follow them, in sorted() order.
+# Parameter, Shape, Stride, Tensor, Tiler, Tree; those that exist so far); the
+# operation names follow them, in sorted() order.
 __all__ = [
+    "CPU",
+    "Carrier",
+    "DType",
+    "FileBacked",
+    "Generic",
     "Layout",
     "Node",
     "Shape",
     "Stride",
+    "Tensor",
     "Tiler",
     "Tree",
 ]

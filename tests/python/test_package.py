@@ -2,16 +2,61 @@
 
 import doctest
 import inspect
+import sys
 from collections.abc import Sequence
 
 import pytest
 import strideweave
+import strideweave.carriers
+import strideweave.carriers.base
+import strideweave.carriers.cpu
+import strideweave.carriers.cpu.carrier
+import strideweave.carriers.dtype
+import strideweave.carriers.file_backed
+import strideweave.carriers.file_backed.carrier
+import strideweave.carriers.generic
+import strideweave.carriers.generic.carrier
 import strideweave.core
 import strideweave.core.layout
 import strideweave.layout
+import strideweave.tensor
 from strideweave import _native
 
 LAYOUT_NAMES = ["Layout", "Node", "Shape", "Stride", "Tiler", "Tree"]
+CARRIER_NAMES = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]
+# The reference's core order, restricted to the names that exist so far.
+CORE_NAMES = [
+    "CPU",
+    "Carrier",
+    "DType",
+    "FileBacked",
+    "Generic",
+    "Layout",
+    "Node",
+    "Shape",
+    "Stride",
+    "Tensor",
+    "Tiler",
+    "Tree",
+]
+# name -> (defining module, the modules that re-export it)
+HOMES = {
+    "Carrier": ("strideweave.carriers.base", [strideweave.carriers]),
+    "DType": ("strideweave.carriers.dtype", [strideweave.carriers]),
+    "CPU": (
+        "strideweave.carriers.cpu.carrier",
+        [strideweave.carriers, strideweave.carriers.cpu],
+    ),
+    "Generic": (
+        "strideweave.carriers.generic.carrier",
+        [strideweave.carriers, strideweave.carriers.generic],
+    ),
+    "FileBacked": (
+        "strideweave.carriers.file_backed.carrier",
+        [strideweave.carriers, strideweave.carriers.file_backed],
+    ),
+    "Tensor": ("strideweave.tensor", []),
+}
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -25,6 +70,22 @@ def test_native_types_are_the_public_ones():
     assert _native.Layout is strideweave.Layout
     assert _native.Shape is strideweave.Shape
     assert _native.Stride is strideweave.Stride
+    for name in ("Carrier", "CPU", "Generic", "FileBacked", "Tensor"):
+        assert getattr(_native, name) is getattr(strideweave, name)
+
+
+@pytest.mark.parametrize("name", sorted(HOMES))
+def test_carrier_and_tensor_homes(name):
+    home, reexports = HOMES[name]
+    obj = getattr(strideweave, name)
+    module = sys.modules[home]
+    assert getattr(module, name) is obj
+    assert module.__all__ == [name]
+    assert module.__doc__
+    for other in reexports:
+        assert getattr(other, name) is obj
+    assert obj.__module__ == home
+    assert obj.__qualname__ == name
 
 
 @pytest.mark.parametrize("name", ["Layout", "Node", "Shape", "Stride", "Tree"])
@@ -34,7 +95,8 @@ def test_module_of_public_classes(name):
 
 
 def test_all_lists():
-    assert strideweave.__all__ == LAYOUT_NAMES
+    assert strideweave.__all__ == CORE_NAMES
+    assert strideweave.carriers.__all__ == CARRIER_NAMES
     assert strideweave.layout.__all__ == LAYOUT_NAMES
     assert strideweave.core.__all__ == []
     for name in strideweave.__all__:
@@ -67,7 +129,22 @@ def test_public_members_are_found():
     assert {name for name, _ in _public_members(strideweave.Node)} == {"id"}
 
 
-@pytest.mark.parametrize("cls_name", ["Layout", "Shape", "Stride", "Tree", "Node"])
+@pytest.mark.parametrize(
+    "cls_name",
+    [
+        "Layout",
+        "Shape",
+        "Stride",
+        "Tree",
+        "Node",
+        "Carrier",
+        "CPU",
+        "Generic",
+        "FileBacked",
+        "DType",
+        "Tensor",
+    ],
+)
 def test_public_names_have_structured_docstrings(cls_name):
     cls = getattr(strideweave, cls_name)
     for text in (cls.__doc__,):
@@ -93,9 +170,19 @@ def test_docstring_examples_run():
     tests = []
     for module in (strideweave, strideweave.core.layout):
         tests += finder.find(module, globs=vars(strideweave.core.layout).copy())
+    for module in (
+        strideweave.carriers,
+        strideweave.carriers.base,
+        strideweave.carriers.dtype,
+        strideweave.carriers.cpu.carrier,
+        strideweave.carriers.generic.carrier,
+        strideweave.carriers.file_backed.carrier,
+        strideweave.tensor,
+    ):
+        tests += finder.find(module, globs=vars(strideweave).copy())
     examples = 0
     for test in tests:
         examples += len(test.examples)
         runner.run(test)
-    assert examples > 60
+    assert examples > 150
     assert runner.failures == 0

@@ -31,7 +31,29 @@ PyObject *swpy_exception_type(sw_status status) {
     return PyExc_SystemError;
 }
 
+/*
+ * OSError(errno, message) picks the subclass for errno (FileExistsError
+ * for EEXIST, PermissionError for EACCES, ...), as the interpreter's own
+ * I/O errors do.
+ */
+static void raise_os_error(const char *msg) {
+    int err = sw_errno();
+    if (err == 0) {
+        PyErr_SetString(PyExc_OSError, msg);
+        return;
+    }
+    PyObject *args = Py_BuildValue("(is)", err, msg);
+    if (args != NULL) {
+        PyErr_SetObject(PyExc_OSError, args);
+        Py_DECREF(args);
+    }
+}
+
 PyObject *swpy_raise(sw_status status) {
+    if (PyErr_Occurred()) {
+        /* A Python callback made the call fail: its exception says why. */
+        return NULL;
+    }
     if (status == SW_OK) {
         PyErr_SetString(PyExc_SystemError,
                         "strideweave: error raised for a successful call");
@@ -40,6 +62,10 @@ PyObject *swpy_raise(sw_status status) {
     const char *msg = sw_errmsg();
     if (msg == NULL || msg[0] == '\0') {
         msg = sw_status_name(status);
+    }
+    if (status == SW_EOS) {
+        raise_os_error(msg);
+        return NULL;
     }
     /*
      * KeyError's str() is the repr of its argument; giving it the message

@@ -10,11 +10,23 @@
 
 #include "module.h"
 
+#include "strideweave/layout.h"
+
 /*
  * Creates the three types for module and stores them in st. Returns 0, or
  * -1 with an exception set (st may then hold some of the types, which the
  * module's clear function releases).
  */
 int swpy_layout_init_types(PyObject *module, swpy_state *st);
+
+/* Non-zero if o is a Layout object of this module. */
+int swpy_is_layout(swpy_state *st, PyObject *o);
+
+/* The layout of a Layout object (borrowed; o must be a Layout). */
+sw_layout *swpy_layout_get(PyObject *o);
+
+/* Wraps an owned layout in a new Layout object; the reference is released
+ * if wrapping fails. */
+PyObject *swpy_layout_wrap(swpy_state *st, sw_layout *layout);
 
 #endif /* SWPY_LAYOUT_H */

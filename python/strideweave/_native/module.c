@@ -7,9 +7,16 @@
  */
 #include "module.h"
 
+#include "carrier.h"
 #include "errors.h"
 #include "layout.h"
 #include "strideweave/strideweave.h"
+#include "tensor.h"
+
+swpy_state *swpy_state_of_type(PyTypeObject *type) {
+    PyObject *module = PyType_GetModuleByDef(type, &swpy_module_def);
+    return module != NULL ? swpy_module_state(module) : NULL;
+}
 
 int swpy_require_tree_types(swpy_state *st) {
     if (st->tree_type != NULL) {
@@ -85,6 +92,93 @@ fail:
     return NULL;
 }
 
+int swpy_require_dtypes(swpy_state *st) {
+    if (st->dtype_enum != NULL) {
+        return 0;
+    }
+    /* Importing the module registers the enum with this extension. */
+    PyObject *mod = PyImport_ImportModule("strideweave.carriers.dtype");
+    if (mod == NULL) {
+        return -1;
+    }
+    Py_DECREF(mod);
+    if (st->dtype_enum == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "strideweave.carriers.dtype did not register DType "
+                        "with strideweave._native");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(register_dtype_doc,
+             "_register_dtype($module, dtype, /)\n--\n\n"
+             "Registers the DType enum, whose members map to the library's "
+             "dtypes by name.\n\n"
+             "Called once by strideweave.carriers.dtype at import; not part "
+             "of the public API.\n\n"
+             "Args:\n"
+             "    dtype: the DType enum class, with members Any, Floating, "
+             "Float32, Int32 and Bool.\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+static PyObject *register_dtype(PyObject *module, PyObject *enum_type) {
+    swpy_state *st = swpy_module_state(module);
+    PyObject *members[SW_DTYPE_COUNT] = {NULL};
+    if (!PyType_Check(enum_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_register_dtype expects the DType enum class");
+        return NULL;
+    }
+    for (int d = 0; d < SW_DTYPE_COUNT; d++) {
+        members[d] =
+            PyObject_GetAttrString(enum_type, sw_dtype_name((sw_dtype)d));
+        if (members[d] == NULL) {
+            for (int k = 0; k < d; k++) {
+                Py_DECREF(members[k]);
+            }
+            return NULL;
+        }
+    }
+    Py_XSETREF(st->dtype_enum, Py_NewRef(enum_type));
+    for (int d = 0; d < SW_DTYPE_COUNT; d++) {
+        Py_XSETREF(st->dtypes[d], members[d]);
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(debug_fail_io_after_doc,
+             "_debug_fail_io_after($module, n, /)\n--\n\n"
+             "Fault injection: n more file operations succeed, later ones "
+             "fail with ENOSPC.\n\n"
+             "Args:\n"
+             "    n: file operations that still succeed; a negative n "
+             "disables the hook.\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+static PyObject *debug_fail_io_after(PyObject *module, PyObject *arg) {
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    sw_debug_fail_io_after((int64_t)n);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(file_remove_temporaries_doc,
+             "_file_remove_temporaries($module, /)\n--\n\n"
+             "Removes the files of every temporary FileBacked carrier still "
+             "open (registered with atexit by strideweave.carriers).\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+static PyObject *file_remove_temporaries(PyObject *module, PyObject *unused) {
+    sw_file_remove_temporaries();
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(debug_live_allocs_doc,
              "_debug_live_allocs($module, /)\n--\n\n"
              "The number of live libstrideweave allocations, process-wide.\n\n"
@@ -116,9 +210,41 @@ static PyObject *debug_fail_alloc_after(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(debug_allocate_like_doc,
+             "_debug_allocate_like($module, carrier, size, dtype=None, /)\n--"
+             "\n\n"
+             "The library's allocate_like policy on carrier (for tests: it "
+             "runs a Python carrier's hook as library code does).\n\n"
+             "Args:\n"
+             "    carrier: any carrier.\n"
+             "    size: the element count.\n"
+             "    dtype: a DType, or None for the carrier's own.\n\n"
+             "Returns:\n"
+             "    Carrier: the new carrier.\n");
+
+PyDoc_STRVAR(debug_new_like_doc,
+             "_debug_new_like($module, carrier, values, /)\n--\n\n"
+             "The library's new_like policy on carrier (for tests: it runs "
+             "a Python carrier's hook as library code does).\n\n"
+             "Args:\n"
+             "    carrier: any carrier.\n"
+             "    values: the values; None marks a hole.\n\n"
+             "Returns:\n"
+             "    Carrier: the new carrier.\n");
+
 static PyMethodDef module_methods[] = {
+    {"_debug_allocate_like",
+     (PyCFunction)(void (*)(void))swpy_debug_allocate_like, METH_FASTCALL,
+     debug_allocate_like_doc},
+    {"_debug_new_like", (PyCFunction)(void (*)(void))swpy_debug_new_like,
+     METH_FASTCALL, debug_new_like_doc},
     {"_register_tree_types", (PyCFunction)(void (*)(void))register_tree_types,
      METH_FASTCALL, register_tree_types_doc},
+    {"_register_dtype", register_dtype, METH_O, register_dtype_doc},
+    {"_debug_fail_io_after", debug_fail_io_after, METH_O,
+     debug_fail_io_after_doc},
+    {"_file_remove_temporaries", file_remove_temporaries, METH_NOARGS,
+     file_remove_temporaries_doc},
     {"_debug_live_allocs", debug_live_allocs, METH_NOARGS,
      debug_live_allocs_doc},
     {"_debug_fail_alloc_after", debug_fail_alloc_after, METH_O,
@@ -128,7 +254,9 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module) {
     swpy_state *st = swpy_module_state(module);
-    if (swpy_layout_init_types(module, st) < 0) {
+    if (swpy_layout_init_types(module, st) < 0 ||
+        swpy_carrier_init_types(module, st) < 0 ||
+        swpy_tensor_init_type(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -150,6 +278,16 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->node_leaf);
     Py_VISIT(st->node_push);
     Py_VISIT(st->node_pop);
+    Py_VISIT(st->carrier_type);
+    Py_VISIT(st->cpu_type);
+    Py_VISIT(st->generic_type);
+    Py_VISIT(st->file_type);
+    Py_VISIT(st->tensor_type);
+    Py_VISIT(st->dtype_enum);
+    for (int d = 0; d < SW_DTYPE_COUNT; d++) {
+        Py_VISIT(st->dtypes[d]);
+    }
+    Py_VISIT(st->path_type);
     return 0;
 }
 
@@ -166,6 +304,26 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->node_leaf);
     Py_CLEAR(st->node_push);
     Py_CLEAR(st->node_pop);
+    Py_CLEAR(st->carrier_type);
+    Py_CLEAR(st->cpu_type);
+    Py_CLEAR(st->generic_type);
+    Py_CLEAR(st->file_type);
+    Py_CLEAR(st->tensor_type);
+    Py_CLEAR(st->dtype_enum);
+    for (int d = 0; d < SW_DTYPE_COUNT; d++) {
+        Py_CLEAR(st->dtypes[d]);
+    }
+    Py_CLEAR(st->path_type);
+    Py_CLEAR(st->str_size);
+    Py_CLEAR(st->str_dtype);
+    Py_CLEAR(st->str_get_value);
+    Py_CLEAR(st->str_set_value);
+    Py_CLEAR(st->str_is_mutable_hook);
+    Py_CLEAR(st->str_release_hook);
+    Py_CLEAR(st->str_allocate_like);
+    Py_CLEAR(st->str_new_like);
+    Py_CLEAR(st->str_mutable);
+    Py_CLEAR(st->str_empty);
     return 0;
 }
 
@@ -191,11 +349,11 @@ static PyModuleDef_Slot module_slots[] = {
 
 PyDoc_STRVAR(
     module_doc,
-    "The C extension behind strideweave: layouts and their algebra.\n\n"
+    "The C extension behind strideweave: layouts, carriers and tensors.\n\n"
     "Import the public names from strideweave or its submodules; "
     "this module is an implementation detail.");
 
-static struct PyModuleDef native_module = {
+struct PyModuleDef swpy_module_def = {
     PyModuleDef_HEAD_INIT,         .m_name = "strideweave._native",
     .m_doc = module_doc,           .m_size = sizeof(swpy_state),
     .m_methods = module_methods,   .m_slots = module_slots,
@@ -206,5 +364,5 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC PyInit__native(void);
 
 PyMODINIT_FUNC PyInit__native(void) {
-    return PyModuleDef_Init(&native_module);
+    return PyModuleDef_Init(&swpy_module_def);
 }

@@ -2,15 +2,18 @@
  * Module state of strideweave._native, shared by the extension's sources.
  *
  * Everything the extension keeps between calls lives here, one copy per
- * module object: the heap types and the Python classes of the tree vocabulary
+ * module object: the heap types, the Python classes of the tree vocabulary
  * (Tree, Node, the Node.id marker) that strideweave.core.layout registers when
- * it is imported.
+ * it is imported, the DType members that strideweave.carriers.dtype registers,
+ * and interned method names for the calls into Python-implemented carriers.
  */
 #ifndef SWPY_MODULE_H
 #define SWPY_MODULE_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "strideweave/carrier.h"
 
 typedef struct swpy_state {
     PyTypeObject *shape_type;
@@ -22,7 +25,33 @@ typedef struct swpy_state {
     PyObject *node_leaf;    /* Node.Leaf */
     PyObject *node_push;    /* Node.Push */
     PyObject *node_pop;     /* Node.Pop */
+    /* Carriers and tensors. */
+    PyTypeObject *carrier_type;
+    PyTypeObject *cpu_type;
+    PyTypeObject *generic_type;
+    PyTypeObject *file_type;
+    PyTypeObject *tensor_type;
+    /* Registered by strideweave.carriers.dtype; NULL until then. The
+     * members are indexed by sw_dtype. */
+    PyObject *dtype_enum;
+    PyObject *dtypes[SW_DTYPE_COUNT];
+    /* pathlib.Path, imported on first use. */
+    PyObject *path_type;
+    /* Interned names of the hooks a Python carrier implements. */
+    PyObject *str_size;
+    PyObject *str_dtype;
+    PyObject *str_get_value;
+    PyObject *str_set_value;
+    PyObject *str_is_mutable_hook; /* "_is_mutable" */
+    PyObject *str_release_hook;    /* "_release" */
+    PyObject *str_allocate_like;
+    PyObject *str_new_like;
+    PyObject *str_mutable;
+    PyObject *str_empty;
 } swpy_state;
+
+/* The definition of this module, to find its state from a subclass. */
+extern struct PyModuleDef swpy_module_def;
 
 /* The state of a module made from this extension's definition. */
 static inline swpy_state *swpy_module_state(PyObject *module) {
@@ -30,10 +59,20 @@ static inline swpy_state *swpy_module_state(PyObject *module) {
 }
 
 /*
+ * The state of the module that defined type or one of its bases: works
+ * for Python subclasses of the extension's types. Returns NULL with an
+ * exception set if no base comes from this module.
+ */
+swpy_state *swpy_state_of_type(PyTypeObject *type);
+
+/*
  * Makes sure the tree vocabulary is registered, importing
  * strideweave.core.layout (which registers it) if needed. Returns 0, or -1
  * with an exception set.
  */
 int swpy_require_tree_types(swpy_state *st);
+
+/* The same for DType, registered by strideweave.carriers.dtype. */
+int swpy_require_dtypes(swpy_state *st);
 
 #endif /* SWPY_MODULE_H */

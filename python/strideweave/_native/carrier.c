@@ -1,0 +1,1525 @@
+/*
+ * The Carrier base type, the vtable that routes the library's carrier
+ * slots to the methods of Python-implemented carriers, and the conversions
+ * shared by every carrier and tensor call.
+ *
+ * The library owns every carrier rule (versions, mutability, release,
+ * ownership, bounds); the methods here convert arguments, call sw_carrier_*
+ * and turn statuses into exceptions. See carrier.h for the peer scheme.
+ */
+#include "carrier.h"
+
+#include <math.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define SWPY_T_PYSSIZET T_PYSSIZET
+#define SWPY_READONLY READONLY
+#else
+#define SWPY_T_PYSSIZET Py_T_PYSSIZET
+#define SWPY_READONLY Py_READONLY
+#endif
+
+#include "errors.h"
+
+#define CARRIER(o) (((CarrierObject *)(o))->carrier)
+
+/* ------------------------------------------------------------ arguments */
+
+int swpy_index_arg(PyObject *o, int64_t *out) {
+    PyObject *n = PyNumber_Index(o);
+    if (n == NULL) {
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+    Py_DECREF(n);
+    if (v == -1 && !overflow && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : (int64_t)v;
+    return 0;
+}
+
+int swpy_alloc_size_arg(sw_carrier *c, PyObject *o, int64_t *out) {
+    if (swpy_index_arg(o, out) < 0) {
+        return -1;
+    }
+    if (*out < 0) {
+        /* The library's own check says only "allocation size must be
+         * non-negative"; the reference names the carrier class. */
+        PyErr_Format(PyExc_ValueError,
+                     "%s allocation size must be non-negative",
+                     sw_carrier_get_class(c)->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- dtypes */
+
+PyObject *swpy_dtype_to_py(swpy_state *st, sw_dtype d) {
+    if (swpy_require_dtypes(st) < 0) {
+        return NULL;
+    }
+    if ((int)d < 0 || (int)d >= SW_DTYPE_COUNT) {
+        PyErr_Format(PyExc_SystemError, "strideweave: unknown dtype %d",
+                     (int)d);
+        return NULL;
+    }
+    return Py_NewRef(st->dtypes[d]);
+}
+
+int swpy_dtype_from_py(swpy_state *st, PyObject *o, sw_dtype *out) {
+    if (swpy_require_dtypes(st) < 0) {
+        return -1;
+    }
+    /* DType members are compared by identity. */
+    for (int d = 0; d < SW_DTYPE_COUNT; d++) {
+        if (o == st->dtypes[d]) {
+            *out = (sw_dtype)d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int swpy_dtype_arg(swpy_state *st, PyObject *o, const char *name,
+                   int type_error, sw_dtype *out) {
+    if (o == NULL || o == Py_None) {
+        *out = SW_DTYPE_COUNT;
+        return 0;
+    }
+    int rc = swpy_dtype_from_py(st, o, out);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc == 0) {
+        if (type_error) {
+            PyErr_Format(PyExc_TypeError, "%s dtype must be a DType", name);
+            return -1;
+        }
+        *out = SW_DTYPE_ANY;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- values */
+
+static inline sw_value host_value(PyObject *o) {
+    sw_value v;
+    memset(&v, 0, sizeof v);
+    v.kind = SW_VALUE_HOST;
+    v.as.host = o;
+    v.ops = &swpy_host_ops;
+    return v;
+}
+
+static inline int has_index(PyObject *o) {
+    PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
+    return nb != NULL && nb->nb_index != NULL;
+}
+
+static inline int has_float(PyObject *o) {
+    PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
+    return nb != NULL && (nb->nb_float != NULL || nb->nb_index != NULL);
+}
+
+/* An integer that does not fit int64, as a double (+-inf if it does not
+ * fit a double either: huge ints become inf in float stores). */
+static int big_int_as_double(PyObject *o, int sign, double *out) {
+    double d = PyLong_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        d = sign < 0 ? -INFINITY : INFINITY;
+    }
+    *out = d;
+    return 0;
+}
+
+int swpy_value_convert(int numeric, sw_dtype dtype, int none_is_hole,
+                       PyObject *v, sw_value *out) {
+    if (none_is_hole && v == Py_None) {
+        memset(out, 0, sizeof *out);
+        out->kind = SW_VALUE_NONE;
+        return 0;
+    }
+    if (!numeric) {
+        *out = host_value(v);
+        return 0;
+    }
+    if (PyFloat_Check(v)) {
+        *out = sw_value_f64(PyFloat_AS_DOUBLE(v));
+        return 0;
+    }
+    if (PyLong_Check(v) || (dtype == SW_DTYPE_INT32 && has_index(v))) {
+        PyObject *n = PyNumber_Index(v);
+        if (n == NULL) {
+            return -1;
+        }
+        int overflow = 0;
+        long long i = PyLong_AsLongLongAndOverflow(n, &overflow);
+        int rc = 0;
+        if (i == -1 && !overflow && PyErr_Occurred()) {
+            rc = -1;
+        } else if (!overflow) {
+            *out = sw_value_i64((int64_t)i);
+        } else if (dtype == SW_DTYPE_INT32 || dtype == SW_DTYPE_BOOL) {
+            /* Out of int64 is out of int32 too: the library reports it. */
+            *out = sw_value_i64(overflow > 0 ? INT64_MAX : INT64_MIN);
+        } else {
+            double d = 0.0;
+            rc = big_int_as_double(n, overflow, &d);
+            *out = sw_value_f64(d);
+        }
+        Py_DECREF(n);
+        return rc;
+    }
+    if (dtype == SW_DTYPE_INT32) {
+        /* Not an integer: a double that the Int32 store refuses with its
+         * "must be an integer" message, where its checks reach it. */
+        *out = sw_value_f64(NAN);
+        return 0;
+    }
+    if (has_float(v)) {
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        *out = sw_value_f64(d);
+        return 0;
+    }
+    /* Not a number: the numeric store refuses it with its own message. */
+    *out = host_value(v);
+    return 0;
+}
+
+static int is_numeric_backend(const sw_carrier *c) {
+    return sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
+}
+
+int swpy_value_for(sw_carrier *dest, PyObject *v, sw_value *out) {
+    int numeric = is_numeric_backend(dest);
+    sw_dtype dtype = numeric ? sw_carrier_dtype(dest) : SW_DTYPE_ANY;
+    return swpy_value_convert(numeric, dtype, 0, v, out);
+}
+
+PyObject *swpy_value_new_ref(const sw_value *v) {
+    switch (v->kind) {
+    case SW_VALUE_HOST:
+        if (v->ops != &swpy_host_ops) {
+            PyErr_SetString(PyExc_SystemError,
+                            "strideweave: a host value of foreign host ops");
+            return NULL;
+        }
+        return Py_NewRef((PyObject *)v->as.host);
+    case SW_VALUE_F64:
+        return PyFloat_FromDouble(v->as.f);
+    case SW_VALUE_I64:
+        return PyLong_FromLongLong(v->as.i);
+    case SW_VALUE_NONE:
+        break;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *swpy_value_to_py(const sw_carrier *src, sw_value *v) {
+    PyObject *r;
+    if (v->kind == SW_VALUE_I64 && sw_carrier_is_cpu(src) &&
+        sw_carrier_dtype(src) == SW_DTYPE_BOOL) {
+        r = PyBool_FromLong(v->as.i != 0);
+    } else {
+        r = swpy_value_new_ref(v);
+    }
+    sw_value_clear(v);
+    return r;
+}
+
+int swpy_values_init(swpy_values *vals, PyObject *iterable, int numeric,
+                     sw_dtype dtype) {
+    vals->items = NULL;
+    vals->n = 0;
+    vals->has_host = 0;
+    /* A private copy: the conversions below may run Python code
+     * (__index__, __float__) that must not change what is converted. */
+    vals->keep = PySequence_List(iterable);
+    if (vals->keep == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(vals->keep);
+    if ((size_t)n > PY_SSIZE_T_MAX / sizeof(sw_value)) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    vals->items = PyMem_Malloc(n > 0 ? (size_t)n * sizeof(sw_value) : 1);
+    if (vals->items == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (swpy_value_convert(numeric, dtype, 1,
+                               PyList_GET_ITEM(vals->keep, i),
+                               &vals->items[i]) < 0) {
+            goto fail;
+        }
+        vals->has_host |= vals->items[i].kind == SW_VALUE_HOST;
+    }
+    vals->n = n;
+    return 0;
+fail:
+    swpy_values_free(vals);
+    return -1;
+}
+
+void swpy_values_free(swpy_values *vals) {
+    /* Written values are borrowed: nothing to clear one by one. */
+    PyMem_Free(vals->items);
+    vals->items = NULL;
+    Py_CLEAR(vals->keep);
+}
+
+/* ---------------------------------------------------------------- peers */
+
+static void peer_retain(void *peer) {
+    Py_INCREF((PyObject *)peer);
+}
+
+static void peer_release(void *peer) {
+    Py_DECREF((PyObject *)peer);
+}
+
+static const sw_peer_hooks peer_hooks = {peer_retain, peer_release};
+
+/* ---------------------------------------------- Python-implemented hooks */
+
+/*
+ * The state of a carrier whose hooks are Python methods: the object, or
+ * NULL once it is gone. The library may destroy the carrier after the
+ * object (destruction is deferred while another object is being
+ * destroyed), so the slots never assume the object is still there.
+ */
+typedef struct {
+    PyObject *self;
+} py_state;
+
+static const sw_carrier_class python_class;
+
+int swpy_carrier_is_python(const sw_carrier *c) {
+    return sw_carrier_get_class(c) == &python_class;
+}
+
+/*
+ * The object behind a slot call, or NULL if the slot must not run Python
+ * code: the object is gone, or an earlier slot of the same library call
+ * raised (a hook without a failure channel, such as size).
+ */
+static PyObject *hook_self(sw_carrier *c, swpy_state **st) {
+    PyObject *self = ((py_state *)sw_carrier_state(c))->self;
+    if (self == NULL || PyErr_Occurred()) {
+        return NULL;
+    }
+    *st = swpy_state_of_type(Py_TYPE(self));
+    if (*st != NULL && (*st)->str_size == NULL) {
+        /* The module was cleared (interpreter shutdown). */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "strideweave._native is no longer available");
+        return NULL;
+    }
+    return *st != NULL ? self : NULL;
+}
+
+/* A failure status for a slot whose Python code raised; the binding
+ * propagates the exception (see swpy_raise). */
+#define HOOK_FAILED SW_ERUNTIME
+
+/* An optional hook: 1 and a new reference, 0 if absent, -1 on error. */
+static int optional_hook(PyObject *self, PyObject *name, PyObject **out) {
+    *out = PyObject_GetAttr(self, name);
+    if (*out != NULL) {
+        return 1;
+    }
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+static int64_t hook_size(sw_carrier *c) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(self, st->str_size);
+    if (r == NULL) {
+        return 0;
+    }
+    int64_t n = 0;
+    int rc = swpy_index_arg(r, &n);
+    Py_DECREF(r);
+    return rc < 0 ? 0 : n;
+}
+
+static sw_status hook_get(sw_carrier *c, int64_t i, sw_value *out) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *index = PyLong_FromLongLong(i);
+    if (index == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *r = PyObject_CallMethodOneArg(self, st->str_get_value, index);
+    Py_DECREF(index);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    *out = host_value(r);
+    return SW_OK;
+}
+
+static sw_status hook_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *method = NULL, *index = NULL, *value = NULL, *r = NULL;
+    int found = optional_hook(self, st->str_set_value, &method);
+    if (found <= 0) {
+        if (found == 0) {
+            /* The default set_value: the storage cannot be written. */
+            PyErr_SetString(PyExc_RuntimeError, "Carrier is not mutable");
+        }
+        return HOOK_FAILED;
+    }
+    index = PyLong_FromLongLong(i);
+    value = index != NULL ? swpy_value_new_ref(v) : NULL;
+    if (value != NULL) {
+        r = PyObject_CallFunctionObjArgs(method, index, value, NULL);
+    }
+    Py_DECREF(method);
+    Py_XDECREF(index);
+    Py_XDECREF(value);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+static sw_dtype hook_dtype(sw_carrier *c) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return SW_DTYPE_ANY;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(self, st->str_dtype);
+    if (r == NULL) {
+        return SW_DTYPE_ANY;
+    }
+    sw_dtype d = SW_DTYPE_ANY;
+    int rc = swpy_dtype_from_py(st, r, &d);
+    if (rc == 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%.200s.dtype() must return a DType, not '%.200s'",
+                     Py_TYPE(self)->tp_name, Py_TYPE(r)->tp_name);
+    }
+    Py_DECREF(r);
+    return rc == 1 ? d : SW_DTYPE_ANY;
+}
+
+static int hook_is_mutable(sw_carrier *c) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return 0;
+    }
+    PyObject *method = NULL;
+    if (optional_hook(self, st->str_is_mutable_hook, &method) <= 0) {
+        return 0; /* the default: not mutable (or the error stays set) */
+    }
+    PyObject *r = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    if (r == NULL) {
+        return 0;
+    }
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth > 0;
+}
+
+static void hook_release(sw_carrier *c) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return;
+    }
+    PyObject *method = NULL;
+    if (optional_hook(self, st->str_release_hook, &method) <= 0) {
+        return;
+    }
+    PyObject *r = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    Py_XDECREF(r);
+}
+
+static void hook_destroy(sw_carrier *c) {
+    PyMem_RawFree(sw_carrier_state(c));
+}
+
+static sw_carrier *base_of(PyObject *self);
+
+/* The carrier a Python factory hook returned, retained for the library. */
+static sw_status hook_result(PyObject *self, const char *hook, PyObject *r,
+                             sw_carrier **out) {
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    sw_carrier *rc = NULL;
+    if (st != NULL && !swpy_is_carrier(st, r)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%.200s.%s() must return a Carrier, not '%.200s'",
+                     Py_TYPE(self)->tp_name, hook, Py_TYPE(r)->tp_name);
+    } else if (st != NULL) {
+        rc = base_of(r);
+    }
+    if (rc == NULL) {
+        Py_DECREF(r);
+        return HOOK_FAILED;
+    }
+    /* The library's reference keeps the object alive through its peer. */
+    *out = sw_carrier_retain(rc);
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+/* Calls self.<name>(*args, **kwargs) with kwargs built from pairs. */
+static PyObject *call_with_kwargs(PyObject *self, PyObject *name,
+                                  PyObject *args, PyObject *kwargs) {
+    PyObject *method = PyObject_GetAttr(self, name);
+    if (method == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_Call(method, args, kwargs);
+    Py_DECREF(method);
+    return r;
+}
+
+static sw_status hook_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                    sw_dtype dtype, int empty,
+                                    sw_carrier **out) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *dt = swpy_dtype_to_py(st, dtype);
+    if (dt == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *args = Py_BuildValue("(L)", (long long)size);
+    PyObject *kwargs = Py_BuildValue(
+        "{OOOOOO}", st->str_mutable, mutable_ ? Py_True : Py_False,
+        st->str_dtype, dt, st->str_empty, empty ? Py_True : Py_False);
+    Py_DECREF(dt);
+    PyObject *r = NULL;
+    if (args != NULL && kwargs != NULL) {
+        r = call_with_kwargs(self, st->str_allocate_like, args, kwargs);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    return hook_result(self, "allocate_like", r, out);
+}
+
+static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
+                               int mutable_, sw_dtype dtype, sw_carrier **out) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    if (n > PY_SSIZE_T_MAX) {
+        PyErr_NoMemory();
+        return HOOK_FAILED;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL) {
+        return HOOK_FAILED;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *item = swpy_value_new_ref(&values[i]);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return HOOK_FAILED;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    PyObject *args = PyTuple_Pack(1, list);
+    Py_DECREF(list);
+    PyObject *kwargs =
+        Py_BuildValue("{OO}", st->str_mutable, mutable_ ? Py_True : Py_False);
+    /*
+     * The library has resolved "the carrier's own dtype" already. The base
+     * signature is new_like(values, *, mutable=True); pass dtype only when
+     * it differs from the carrier's, so that hooks written to the base
+     * signature keep working.
+     */
+    if (kwargs != NULL && dtype != hook_dtype(c) && !PyErr_Occurred()) {
+        PyObject *dt = swpy_dtype_to_py(st, dtype);
+        if (dt == NULL || PyDict_SetItem(kwargs, st->str_dtype, dt) < 0) {
+            Py_CLEAR(kwargs);
+        }
+        Py_XDECREF(dt);
+    }
+    PyObject *r = NULL;
+    if (args != NULL && kwargs != NULL && !PyErr_Occurred()) {
+        r = call_with_kwargs(self, st->str_new_like, args, kwargs);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    return hook_result(self, "new_like", r, out);
+}
+
+static const sw_carrier_class python_class = {
+    .version = SW_CARRIER_CLASS_VERSION,
+    .name = "Carrier",
+    .size = hook_size,
+    .get = hook_get,
+    .set = hook_set,
+    .dtype = hook_dtype,
+    .is_mutable = hook_is_mutable,
+    .release = hook_release,
+    .destroy = hook_destroy,
+    .allocate_like = hook_allocate_like,
+    .new_like = hook_new_like,
+};
+
+/* -------------------------------------------------------- carrier objects */
+
+int swpy_is_carrier(swpy_state *st, PyObject *o) {
+    return PyObject_TypeCheck(o, st->carrier_type);
+}
+
+sw_carrier *swpy_carrier_of(PyObject *self, const char *name) {
+    sw_carrier *c = CARRIER(self);
+    if (c == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s.__init__() must be called when overriding "
+                     "__init__",
+                     name);
+    }
+    return c;
+}
+
+sw_carrier *swpy_backend_of(PyObject *self, int (*is)(const sw_carrier *),
+                            const char *name) {
+    sw_carrier *c = swpy_carrier_of(self, name);
+    if (c != NULL && !is(c)) {
+        PyErr_Format(PyExc_TypeError, "a %s method needs a %s carrier", name,
+                     name);
+        return NULL;
+    }
+    return c;
+}
+
+int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
+    if (CARRIER(self) != NULL) {
+        sw_carrier_unref(owned);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s.__init__() must not be called twice", name);
+        return -1;
+    }
+    CARRIER(self) = owned;
+    sw_carrier_set_peer(owned, self, &peer_hooks);
+    return 0;
+}
+
+/* Lets go of the carrier: the object stops being its peer. */
+static void carrier_drop(PyObject *self) {
+    sw_carrier *c = CARRIER(self);
+    if (c == NULL) {
+        return;
+    }
+    CARRIER(self) = NULL;
+    if (swpy_carrier_is_python(c)) {
+        /* The object's methods must not run from here on, not even
+         * _release when the library destroys the carrier. */
+        ((py_state *)sw_carrier_state(c))->self = NULL;
+    }
+    sw_carrier_set_peer(c, NULL, NULL);
+    sw_carrier_unref(c);
+}
+
+PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned) {
+    PyObject *peer = sw_carrier_get_peer(owned);
+    if (peer != NULL) {
+        Py_INCREF(peer);
+        sw_carrier_unref(owned);
+        return peer;
+    }
+    PyTypeObject *type = sw_carrier_is_cpu(owned)       ? st->cpu_type
+                         : sw_carrier_is_generic(owned) ? st->generic_type
+                         : sw_carrier_is_file(owned)    ? st->file_type
+                                                        : NULL;
+    if (type == NULL) {
+        sw_carrier_unref(owned);
+        PyErr_SetString(PyExc_SystemError,
+                        "strideweave: a carrier of an unknown backend");
+        return NULL;
+    }
+    PyObject *self = type->tp_alloc(type, 0);
+    if (self == NULL) {
+        sw_carrier_unref(owned);
+        return NULL;
+    }
+    CARRIER(self) = owned;
+    sw_carrier_set_peer(owned, self, &peer_hooks);
+    return self;
+}
+
+void swpy_carrier_enter(PyObject *a, PyObject *b) {
+    if (a != NULL) {
+        ((CarrierObject *)a)->busy++;
+    }
+    if (b != NULL) {
+        ((CarrierObject *)b)->busy++;
+    }
+}
+
+void swpy_carrier_leave(PyObject *a, PyObject *b) {
+    if (a != NULL) {
+        ((CarrierObject *)a)->busy--;
+    }
+    if (b != NULL) {
+        ((CarrierObject *)b)->busy--;
+    }
+}
+
+PyObject *swpy_backend_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    return type->tp_alloc(type, 0);
+}
+
+/* Carrier() and Python subclasses: an sw_carrier over the Python hooks. */
+static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
+                                PyObject *kwds) {
+    swpy_state *st = swpy_state_of_type(type);
+    if (st == NULL) {
+        return NULL;
+    }
+    if (PyType_IsSubtype(type, st->cpu_type) ||
+        PyType_IsSubtype(type, st->generic_type) ||
+        PyType_IsSubtype(type, st->file_type)) {
+        /* Carrier.__new__(CPU): the built-in backends make their own. */
+        PyErr_Format(PyExc_TypeError,
+                     "Carrier.__new__(%.200s) is not safe, use "
+                     "%.200s.__new__()",
+                     type->tp_name, type->tp_name);
+        return NULL;
+    }
+    PyObject *self = type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    py_state *ps = PyMem_RawMalloc(sizeof *ps);
+    if (ps == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    ps->self = self;
+    sw_carrier *c = NULL;
+    sw_status s = sw_carrier_new(&python_class, ps, SW_DTYPE_ANY, &c);
+    if (s != SW_OK) {
+        PyMem_RawFree(ps);
+        Py_DECREF(self);
+        return swpy_raise(s);
+    }
+    CARRIER(self) = c;
+    sw_carrier_set_peer(c, self, &peer_hooks);
+    return self;
+}
+
+static int carrier_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    if (PyTuple_GET_SIZE(args) != 0 ||
+        (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Carrier() takes no arguments");
+        return -1;
+    }
+    return 0;
+}
+
+void swpy_carrier_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (((CarrierObject *)self)->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+    carrier_drop(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+int swpy_carrier_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    sw_carrier *c = CARRIER(self);
+    if (c != NULL && sw_carrier_is_generic(c)) {
+        /* The store's one reference is the carrier's, and this object is
+         * the carrier's only peer. */
+        Py_VISIT((PyObject *)sw_generic_store(c));
+    }
+    return 0;
+}
+
+int swpy_carrier_clear(PyObject *self) {
+    /*
+     * An unreachable carrier object is the only holder of its carrier: any
+     * other library reference would keep it alive through its peer hook.
+     */
+    carrier_drop(self);
+    return 0;
+}
+
+/* --------------------------------------------------------- base methods */
+
+static sw_carrier *base_of(PyObject *self) {
+    const char *name = Py_TYPE(self)->tp_name;
+    const char *dot = strrchr(name, '.');
+    return swpy_carrier_of(self, dot != NULL ? dot + 1 : name);
+}
+
+static PyObject *pure_virtual(const char *name) {
+    PyErr_Format(PyExc_RuntimeError,
+                 "Tried to call pure virtual function \"Carrier::%s\"", name);
+    return NULL;
+}
+
+static PyObject *carrier_size(PyObject *self, PyObject *args, PyObject *kw) {
+    return pure_virtual("size");
+}
+static PyObject *carrier_dtype(PyObject *self, PyObject *args, PyObject *kw) {
+    return pure_virtual("dtype");
+}
+static PyObject *carrier_get_value(PyObject *self, PyObject *args,
+                                   PyObject *kw) {
+    return pure_virtual("get_value");
+}
+static PyObject *carrier_new_like(PyObject *self, PyObject *args,
+                                  PyObject *kw) {
+    return pure_virtual("new_like");
+}
+static PyObject *carrier_allocate_like(PyObject *self, PyObject *args,
+                                       PyObject *kw) {
+    return pure_virtual("allocate_like");
+}
+static PyObject *carrier_scatter(PyObject *self, PyObject *args, PyObject *kw) {
+    return pure_virtual("scatter");
+}
+
+static PyObject *carrier_is_mutable(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    int r = sw_carrier_is_mutable(c);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyBool_FromLong(r);
+}
+
+static PyObject *carrier_is_owned(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    return c == NULL ? NULL : PyBool_FromLong(sw_carrier_is_owned(c));
+}
+
+static PyObject *carrier_is_released(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    return c == NULL ? NULL : PyBool_FromLong(sw_carrier_is_released(c));
+}
+
+static PyObject *carrier_get_version(PyObject *self, void *closure) {
+    sw_carrier *c = base_of(self);
+    return c == NULL ? NULL : PyLong_FromLongLong(sw_carrier_version(c));
+}
+
+static PyObject *carrier_increment_version(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    sw_status s = sw_carrier_bump_version(c);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *carrier_release(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    if (((CarrierObject *)self)->busy > 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Carrier is in use by another thread and cannot be "
+                        "released now");
+        return NULL;
+    }
+    if (swpy_check(sw_carrier_release_storage(c)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *carrier_dlpack_info(PyObject *self, PyObject *unused) {
+    PyErr_SetString(PyExc_BufferError,
+                    "DLPack is not supported for this carrier");
+    return NULL;
+}
+
+static PyObject *carrier_claim_ownership(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    int64_t token = 0;
+    sw_status s = sw_carrier_claim(c, &token);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return PyLong_FromLongLong(token);
+}
+
+typedef sw_status (*token_fn)(sw_carrier *c, int64_t token);
+
+static PyObject *with_token(PyObject *self, PyObject *arg, token_fn fn) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    /* A token outside int64 is never valid: the library says so. */
+    int64_t token = 0;
+    if (swpy_index_arg(arg, &token) < 0) {
+        return NULL;
+    }
+    if (token == INT64_MAX || token == INT64_MIN) {
+        token = 0;
+    }
+    sw_status s = fn(c, token);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *carrier_relinquish_ownership(PyObject *self, PyObject *arg) {
+    return with_token(self, arg, sw_carrier_relinquish);
+}
+
+static PyObject *carrier_begin_owner_access(PyObject *self, PyObject *arg) {
+    return with_token(self, arg, sw_carrier_begin_owner_access);
+}
+
+static PyObject *carrier_end_owner_access(PyObject *self, PyObject *arg) {
+    return with_token(self, arg, sw_carrier_end_owner_access);
+}
+
+static PyObject *carrier_has_owner_access(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    return c == NULL ? NULL : PyBool_FromLong(sw_carrier_has_owner_access(c));
+}
+
+/* carrier[i]: an int index (no wraparound; the library checks it). */
+static int item_index(PyObject *key, int64_t *out) {
+    if (PyFloat_Check(key) || !has_index(key)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Carrier indices must be integers, not '%.200s'",
+                     Py_TYPE(key)->tp_name);
+        return -1;
+    }
+    return swpy_index_arg(key, out);
+}
+
+static PyObject *carrier_item(PyObject *self, int64_t i) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    sw_value v;
+    if (swpy_check(sw_carrier_get(c, i, &v)) < 0) {
+        return NULL;
+    }
+    return swpy_value_to_py(c, &v);
+}
+
+static PyObject *carrier_subscript(PyObject *self, PyObject *key) {
+    int64_t i = 0;
+    if (item_index(key, &i) < 0) {
+        return NULL;
+    }
+    return carrier_item(self, i);
+}
+
+/* Old-style iteration (list(carrier)) ends at the IndexError. */
+static PyObject *carrier_sq_item(PyObject *self, Py_ssize_t i) {
+    return carrier_item(self, (int64_t)i);
+}
+
+static int carrier_ass_subscript(PyObject *self, PyObject *key,
+                                 PyObject *value) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Carrier elements cannot be deleted");
+        return -1;
+    }
+    int64_t i = 0;
+    if (item_index(key, &i) < 0) {
+        return -1;
+    }
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return -1;
+    }
+    sw_value v;
+    if (swpy_value_for(c, value, &v) < 0) {
+        return -1;
+    }
+    return swpy_check(sw_carrier_set(c, i, &v));
+}
+
+/* ------------------------------------- shared methods of the backends */
+
+PyObject *swpy_carrier_size(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    int64_t n = sw_carrier_size(c);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(n);
+}
+
+PyObject *swpy_carrier_dtype(PyObject *self, PyObject *unused) {
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    return st == NULL ? NULL : swpy_dtype_to_py(st, sw_carrier_dtype(c));
+}
+
+PyObject *swpy_carrier_get_value(PyObject *self, PyObject *index) {
+    int64_t i = 0;
+    if (swpy_index_arg(index, &i) < 0) {
+        return NULL;
+    }
+    return carrier_item(self, i);
+}
+
+PyObject *swpy_carrier_set_value(PyObject *self, PyObject *const *args,
+                                 Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_value() takes exactly 2 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    int64_t i = 0;
+    if (swpy_index_arg(args[0], &i) < 0) {
+        return NULL;
+    }
+    sw_carrier *c = base_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    sw_value v;
+    if (swpy_value_for(c, args[1], &v) < 0 ||
+        swpy_check(sw_carrier_set(c, i, &v)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------- documentation */
+
+PyDoc_STRVAR(
+    carrier_doc,
+    "Carrier()\n--\n\n"
+    "Storage plus the shared carrier policy; the base of every carrier.\n\n"
+    "The base owns the rules all carriers share: a version counter that "
+    "every successful public mutation bumps, mutability (the _is_mutable "
+    "hook, and not owned by a composite carrier), release, element access "
+    "with bounds checks, and the ownership protocol of composite carriers. "
+    "A subclass implements the storage hooks in Python: size(), dtype(), "
+    "get_value(i), new_like(values, *, mutable=True) and "
+    "allocate_like(size, *, mutable=True, dtype=None, empty=False), and "
+    "optionally _is_mutable(), set_value(i, v) and _release(). Carrier() "
+    "itself can be constructed; its storage hooks raise RuntimeError "
+    "('Tried to call pure virtual function \"Carrier::size\"', ...).\n\n"
+    "Returns:\n"
+    "    Carrier: a carrier whose hooks are its Python methods.\n\n"
+    "Examples:\n"
+    "    >>> class Squares(Carrier):\n"
+    "    ...     def size(self):\n"
+    "    ...         return 4\n"
+    "    ...     def dtype(self):\n"
+    "    ...         return DType.Any\n"
+    "    ...     def get_value(self, index):\n"
+    "    ...         return index * index\n"
+    "    >>> c = Squares()\n"
+    "    >>> c[3], c.is_mutable(), c.version\n"
+    "    (9, False, 0)\n"
+    "    >>> Carrier().size()\n"
+    "    Traceback (most recent call last):\n"
+    "    ...\n"
+    "    RuntimeError: Tried to call pure virtual function "
+    "\"Carrier::size\"\n");
+
+PyDoc_STRVAR(carrier_size_doc,
+             "size($self, /)\n--\n\n"
+             "The number of elements (a hook: subclasses implement it).\n\n"
+             "Returns:\n"
+             "    int: the element count.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class, 'Tried to call pure "
+             "virtual function \"Carrier::size\"'.\n\n"
+             "Examples:\n"
+             "    >>> CPU(3).size()\n"
+             "    3\n");
+
+PyDoc_STRVAR(carrier_dtype_doc,
+             "dtype($self, /)\n--\n\n"
+             "The element type (a hook: subclasses implement it).\n\n"
+             "Returns:\n"
+             "    DType: the carrier's dtype.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class (pure virtual).\n\n"
+             "Examples:\n"
+             "    >>> CPU(3).dtype()\n"
+             "    <DType.Float32: 'Float32'>\n");
+
+PyDoc_STRVAR(carrier_get_value_doc,
+             "get_value($self, index, /)\n--\n\n"
+             "Reads one element (a hook: subclasses implement it).\n\n"
+             "carrier[i] checks release and bounds, then calls this.\n\n"
+             "Args:\n"
+             "    index: the element, 0 <= index < size().\n\n"
+             "Returns:\n"
+             "    object: the element's value.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class (pure virtual).\n\n"
+             "Examples:\n"
+             "    >>> Generic([4, 5]).get_value(1)\n"
+             "    5\n");
+
+PyDoc_STRVAR(carrier_new_like_doc,
+             "new_like($self, /, values, *, mutable=True)\n--\n\n"
+             "A new carrier of this kind holding values (a hook).\n\n"
+             "Args:\n"
+             "    values: an iterable of element values; None marks a hole.\n"
+             "    mutable: whether the new carrier can be written.\n\n"
+             "Returns:\n"
+             "    Carrier: the new carrier.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class (pure virtual).\n\n"
+             "Examples:\n"
+             "    >>> CPU(1).new_like([1, None, 3])[1]\n"
+             "    0.0\n");
+
+PyDoc_STRVAR(carrier_allocate_like_doc,
+             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
+             "empty=False)\n--\n\n"
+             "Fresh storage of this kind (a hook: subclasses implement "
+             "it).\n\n"
+             "Args:\n"
+             "    size: the element count, >= 0.\n"
+             "    mutable: whether the new carrier can be written.\n"
+             "    dtype: the element type; None means this carrier's.\n"
+             "    empty: skip zero-filling where the backend can.\n\n"
+             "Returns:\n"
+             "    Carrier: the new carrier.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class (pure virtual).\n\n"
+             "Examples:\n"
+             "    >>> CPU(1).allocate_like(3).size()\n"
+             "    3\n");
+
+PyDoc_STRVAR(carrier_scatter_doc,
+             "scatter($self, /, to_scatter, scatter_onto, mapping, "
+             "mapping_offset=0)\n--\n\n"
+             "Writes to_scatter[i] at scatter_onto.offset + mapping_offset + "
+             "mapping(i) of this carrier, for every logical i (a hook).\n\n"
+             "Args:\n"
+             "    to_scatter: the source Tensor.\n"
+             "    scatter_onto: a Tensor backed by this carrier; only its "
+             "offset is used.\n"
+             "    mapping: a Layout with the shape of to_scatter's layout.\n"
+             "    mapping_offset: added to every destination index, >= 0.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: on the base class (pure virtual).\n\n"
+             "Examples:\n"
+             "    >>> dst = CPU(4)\n"
+             "    >>> src = Tensor(CPU(1).new_like([1, 2]), 0, "
+             "Layout(Shape(2), Stride(1)))\n"
+             "    >>> dst.scatter(src, Tensor(dst, 0, Layout(Shape(4), "
+             "Stride(1))), Layout(Shape(2), Stride(2)))\n"
+             "    >>> list(dst)\n"
+             "    [1.0, 0.0, 2.0, 0.0]\n");
+
+PyDoc_STRVAR(carrier_is_mutable_doc,
+             "is_mutable($self, /)\n--\n\n"
+             "Whether public interfaces may write now.\n\n"
+             "True when the storage is intrinsically mutable (the "
+             "_is_mutable hook) and no composite carrier owns this one, or "
+             "its owner is accessing it on this thread.\n\n"
+             "Returns:\n"
+             "    bool: writable now.\n\n"
+             "Examples:\n"
+             "    >>> CPU(2).is_mutable(), CPU(2, mutable=False).is_mutable()\n"
+             "    (True, False)\n");
+
+PyDoc_STRVAR(carrier_is_owned_doc,
+             "is_owned($self, /)\n--\n\n"
+             "Whether a composite carrier holds the ownership token.\n\n"
+             "Returns:\n"
+             "    bool: owned by another carrier.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(2)\n"
+             "    >>> token = c._claim_ownership()\n"
+             "    >>> c.is_owned(), c.is_mutable()\n"
+             "    (True, False)\n");
+
+PyDoc_STRVAR(carrier_version_doc,
+             "The version counter: starts at 0; every successful public "
+             "mutation bumps it.\n\n"
+             "Every alias and view of the carrier sees the same number.\n\n"
+             "Returns:\n"
+             "    int: the version, >= 0.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(2)\n"
+             "    >>> c[0] = 1.5\n"
+             "    >>> c.version\n"
+             "    1\n");
+
+PyDoc_STRVAR(carrier_increment_version_doc,
+             "_increment_version($self, /)\n--\n\n"
+             "Bumps the version by one.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Carrier is owned by another carrier and "
+             "cannot be modified directly' without owner access.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(2)\n"
+             "    >>> c._increment_version()\n"
+             "    >>> c.version\n"
+             "    1\n");
+
+PyDoc_STRVAR(carrier_is_released_doc, "is_released($self, /)\n--\n\n"
+                                      "Whether release() has run.\n\n"
+                                      "Returns:\n"
+                                      "    bool: released.\n\n"
+                                      "Examples:\n"
+                                      "    >>> c = CPU(2)\n"
+                                      "    >>> c.release()\n"
+                                      "    >>> c.is_released()\n"
+                                      "    True\n");
+
+PyDoc_STRVAR(
+    carrier_release_doc,
+    "release($self, /)\n--\n\n"
+    "Frees the storage for good (idempotent; the version does not change).\n\n"
+    "Calls the _release hook once; afterwards every element access raises "
+    "RuntimeError('Carrier is released').\n\n"
+    "Returns:\n"
+    "    None.\n\n"
+    "Raises:\n"
+    "    RuntimeError: owned by another carrier without owner access.\n\n"
+    "Examples:\n"
+    "    >>> c = CPU(2)\n"
+    "    >>> c.release()\n"
+    "    >>> c[0]\n"
+    "    Traceback (most recent call last):\n"
+    "    ...\n"
+    "    RuntimeError: Carrier is released\n");
+
+PyDoc_STRVAR(carrier_dlpack_info_doc,
+             "dlpack_info($self, /)\n--\n\n"
+             "Where a DLPack export finds the data (a hook).\n\n"
+             "Returns:\n"
+             "    dict: 'pointer', 'device_type' and 'device_id'.\n\n"
+             "Raises:\n"
+             "    BufferError: 'DLPack is not supported for this carrier' "
+             "(the default).\n\n"
+             "Examples:\n"
+             "    >>> Generic([1]).dlpack_info()\n"
+             "    Traceback (most recent call last):\n"
+             "    ...\n"
+             "    BufferError: DLPack is not supported for this carrier\n");
+
+PyDoc_STRVAR(carrier_claim_ownership_doc,
+             "_claim_ownership($self, /)\n--\n\n"
+             "Makes a composite carrier the owner; returns its token.\n\n"
+             "Returns:\n"
+             "    int: the ownership token (tokens start at 1).\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Carrier is released', or 'Carrier is "
+             "already owned by another carrier'.\n\n"
+             "Examples:\n"
+             "    >>> CPU(1)._claim_ownership() > 0\n"
+             "    True\n");
+
+PyDoc_STRVAR(carrier_relinquish_ownership_doc,
+             "_relinquish_ownership($self, token, /)\n--\n\n"
+             "Gives the ownership up.\n\n"
+             "Args:\n"
+             "    token: the token _claim_ownership returned.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Invalid carrier ownership token', or "
+             "'Carrier ownership cannot be relinquished during owner "
+             "access'.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(1)\n"
+             "    >>> c._relinquish_ownership(c._claim_ownership())\n"
+             "    >>> c.is_owned()\n"
+             "    False\n");
+
+PyDoc_STRVAR(carrier_begin_owner_access_doc,
+             "_begin_owner_access($self, token, /)\n--\n\n"
+             "Starts (re-entrantly) the owner's privileged access on this "
+             "thread.\n\n"
+             "Args:\n"
+             "    token: the ownership token.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Invalid carrier ownership token', or "
+             "'Carrier is already being accessed by its owner on another "
+             "thread'.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(1)\n"
+             "    >>> t = c._claim_ownership()\n"
+             "    >>> c._begin_owner_access(t)\n"
+             "    >>> c.is_mutable(), c._has_owner_access()\n"
+             "    (True, True)\n");
+
+PyDoc_STRVAR(carrier_end_owner_access_doc,
+             "_end_owner_access($self, token, /)\n--\n\n"
+             "Ends one level of owner access.\n\n"
+             "Args:\n"
+             "    token: the ownership token.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Invalid carrier ownership token', or "
+             "'Carrier owner access must end on the thread where it "
+             "began'.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(1)\n"
+             "    >>> t = c._claim_ownership()\n"
+             "    >>> c._begin_owner_access(t)\n"
+             "    >>> c._end_owner_access(t)\n"
+             "    >>> c._has_owner_access()\n"
+             "    False\n");
+
+PyDoc_STRVAR(carrier_has_owner_access_doc,
+             "_has_owner_access($self, /)\n--\n\n"
+             "Whether this thread is inside the owner's access.\n\n"
+             "Returns:\n"
+             "    bool: owned, and accessed by the owner on this thread.\n\n"
+             "Examples:\n"
+             "    >>> CPU(1)._has_owner_access()\n"
+             "    False\n");
+
+/* ------------------------------------------------------------ type spec */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#define KW(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef carrier_methods[] = {
+    {"size", KW(carrier_size), METH_VARARGS | METH_KEYWORDS, carrier_size_doc},
+    {"dtype", KW(carrier_dtype), METH_VARARGS | METH_KEYWORDS,
+     carrier_dtype_doc},
+    {"get_value", KW(carrier_get_value), METH_VARARGS | METH_KEYWORDS,
+     carrier_get_value_doc},
+    {"new_like", KW(carrier_new_like), METH_VARARGS | METH_KEYWORDS,
+     carrier_new_like_doc},
+    {"allocate_like", KW(carrier_allocate_like), METH_VARARGS | METH_KEYWORDS,
+     carrier_allocate_like_doc},
+    {"scatter", KW(carrier_scatter), METH_VARARGS | METH_KEYWORDS,
+     carrier_scatter_doc},
+    {"is_mutable", carrier_is_mutable, METH_NOARGS, carrier_is_mutable_doc},
+    {"is_owned", carrier_is_owned, METH_NOARGS, carrier_is_owned_doc},
+    {"_increment_version", carrier_increment_version, METH_NOARGS,
+     carrier_increment_version_doc},
+    {"is_released", carrier_is_released, METH_NOARGS, carrier_is_released_doc},
+    {"release", carrier_release, METH_NOARGS, carrier_release_doc},
+    {"dlpack_info", carrier_dlpack_info, METH_NOARGS, carrier_dlpack_info_doc},
+    {"_claim_ownership", carrier_claim_ownership, METH_NOARGS,
+     carrier_claim_ownership_doc},
+    {"_relinquish_ownership", carrier_relinquish_ownership, METH_O,
+     carrier_relinquish_ownership_doc},
+    {"_begin_owner_access", carrier_begin_owner_access, METH_O,
+     carrier_begin_owner_access_doc},
+    {"_end_owner_access", carrier_end_owner_access, METH_O,
+     carrier_end_owner_access_doc},
+    {"_has_owner_access", carrier_has_owner_access, METH_NOARGS,
+     carrier_has_owner_access_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef carrier_getset[] = {
+    {"version", carrier_get_version, NULL, carrier_version_doc, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef carrier_members[] = {
+    {"__weaklistoffset__", SWPY_T_PYSSIZET,
+     offsetof(CarrierObject, weakreflist), SWPY_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot carrier_slots[] = {
+    {Py_tp_doc, (void *)carrier_doc},
+    {Py_tp_new, carrier_tp_new},
+    {Py_tp_init, carrier_tp_init},
+    {Py_tp_dealloc, swpy_carrier_dealloc},
+    {Py_tp_traverse, swpy_carrier_traverse},
+    {Py_tp_clear, swpy_carrier_clear},
+    {Py_tp_methods, carrier_methods},
+    {Py_tp_getset, carrier_getset},
+    {Py_tp_members, carrier_members},
+    {Py_mp_subscript, carrier_subscript},
+    {Py_mp_ass_subscript, carrier_ass_subscript},
+    {Py_sq_item, carrier_sq_item},
+    {0, NULL},
+};
+
+static PyType_Spec carrier_spec = {
+    .name = "strideweave.carriers.base.Carrier",
+    .basicsize = sizeof(CarrierObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = carrier_slots,
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+static int intern(PyObject **slot, const char *text) {
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+int swpy_carrier_init_types(PyObject *module, swpy_state *st) {
+    if (intern(&st->str_size, "size") < 0 ||
+        intern(&st->str_dtype, "dtype") < 0 ||
+        intern(&st->str_get_value, "get_value") < 0 ||
+        intern(&st->str_set_value, "set_value") < 0 ||
+        intern(&st->str_is_mutable_hook, "_is_mutable") < 0 ||
+        intern(&st->str_release_hook, "_release") < 0 ||
+        intern(&st->str_allocate_like, "allocate_like") < 0 ||
+        intern(&st->str_new_like, "new_like") < 0 ||
+        intern(&st->str_mutable, "mutable") < 0 ||
+        intern(&st->str_empty, "empty") < 0) {
+        return -1;
+    }
+    PyObject *type = PyType_FromModuleAndSpec(module, &carrier_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    st->carrier_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->carrier_type) < 0) {
+        return -1;
+    }
+    if (swpy_cpu_init_type(module, st) < 0 ||
+        swpy_generic_init_type(module, st) < 0 ||
+        swpy_file_init_type(module, st) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------ library-driven hooks */
+
+/*
+ * The library's own allocate_like and new_like policy on a carrier, for
+ * tests: with a Python carrier they run its hooks as library code will
+ * (operations allocate their results this way), with the library's dtype
+ * resolution.
+ */
+PyObject *swpy_debug_allocate_like(PyObject *module, PyObject *const *args,
+                                   Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(module);
+    int64_t size = 0;
+    sw_dtype dtype = SW_DTYPE_COUNT;
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_debug_allocate_like(carrier, size, dtype=None)");
+        return NULL;
+    }
+    if (!swpy_is_carrier(st, args[0])) {
+        PyErr_SetString(PyExc_TypeError, "carrier must be a Carrier");
+        return NULL;
+    }
+    sw_carrier *c = base_of(args[0]);
+    if (c == NULL || swpy_index_arg(args[1], &size) < 0 ||
+        (nargs == 3 && swpy_dtype_arg(st, args[2], "Carrier", 1, &dtype) < 0)) {
+        return NULL;
+    }
+    sw_carrier *out = NULL;
+    if (swpy_check(sw_carrier_allocate_like(c, size, 1, dtype, 0, &out)) < 0) {
+        sw_carrier_unref(out);
+        return NULL;
+    }
+    return swpy_carrier_wrap(st, out);
+}
+
+PyObject *swpy_debug_new_like(PyObject *module, PyObject *const *args,
+                              Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(module);
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_debug_new_like(carrier, values)");
+        return NULL;
+    }
+    if (!swpy_is_carrier(st, args[0])) {
+        PyErr_SetString(PyExc_TypeError, "carrier must be a Carrier");
+        return NULL;
+    }
+    sw_carrier *c = base_of(args[0]);
+    if (c == NULL) {
+        return NULL;
+    }
+    int numeric = is_numeric_backend(c);
+    swpy_values vals;
+    if (swpy_values_init(&vals, args[1], numeric,
+                         numeric ? sw_carrier_dtype(c) : SW_DTYPE_ANY) < 0) {
+        return NULL;
+    }
+    sw_carrier *out = NULL;
+    sw_status s =
+        sw_carrier_new_like(c, vals.n, vals.items, 1, SW_DTYPE_COUNT, &out);
+    swpy_values_free(&vals);
+    if (swpy_check(s) < 0) {
+        sw_carrier_unref(out);
+        return NULL;
+    }
+    return swpy_carrier_wrap(st, out);
+}

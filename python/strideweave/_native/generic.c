@@ -1,0 +1,596 @@
+/*
+ * The Generic carrier type: the library's Generic carrier over a store of
+ * Python objects.
+ *
+ * The binding supplies the host-value operations (swpy_host_ops): a store
+ * is a Python sequence object itself (a list the caller passed is used as
+ * an alias), values are object references, and the carrier's one
+ * reference to the store is visited by the garbage collector through the
+ * carrier object (see swpy_carrier_traverse).
+ */
+#include "carrier.h"
+#include "errors.h"
+#include "layout.h"
+#include "tensor.h"
+
+/* ----------------------------------------------------- host operations */
+
+/* A failure status whose Python exception explains it (see swpy_raise). */
+#define HOST_FAILED SW_ERUNTIME
+
+static int64_t host_length(void *store) {
+    if (PyErr_Occurred()) {
+        return -(int64_t)HOST_FAILED;
+    }
+    /* Each call holds the store: the Python code it runs may release the
+     * carrier, which drops the carrier's reference. */
+    Py_INCREF((PyObject *)store);
+    Py_ssize_t n = PyObject_Length((PyObject *)store);
+    Py_DECREF((PyObject *)store);
+    return n < 0 ? -(int64_t)HOST_FAILED : (int64_t)n;
+}
+
+static sw_status host_get(void *store, int64_t i, sw_value *out) {
+    PyObject *seq = store, *r;
+    if (PyErr_Occurred()) {
+        return HOST_FAILED;
+    }
+    if (PyList_CheckExact(seq) && i < PyList_GET_SIZE(seq)) {
+        r = Py_NewRef(PyList_GET_ITEM(seq, (Py_ssize_t)i));
+    } else {
+        PyObject *key = PyLong_FromLongLong(i);
+        if (key == NULL) {
+            return HOST_FAILED;
+        }
+        Py_INCREF(seq);
+        r = PyObject_GetItem(seq, key);
+        Py_DECREF(seq);
+        Py_DECREF(key);
+        if (r == NULL) {
+            return HOST_FAILED;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = SW_VALUE_HOST;
+    out->as.host = r;
+    out->ops = &swpy_host_ops;
+    return SW_OK;
+}
+
+static sw_status host_set(void *store, int64_t i, const sw_value *v) {
+    if (PyErr_Occurred()) {
+        return HOST_FAILED;
+    }
+    PyObject *value = swpy_value_new_ref(v);
+    if (value == NULL) {
+        return HOST_FAILED;
+    }
+    PyObject *key = PyLong_FromLongLong(i);
+    Py_INCREF((PyObject *)store);
+    int rc = key != NULL ? PyObject_SetItem((PyObject *)store, key, value) : -1;
+    Py_DECREF((PyObject *)store);
+    Py_XDECREF(key);
+    Py_DECREF(value);
+    return rc < 0 ? HOST_FAILED : SW_OK;
+}
+
+/* A new list of n values; empty slots (and NULL values) are None. */
+static sw_status host_make(const sw_host_ops *ops, int64_t n,
+                           const sw_value *values, void **out) {
+    if (n > PY_SSIZE_T_MAX) {
+        PyErr_NoMemory();
+        return HOST_FAILED;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL) {
+        return HOST_FAILED;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *item = values != NULL ? swpy_value_new_ref(&values[i])
+                                        : Py_NewRef(Py_None);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return HOST_FAILED;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    *out = list;
+    return SW_OK;
+}
+
+static void host_drop(void *store) {
+    Py_DECREF((PyObject *)store);
+}
+
+static void host_release_value(void *host) {
+    Py_DECREF((PyObject *)host);
+}
+
+const sw_host_ops swpy_host_ops = {
+    .version = SW_HOST_OPS_VERSION,
+    .length = host_length,
+    .get = host_get,
+    .set = host_set,
+    .make = host_make,
+    .drop = host_drop,
+    .release_value = host_release_value,
+};
+
+/* ------------------------------------------------------------- Generic */
+
+static sw_carrier *generic_of(PyObject *self) {
+    return swpy_backend_of(self, sw_carrier_is_generic, "Generic");
+}
+
+/* The store of a live Generic carrier (borrowed), or NULL with
+ * RuntimeError('Carrier is released'). */
+static PyObject *live_store(sw_carrier *c) {
+    PyObject *store = sw_generic_store(c);
+    if (store == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Carrier is released");
+    }
+    return store;
+}
+
+static int has_len(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    return (t->tp_as_sequence != NULL && t->tp_as_sequence->sq_length) ||
+           (t->tp_as_mapping != NULL && t->tp_as_mapping->mp_length);
+}
+
+static int has_getitem(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    return (t->tp_as_sequence != NULL && t->tp_as_sequence->sq_item) ||
+           (t->tp_as_mapping != NULL && t->tp_as_mapping->mp_subscript);
+}
+
+static int has_setitem(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    return (t->tp_as_sequence != NULL && t->tp_as_sequence->sq_ass_item) ||
+           (t->tp_as_mapping != NULL && t->tp_as_mapping->mp_ass_subscript);
+}
+
+static int is_iterable(PyObject *o) {
+    return Py_TYPE(o)->tp_iter != NULL || PySequence_Check(o);
+}
+
+/*
+ * The store for values: a mutable carrier uses any object with __len__,
+ * __getitem__ and __setitem__ as it is (an alias), an immutable one any
+ * object with __len__ and __getitem__; anything else becomes list(values).
+ */
+static PyObject *make_store(PyObject *values, int mutable_) {
+    if (!is_iterable(values)) {
+        PyErr_SetString(PyExc_TypeError, "Generic requires an iterable object");
+        return NULL;
+    }
+    if (has_len(values) && has_getitem(values) &&
+        (!mutable_ || has_setitem(values))) {
+        return Py_NewRef(values);
+    }
+    return PySequence_List(values);
+}
+
+static int generic_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
+    PyObject *values = NULL, *dtype_obj = NULL;
+    int mutable_ = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:Generic", kwlist,
+                                     &values, &mutable_, &dtype_obj)) {
+        return -1;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return -1;
+    }
+    sw_dtype dtype = SW_DTYPE_FLOATING;
+    if (dtype_obj != NULL) {
+        int rc = swpy_dtype_from_py(st, dtype_obj, &dtype);
+        if (rc <= 0) {
+            if (rc == 0) {
+                PyErr_SetString(PyExc_TypeError,
+                                "Generic dtype must be a DType");
+            }
+            return -1;
+        }
+    }
+    PyObject *store = make_store(values, mutable_);
+    if (store == NULL) {
+        return -1;
+    }
+    sw_carrier *c = NULL;
+    sw_status s = sw_generic_new(&swpy_host_ops, store, dtype, mutable_, &c);
+    if (s != SW_OK) {
+        Py_DECREF(store);
+        swpy_raise(s);
+        return -1;
+    }
+    return swpy_carrier_adopt(self, c, "Generic");
+}
+
+static PyObject *generic_size(PyObject *self, PyObject *unused) {
+    sw_carrier *c = generic_of(self);
+    if (c == NULL || live_store(c) == NULL) {
+        return NULL;
+    }
+    int64_t n = sw_carrier_size(c);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(n);
+}
+
+/* Called directly, get_value and set_value index the store with Python's
+ * rules (negative indices count from the end). */
+static PyObject *generic_get_value(PyObject *self, PyObject *index) {
+    sw_carrier *c = generic_of(self);
+    PyObject *store = c != NULL ? live_store(c) : NULL;
+    if (store == NULL) {
+        return NULL;
+    }
+    Py_INCREF(store);
+    PyObject *r = PyObject_GetItem(store, index);
+    Py_DECREF(store);
+    return r;
+}
+
+static PyObject *generic_set_value(PyObject *self, PyObject *const *args,
+                                   Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_value() takes exactly 2 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    sw_carrier *c = generic_of(self);
+    PyObject *store = c != NULL ? live_store(c) : NULL;
+    if (store == NULL) {
+        return NULL;
+    }
+    int mutable_ = sw_carrier_is_mutable(c);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!mutable_) {
+        PyErr_SetString(PyExc_RuntimeError, "Carrier is not mutable");
+        return NULL;
+    }
+    /* The store is held: the assignment may run arbitrary Python code. */
+    Py_INCREF(store);
+    int rc = PyObject_SetItem(store, args[0], args[1]);
+    Py_DECREF(store);
+    if (rc < 0) {
+        return NULL;
+    }
+    sw_status s = sw_carrier_bump_version(c);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *generic_new_like(PyObject *self, PyObject *args,
+                                  PyObject *kwds) {
+    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
+    PyObject *values = NULL, *dtype_obj = Py_None;
+    int mutable_ = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
+                                     &values, &mutable_, &dtype_obj)) {
+        return NULL;
+    }
+    sw_carrier *c = generic_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (c == NULL || st == NULL) {
+        return NULL;
+    }
+    if (Py_TYPE(self) != st->generic_type) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "Generic carrier factory only supports exact Generic "
+                        "carriers");
+        return NULL;
+    }
+    sw_dtype dtype;
+    swpy_values vals;
+    if (swpy_dtype_arg(st, dtype_obj, "Generic", 1, &dtype) < 0 ||
+        swpy_values_init(&vals, values, 0, SW_DTYPE_ANY) < 0) {
+        return NULL;
+    }
+    sw_carrier *out = NULL;
+    sw_status s =
+        sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
+    swpy_values_free(&vals);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_carrier_wrap(st, out);
+}
+
+static PyObject *generic_allocate_like(PyObject *self, PyObject *args,
+                                       PyObject *kwds) {
+    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
+    PyObject *size_obj = NULL, *dtype_obj = Py_None;
+    int mutable_ = 1, empty = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
+                                     &size_obj, &mutable_, &dtype_obj,
+                                     &empty)) {
+        return NULL;
+    }
+    sw_carrier *c = generic_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    int64_t size = 0;
+    sw_dtype dtype;
+    if (c == NULL || st == NULL ||
+        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
+        swpy_dtype_arg(st, dtype_obj, "Generic", 1, &dtype) < 0) {
+        return NULL;
+    }
+    sw_carrier *out = NULL;
+    sw_status s =
+        sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_carrier_wrap(st, out);
+}
+
+static sw_tensor *tensor_arg(swpy_state *st, PyObject *o, const char *name) {
+    if (!swpy_is_tensor(st, o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor", name);
+        return NULL;
+    }
+    return swpy_tensor_of(o);
+}
+
+static PyObject *generic_scatter(PyObject *self, PyObject *args,
+                                 PyObject *kwds) {
+    static char *kwlist[] = {"to_scatter", "scatter_onto", "mapping",
+                             "mapping_offset", NULL};
+    PyObject *src_obj, *onto_obj, *mapping_obj, *offset_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:scatter", kwlist,
+                                     &src_obj, &onto_obj, &mapping_obj,
+                                     &offset_obj)) {
+        return NULL;
+    }
+    sw_carrier *c = generic_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (c == NULL || st == NULL) {
+        return NULL;
+    }
+    /* The reference checks mutability before the argument types. */
+    int mutable_ = sw_carrier_is_mutable(c);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!mutable_) {
+        PyErr_SetString(PyExc_RuntimeError, "Carrier is not mutable");
+        return NULL;
+    }
+    sw_tensor *src = tensor_arg(st, src_obj, "to_scatter");
+    sw_tensor *onto =
+        src != NULL ? tensor_arg(st, onto_obj, "scatter_onto") : NULL;
+    if (onto == NULL) {
+        return NULL;
+    }
+    if (!swpy_is_layout(st, mapping_obj)) {
+        PyErr_SetString(PyExc_TypeError, "mapping must be a Layout");
+        return NULL;
+    }
+    int64_t offset = 0;
+    if (offset_obj != NULL && swpy_index_arg(offset_obj, &offset) < 0) {
+        return NULL;
+    }
+    /* Element by element through sw_carrier_set: one bump per element. */
+    sw_status s =
+        sw_carrier_scatter(c, src, onto, swpy_layout_get(mapping_obj), offset);
+    if (swpy_check(s) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------- documentation */
+
+PyDoc_STRVAR(
+    generic_doc,
+    "Generic(values, *, mutable=True, dtype=DType.Floating)\n--\n\n"
+    "A carrier of Python objects.\n\n"
+    "A mutable carrier stores any object with __len__, __getitem__ and "
+    "__setitem__ as it is (a list is an alias: changes show through both "
+    "ways); an immutable one any object with __len__ and __getitem__ "
+    "(tuples, ranges, str). Anything else is materialised with "
+    "list(values), consuming one-pass iterators. Values are not checked "
+    "against the dtype: Floating values are meant to be differentiable "
+    "numbers, Any values are arbitrary objects.\n\n"
+    "Args:\n"
+    "    values: an iterable of the elements.\n"
+    "    mutable: whether the carrier can be written (normalised with "
+    "bool()).\n"
+    "    dtype: DType.Floating or DType.Any.\n\n"
+    "Returns:\n"
+    "    Generic: the carrier.\n\n"
+    "Raises:\n"
+    "    TypeError: 'Generic requires an iterable object', 'Generic dtype "
+    "must be a DType'.\n"
+    "    ValueError: 'Generic dtype must be DType.Any or DType.Floating'.\n\n"
+    "Examples:\n"
+    "    >>> values = [1.0, 2.0]\n"
+    "    >>> g = Generic(values)\n"
+    "    >>> g[0] = 5.0\n"
+    "    >>> values, g.version\n"
+    "    ([5.0, 2.0], 1)\n"
+    "    >>> Generic(range(3), mutable=False, dtype=DType.Any)[2]\n"
+    "    2\n");
+
+PyDoc_STRVAR(generic_size_doc, "size($self, /)\n--\n\n"
+                               "len() of the store.\n\n"
+                               "Returns:\n"
+                               "    int: the element count.\n\n"
+                               "Raises:\n"
+                               "    RuntimeError: 'Carrier is released'.\n\n"
+                               "Examples:\n"
+                               "    >>> Generic('abc').size()\n"
+                               "    3\n");
+
+PyDoc_STRVAR(generic_dtype_doc, "dtype($self, /)\n--\n\n"
+                                "The element type.\n\n"
+                                "Returns:\n"
+                                "    DType: Floating or Any.\n\n"
+                                "Examples:\n"
+                                "    >>> Generic([]).dtype()\n"
+                                "    <DType.Floating: 'Floating'>\n");
+
+PyDoc_STRVAR(generic_get_value_doc,
+             "get_value($self, index, /)\n--\n\n"
+             "store[index], with Python's indexing rules (-1 is the last "
+             "element); carrier[i] adds the base checks.\n\n"
+             "Args:\n"
+             "    index: the store index.\n\n"
+             "Returns:\n"
+             "    object: the element.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Carrier is released'.\n\n"
+             "Examples:\n"
+             "    >>> Generic([1, 2, 3]).get_value(-1)\n"
+             "    3\n");
+
+PyDoc_STRVAR(generic_set_value_doc,
+             "set_value($self, index, value, /)\n--\n\n"
+             "store[index] = value with Python's indexing rules, then one "
+             "version bump.\n\n"
+             "Args:\n"
+             "    index: the store index (negative counts from the end).\n"
+             "    value: any object.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Carrier is not mutable', 'Carrier is "
+             "released'.\n\n"
+             "Examples:\n"
+             "    >>> g = Generic([1, 2])\n"
+             "    >>> g.set_value(-1, 'x')\n"
+             "    >>> g[1], g.version\n"
+             "    ('x', 1)\n");
+
+PyDoc_STRVAR(generic_new_like_doc,
+             "new_like($self, /, values, *, mutable=True, dtype=None)\n--\n\n"
+             "A new Generic holding the values in a new list (exact Generic "
+             "only; works after release).\n\n"
+             "Args:\n"
+             "    values: an iterable of the elements.\n"
+             "    mutable: whether the new carrier can be written.\n"
+             "    dtype: DType.Floating or DType.Any; None means this "
+             "carrier's.\n\n"
+             "Returns:\n"
+             "    Generic: the new carrier.\n\n"
+             "Raises:\n"
+             "    NotImplementedError: 'Generic carrier factory only supports "
+             "exact Generic carriers' on a subclass.\n\n"
+             "Examples:\n"
+             "    >>> list(Generic([]).new_like((1, None)))\n"
+             "    [1, None]\n");
+
+PyDoc_STRVAR(generic_allocate_like_doc,
+             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
+             "empty=False)\n--\n\n"
+             "A plain Generic of size Nones (also for subclasses; empty is "
+             "ignored).\n\n"
+             "Args:\n"
+             "    size: the element count, >= 0.\n"
+             "    mutable: whether the new carrier can be written.\n"
+             "    dtype: DType.Floating or DType.Any; None means this "
+             "carrier's.\n"
+             "    empty: ignored.\n\n"
+             "Returns:\n"
+             "    Generic: the new carrier.\n\n"
+             "Raises:\n"
+             "    ValueError: 'Generic allocation size must be "
+             "non-negative'.\n\n"
+             "Examples:\n"
+             "    >>> list(Generic([]).allocate_like(2))\n"
+             "    [None, None]\n");
+
+PyDoc_STRVAR(
+    generic_scatter_doc,
+    "scatter($self, /, to_scatter, scatter_onto, mapping, mapping_offset=0)"
+    "\n--\n\n"
+    "self[scatter_onto.offset + mapping_offset + mapping(i)] = "
+    "to_scatter[i] for every logical i; the version rises once per "
+    "element.\n\n"
+    "Args:\n"
+    "    to_scatter: the source Tensor (any carrier).\n"
+    "    scatter_onto: a Tensor over this carrier; only its offset is used.\n"
+    "    mapping: a Layout with the shape of to_scatter's layout.\n"
+    "    mapping_offset: added to every destination index, >= 0.\n\n"
+    "Returns:\n"
+    "    None.\n\n"
+    "Raises:\n"
+    "    RuntimeError: 'Carrier is not mutable'.\n"
+    "    TypeError: 'to_scatter must be a Tensor', 'scatter_onto must be a "
+    "Tensor', 'mapping must be a Layout'.\n"
+    "    ValueError: 'scatter_onto must be backed by this carrier', 'mapping "
+    "shape must match to_scatter layout shape', 'mapping_offset must be "
+    "non-negative', 'scatter mapping exceeds destination carrier size'.\n\n"
+    "Examples:\n"
+    "    >>> g = Generic([0, 0, 0])\n"
+    "    >>> src = Tensor(Generic(['a', 'b']), 0, Layout(Shape(2), "
+    "Stride(1)))\n"
+    "    >>> g.scatter(src, Tensor(g, 0, Layout(Shape(3), Stride(1))), "
+    "Layout(Shape(2), Stride(2)))\n"
+    "    >>> list(g), g.version\n"
+    "    (['a', 0, 'b'], 2)\n");
+
+/* ------------------------------------------------------------ type spec */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#define KW(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef generic_methods[] = {
+    {"size", generic_size, METH_NOARGS, generic_size_doc},
+    {"dtype", swpy_carrier_dtype, METH_NOARGS, generic_dtype_doc},
+    {"get_value", generic_get_value, METH_O, generic_get_value_doc},
+    {"set_value", KW(generic_set_value), METH_FASTCALL, generic_set_value_doc},
+    {"new_like", KW(generic_new_like), METH_VARARGS | METH_KEYWORDS,
+     generic_new_like_doc},
+    {"allocate_like", KW(generic_allocate_like), METH_VARARGS | METH_KEYWORDS,
+     generic_allocate_like_doc},
+    {"scatter", KW(generic_scatter), METH_VARARGS | METH_KEYWORDS,
+     generic_scatter_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot generic_slots[] = {
+    {Py_tp_doc, (void *)generic_doc},
+    {Py_tp_new, swpy_backend_new},
+    {Py_tp_init, generic_tp_init},
+    {Py_tp_dealloc, swpy_carrier_dealloc},
+    {Py_tp_traverse, swpy_carrier_traverse},
+    {Py_tp_clear, swpy_carrier_clear},
+    {Py_tp_methods, generic_methods},
+    {0, NULL},
+};
+
+static PyType_Spec generic_spec = {
+    .name = "strideweave.carriers.generic.carrier.Generic",
+    .basicsize = sizeof(CarrierObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = generic_slots,
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+int swpy_generic_init_type(PyObject *module, swpy_state *st) {
+    PyObject *type = PyType_FromModuleAndSpec(module, &generic_spec,
+                                              (PyObject *)st->carrier_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->generic_type = (PyTypeObject *)type;
+    return PyModule_AddType(module, st->generic_type);
+}

@@ -1,0 +1,588 @@
+/*
+ * The Tensor type: construction, properties and element access over
+ * strideweave/tensor.h.
+ *
+ * Keys follow the reference: an int is a logical index, a tuple or list a
+ * coordinate (nested tuples and lists nest, missing trailing coordinates
+ * are 0, extra ones are ignored); the library applies the layout's rules.
+ * A key holding a slice anywhere asks for a view, which comes with the
+ * view operation.
+ */
+#include "tensor.h"
+
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define SWPY_T_PYSSIZET T_PYSSIZET
+#define SWPY_READONLY READONLY
+#else
+#define SWPY_T_PYSSIZET Py_T_PYSSIZET
+#define SWPY_READONLY Py_READONLY
+#endif
+
+#include "carrier.h"
+#include "errors.h"
+#include "layout.h"
+#include "recipe.h"
+
+#define TENSOR(o) (((TensorObject *)(o))->tensor)
+
+static void peer_retain(void *peer) {
+    Py_INCREF((PyObject *)peer);
+}
+
+static void peer_release(void *peer) {
+    Py_DECREF((PyObject *)peer);
+}
+
+static const sw_peer_hooks peer_hooks = {peer_retain, peer_release};
+
+int swpy_is_tensor(swpy_state *st, PyObject *o) {
+    return PyObject_TypeCheck(o, st->tensor_type);
+}
+
+sw_tensor *swpy_tensor_of(PyObject *o) {
+    sw_tensor *t = TENSOR(o);
+    if (t == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Tensor.__init__() must be called "
+                                         "when overriding __init__");
+    }
+    return t;
+}
+
+PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned) {
+    PyObject *peer = sw_tensor_get_peer(owned);
+    if (peer != NULL) {
+        Py_INCREF(peer);
+        sw_tensor_unref(owned);
+        return peer;
+    }
+    PyObject *carrier =
+        swpy_carrier_wrap(st, sw_carrier_retain(sw_tensor_carrier(owned)));
+    PyObject *layout =
+        carrier != NULL
+            ? swpy_layout_wrap(st, sw_layout_retain(sw_tensor_layout(owned)))
+            : NULL;
+    PyObject *self =
+        layout != NULL ? st->tensor_type->tp_alloc(st->tensor_type, 0) : NULL;
+    if (self == NULL) {
+        Py_XDECREF(carrier);
+        Py_XDECREF(layout);
+        sw_tensor_unref(owned);
+        return NULL;
+    }
+    TensorObject *t = (TensorObject *)self;
+    t->tensor = owned;
+    t->carrier = carrier;
+    t->layout = layout;
+    sw_tensor_set_peer(owned, self, &peer_hooks);
+    return self;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+static int tensor_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"carrier", "offset", "layout", NULL};
+    PyObject *carrier, *offset_obj, *layout;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:Tensor", kwlist, &carrier,
+                                     &offset_obj, &layout)) {
+        return -1;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return -1;
+    }
+    if (!swpy_is_carrier(st, carrier)) {
+        PyErr_Format(PyExc_TypeError, "carrier must be a Carrier, not '%.200s'",
+                     Py_TYPE(carrier)->tp_name);
+        return -1;
+    }
+    const char *name = Py_TYPE(carrier)->tp_name;
+    const char *dot = strrchr(name, '.');
+    sw_carrier *c = swpy_carrier_of(carrier, dot != NULL ? dot + 1 : name);
+    if (c == NULL) {
+        return -1;
+    }
+    int64_t offset = 0;
+    if (PyFloat_Check(offset_obj) || !PyIndex_Check(offset_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Tensor offset must be an integer, not '%.200s'",
+                     Py_TYPE(offset_obj)->tp_name);
+        return -1;
+    }
+    if (swpy_index_arg(offset_obj, &offset) < 0) {
+        return -1;
+    }
+    if (!swpy_is_layout(st, layout)) {
+        PyErr_Format(PyExc_TypeError, "layout must be a Layout, not '%.200s'",
+                     Py_TYPE(layout)->tp_name);
+        return -1;
+    }
+    if (TENSOR(self) != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Tensor.__init__() must not be called twice");
+        return -1;
+    }
+    /* The library reads the carrier's size, which may be a Python hook. */
+    sw_tensor *t = NULL;
+    sw_status s = sw_tensor_new(c, offset, swpy_layout_get(layout), &t);
+    if (swpy_check(s) < 0) {
+        sw_tensor_unref(t);
+        return -1;
+    }
+    TensorObject *o = (TensorObject *)self;
+    o->tensor = t;
+    o->carrier = Py_NewRef(carrier);
+    o->layout = Py_NewRef(layout);
+    sw_tensor_set_peer(t, self, &peer_hooks);
+    return 0;
+}
+
+static int tensor_clear(PyObject *self) {
+    TensorObject *o = (TensorObject *)self;
+    sw_tensor *t = o->tensor;
+    if (t != NULL) {
+        o->tensor = NULL;
+        sw_tensor_set_peer(t, NULL, NULL);
+        sw_tensor_unref(t);
+    }
+    Py_CLEAR(o->carrier);
+    Py_CLEAR(o->layout);
+    return 0;
+}
+
+static void tensor_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (((TensorObject *)self)->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+    tensor_clear(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
+    TensorObject *o = (TensorObject *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(o->carrier);
+    Py_VISIT(o->layout);
+    return 0;
+}
+
+/* --------------------------------------------------------- properties */
+
+static PyObject *tensor_get_carrier(PyObject *self, void *closure) {
+    return swpy_tensor_of(self) == NULL
+               ? NULL
+               : Py_NewRef(((TensorObject *)self)->carrier);
+}
+
+static PyObject *tensor_get_layout(PyObject *self, void *closure) {
+    return swpy_tensor_of(self) == NULL
+               ? NULL
+               : Py_NewRef(((TensorObject *)self)->layout);
+}
+
+static PyObject *tensor_get_offset(PyObject *self, void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    return t == NULL ? NULL : PyLong_FromLongLong(sw_tensor_offset(t));
+}
+
+static PyObject *tensor_get_version(PyObject *self, void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    return t == NULL ? NULL : PyLong_FromLongLong(sw_tensor_version(t));
+}
+
+static PyObject *tensor_size(PyObject *self, PyObject *unused) {
+    sw_tensor *t = swpy_tensor_of(self);
+    return t == NULL ? NULL : PyLong_FromLongLong(sw_tensor_size(t));
+}
+
+static PyObject *tensor_is_mutable(PyObject *self, PyObject *unused) {
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    int r = sw_tensor_is_mutable(t);
+    return PyErr_Occurred() ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *tensor_dtype(PyObject *self, PyObject *unused) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return NULL;
+    }
+    sw_dtype d = sw_tensor_dtype(t);
+    return PyErr_Occurred() ? NULL : swpy_dtype_to_py(st, d);
+}
+
+static PyObject *tensor_is_differentiable(PyObject *self, PyObject *unused) {
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    int r = sw_tensor_is_differentiable(t);
+    return PyErr_Occurred() ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *tensor_carrier_type(PyObject *self, PyObject *unused) {
+    if (swpy_tensor_of(self) == NULL) {
+        return NULL;
+    }
+    return Py_NewRef((PyObject *)Py_TYPE(((TensorObject *)self)->carrier));
+}
+
+/* ------------------------------------------------------ element access */
+
+static int bad_key(void) {
+    PyErr_SetString(PyExc_TypeError,
+                    "Tensor indices must be integers or tuples/lists of "
+                    "integers");
+    return -1;
+}
+
+static inline int is_level(PyObject *o) {
+    return PyTuple_Check(o) || PyList_Check(o);
+}
+
+/* 1 if key holds a slice anywhere (inside tuples and lists), else 0. */
+static int has_slice(PyObject *key) {
+    if (PySlice_Check(key)) {
+        return 1;
+    }
+    if (!is_level(key)) {
+        return 0;
+    }
+    if (Py_EnterRecursiveCall(" while reading a tensor key")) {
+        return -1;
+    }
+    int r = 0;
+    /* Plain checks only: no Python code runs, so the level cannot change
+     * under the loop. */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(key);
+    for (Py_ssize_t i = 0; r == 0 && i < n; i++) {
+        r = has_slice(PySequence_Fast_GET_ITEM(key, i));
+    }
+    Py_LeaveRecursiveCall();
+    return r;
+}
+
+/* An int of a key; values outside int64 are outside every domain. */
+static int64_t key_int(PyObject *o) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return overflow > 0 ? INT64_MAX : overflow < 0 ? -1 : (int64_t)v;
+}
+
+/* The coordinates of one tuple or list level as recipe tokens. */
+static int key_level(rbuf *b, PyObject *level) {
+    if (Py_EnterRecursiveCall(" while reading a tensor key")) {
+        return -1;
+    }
+    int rc = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(level);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(level, i);
+        if (PyLong_Check(item)) {
+            rc = rbuf_leaf(b, key_int(item));
+        } else if (is_level(item)) {
+            rc = rbuf_tok(b, SW_TOK_PUSH);
+            if (rc == 0) {
+                rc = key_level(b, item);
+            }
+            if (rc == 0) {
+                rc = rbuf_tok(b, SW_TOK_POP);
+            }
+        } else {
+            rc = bad_key();
+        }
+    }
+    Py_LeaveRecursiveCall();
+    return rc;
+}
+
+/*
+ * The key as a logical index (*is_index) or a coordinate recipe in b.
+ * Returns 0, or -1 with TypeError for anything but ints and (nested)
+ * tuples and lists of ints.
+ */
+static int read_key(PyObject *key, rbuf *b, int *is_index, int64_t *index) {
+    if (PyLong_Check(key)) {
+        *is_index = 1;
+        *index = key_int(key);
+        return 0;
+    }
+    if (!is_level(key)) {
+        return bad_key();
+    }
+    *is_index = 0;
+    return key_level(b, key);
+}
+
+static PyObject *tensor_subscript(PyObject *self, PyObject *key) {
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    int sliced = has_slice(key);
+    if (sliced != 0) {
+        if (sliced > 0) {
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "Tensor slicing views come with the view "
+                            "operation, which is not implemented yet");
+        }
+        return NULL;
+    }
+    rbuf b;
+    rbuf_init(&b);
+    int is_index = 0;
+    int64_t index = 0;
+    sw_value v;
+    sw_status s = SW_OK;
+    if (read_key(key, &b, &is_index, &index) < 0) {
+        rbuf_free(&b);
+        return NULL;
+    }
+    s = is_index ? sw_tensor_get(t, index, &v)
+                 : sw_tensor_get_coord(t, b.ntok, b.tok, b.val, &v);
+    rbuf_free(&b);
+    if (swpy_check(s) < 0) {
+        if (s == SW_OK) {
+            sw_value_clear(&v);
+        }
+        return NULL;
+    }
+    return swpy_value_to_py(sw_tensor_carrier(t), &v);
+}
+
+/* Old-style iteration: list(t) tries 0, 1, ... and ends with the
+ * ValueError of the first index outside the layout (the reference's
+ * behaviour, as Tensor has __getitem__ and no __iter__). */
+static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i) {
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *r = tensor_subscript(self, key);
+    Py_DECREF(key);
+    return r;
+}
+
+static int tensor_ass_subscript(PyObject *self, PyObject *key,
+                                PyObject *value) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Tensor elements cannot be deleted");
+        return -1;
+    }
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return -1;
+    }
+    /* Slices are not keys for assignment: read_key refuses them. */
+    rbuf b;
+    rbuf_init(&b);
+    int is_index = 0;
+    int64_t index = 0;
+    sw_value v;
+    int rc = read_key(key, &b, &is_index, &index);
+    if (rc == 0) {
+        rc = swpy_value_for(sw_tensor_carrier(t), value, &v);
+    }
+    if (rc == 0) {
+        sw_status s = is_index
+                          ? sw_tensor_set(t, index, &v)
+                          : sw_tensor_set_coord(t, b.ntok, b.tok, b.val, &v);
+        rc = swpy_check(s);
+    }
+    rbuf_free(&b);
+    return rc;
+}
+
+/* ------------------------------------------------------- documentation */
+
+PyDoc_STRVAR(
+    tensor_doc,
+    "Tensor(carrier, offset, layout)\n--\n\n"
+    "A view of a carrier: element i is carrier[offset + layout(i)].\n\n"
+    "Several tensors (views) may share one carrier with different offsets "
+    "and layouts; all of them see the carrier's one version counter. "
+    "Element access takes an int (a logical index) or a tuple/list "
+    "coordinate, nested for nested modes; missing trailing coordinates are "
+    "0 and extra ones are ignored. Equality and hashing are by identity.\n\n"
+    "Args:\n"
+    "    carrier: the Carrier holding the elements.\n"
+    "    offset: the index of the first element in the carrier, >= 0.\n"
+    "    layout: the Layout from logical coordinates to carrier indices.\n\n"
+    "Returns:\n"
+    "    Tensor: the view.\n\n"
+    "Raises:\n"
+    "    TypeError: a carrier that is not a Carrier, an offset that is not "
+    "an int, a layout that is not a Layout.\n"
+    "    ValueError: 'Tensor offset must be non-negative', 'Tensor storage "
+    "exceeds carrier size' (offset + layout.cosize must fit).\n\n"
+    "Examples:\n"
+    "    >>> c = CPU(6)\n"
+    "    >>> t = Tensor(c, 0, Layout(Shape(2, 3), Stride(3, 1)))\n"
+    "    >>> t[1, 2] = 5.0\n"
+    "    >>> c[5], t[1, 2], t[[1, 2]], t.version\n"
+    "    (5.0, 5.0, 5.0, 1)\n"
+    "    >>> t.carrier is c, t.size(), t.dtype()\n"
+    "    (True, 6, <DType.Float32: 'Float32'>)\n");
+
+PyDoc_STRVAR(tensor_carrier_doc,
+             "The carrier object the tensor was made with.\n\n"
+             "Returns:\n"
+             "    Carrier: the same object (tensor.carrier is carrier).\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(1)\n"
+             "    >>> Tensor(c, 0, Layout(Shape(1), Stride(1))).carrier is c\n"
+             "    True\n");
+
+PyDoc_STRVAR(tensor_offset_doc,
+             "The carrier index of the first element.\n\n"
+             "Returns:\n"
+             "    int: the offset, >= 0.\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(3), 2, Layout(Shape(1), Stride(1))).offset\n"
+             "    2\n");
+
+PyDoc_STRVAR(tensor_layout_doc,
+             "The layout object the tensor was made with.\n\n"
+             "Returns:\n"
+             "    Layout: the same object (tensor.layout is layout).\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(3), 0, Layout(Shape(3), Stride(1))).layout\n"
+             "    3:1\n");
+
+PyDoc_STRVAR(tensor_version_doc,
+             "The carrier's version, read on every access.\n\n"
+             "Returns:\n"
+             "    int: the version shared by every view of the carrier.\n\n"
+             "Examples:\n"
+             "    >>> c = CPU(2)\n"
+             "    >>> t = Tensor(c, 0, Layout(Shape(2), Stride(1)))\n"
+             "    >>> c[0] = 1.0\n"
+             "    >>> t.version\n"
+             "    1\n");
+
+PyDoc_STRVAR(tensor_size_doc,
+             "size($self, /)\n--\n\n"
+             "The number of logical elements: the layout's size.\n\n"
+             "Returns:\n"
+             "    int: layout.shape.logical_size.\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(8), 0, Layout(Shape(2, 2), Stride(4, "
+             "1))).size()\n"
+             "    4\n");
+
+PyDoc_STRVAR(tensor_is_mutable_doc,
+             "is_mutable($self, /)\n--\n\n"
+             "Whether the carrier can be written now.\n\n"
+             "Returns:\n"
+             "    bool: carrier.is_mutable().\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(1, mutable=False), 0, Layout(Shape(1), "
+             "Stride(1))).is_mutable()\n"
+             "    False\n");
+
+PyDoc_STRVAR(tensor_dtype_doc,
+             "dtype($self, /)\n--\n\n"
+             "The carrier's element type.\n\n"
+             "Returns:\n"
+             "    DType: carrier.dtype().\n\n"
+             "Examples:\n"
+             "    >>> Tensor(Generic([1]), 0, Layout(Shape(1), "
+             "Stride(1))).dtype()\n"
+             "    <DType.Floating: 'Floating'>\n");
+
+PyDoc_STRVAR(tensor_is_differentiable_doc,
+             "is_differentiable($self, /)\n--\n\n"
+             "Whether the dtype is one autograd works on (Floating or "
+             "Float32).\n\n"
+             "Returns:\n"
+             "    bool: differentiable.\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(1, dtype=DType.Int32), 0, Layout(Shape(1), "
+             "Stride(1))).is_differentiable()\n"
+             "    False\n");
+
+PyDoc_STRVAR(tensor_carrier_type_doc,
+             "carrier_type($self, /)\n--\n\n"
+             "The class of the carrier.\n\n"
+             "Returns:\n"
+             "    type: type(tensor.carrier).\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(1), 0, Layout(Shape(1), "
+             "Stride(1))).carrier_type() is CPU\n"
+             "    True\n");
+
+/* ------------------------------------------------------------ type spec */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+static PyMethodDef tensor_methods[] = {
+    {"size", tensor_size, METH_NOARGS, tensor_size_doc},
+    {"is_mutable", tensor_is_mutable, METH_NOARGS, tensor_is_mutable_doc},
+    {"dtype", tensor_dtype, METH_NOARGS, tensor_dtype_doc},
+    {"is_differentiable", tensor_is_differentiable, METH_NOARGS,
+     tensor_is_differentiable_doc},
+    {"carrier_type", tensor_carrier_type, METH_NOARGS, tensor_carrier_type_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef tensor_getset[] = {
+    {"carrier", tensor_get_carrier, NULL, tensor_carrier_doc, NULL},
+    {"offset", tensor_get_offset, NULL, tensor_offset_doc, NULL},
+    {"layout", tensor_get_layout, NULL, tensor_layout_doc, NULL},
+    {"version", tensor_get_version, NULL, tensor_version_doc, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef tensor_members[] = {
+    {"__weaklistoffset__", SWPY_T_PYSSIZET, offsetof(TensorObject, weakreflist),
+     SWPY_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot tensor_slots[] = {
+    {Py_tp_doc, (void *)tensor_doc},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, tensor_tp_init},
+    {Py_tp_dealloc, tensor_dealloc},
+    {Py_tp_traverse, tensor_traverse},
+    {Py_tp_clear, tensor_clear},
+    {Py_tp_methods, tensor_methods},
+    {Py_tp_getset, tensor_getset},
+    {Py_tp_members, tensor_members},
+    {Py_mp_subscript, tensor_subscript},
+    {Py_mp_ass_subscript, tensor_ass_subscript},
+    {Py_sq_item, tensor_sq_item},
+    {0, NULL},
+};
+
+static PyType_Spec tensor_spec = {
+    .name = "strideweave.tensor.Tensor",
+    .basicsize = sizeof(TensorObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = tensor_slots,
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+int swpy_tensor_init_type(PyObject *module, swpy_state *st) {
+    PyObject *type = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    st->tensor_type = (PyTypeObject *)type;
+    return PyModule_AddType(module, st->tensor_type);
+}

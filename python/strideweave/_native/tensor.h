@@ -1,0 +1,41 @@
+/*
+ * The Tensor type: a carrier, an offset and a layout.
+ *
+ * A Tensor object owns one reference to its sw_tensor and is its peer (see
+ * carrier.h for the scheme), and keeps strong references to the carrier
+ * and Layout objects it was made with, so that tensor.carrier is carrier
+ * and tensor.layout is layout.
+ */
+#ifndef SWPY_TENSOR_H
+#define SWPY_TENSOR_H
+
+#include "module.h"
+
+#include "strideweave/tensor.h"
+
+typedef struct {
+    PyObject_HEAD
+        /* Owned; NULL until __init__ has run. */
+        sw_tensor *tensor;
+    PyObject *carrier; /* the carrier object */
+    PyObject *layout;  /* the Layout object */
+    PyObject *weakreflist;
+} TensorObject;
+
+int swpy_tensor_init_type(PyObject *module, swpy_state *st);
+
+/* Non-zero if o is a Tensor (or a subclass instance). */
+int swpy_is_tensor(swpy_state *st, PyObject *o);
+
+/* The tensor of a Tensor object, or NULL with TypeError if a subclass's
+ * __init__ never called Tensor's. */
+sw_tensor *swpy_tensor_of(PyObject *o);
+
+/*
+ * The Python object for a tensor the library returned (an owned
+ * reference, consumed): its peer if it has one, else a new Tensor whose
+ * carrier and layout objects are made (or found) for it.
+ */
+PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned);
+
+#endif /* SWPY_TENSOR_H */

@@ -1,0 +1,24 @@
+"""Carriers: where tensor elements live.
+
+A carrier owns or references storage; the base class :class:`Carrier` owns
+the rules every carrier shares (versions, mutability, release, ownership by a
+composite carrier), and a backend supplies the storage. Built in: :class:`CPU`
+(native memory), :class:`Generic` (Python objects) and :class:`FileBacked`
+(a binary file). Python subclasses of :class:`Carrier` implement the storage
+hooks in Python.
+
+Examples:
+    >>> from strideweave.carriers import CPU, DType
+    >>> c = CPU(2, dtype=DType.Int32)
+    >>> c[1] = 3
+    >>> list(c), c.version
+    ([0, 3], 1)
+"""
+
+from strideweave.carriers.base import Carrier
+from strideweave.carriers.cpu import CPU
+from strideweave.carriers.dtype import DType
+from strideweave.carriers.file_backed import FileBacked
+from strideweave.carriers.generic import Generic
+
+__all__ = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]

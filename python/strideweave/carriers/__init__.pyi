@@ -1,0 +1,9 @@
+"""Carriers: where tensor elements live."""
+
+from strideweave.carriers.base import Carrier as Carrier
+from strideweave.carriers.cpu import CPU as CPU
+from strideweave.carriers.dtype import DType as DType
+from strideweave.carriers.file_backed import FileBacked as FileBacked
+from strideweave.carriers.generic import Generic as Generic
+
+__all__ = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]

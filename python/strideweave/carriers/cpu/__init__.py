@@ -1,0 +1,5 @@
+"""The CPU carrier: native memory of Float32, Int32 or Bool elements."""
+
+from strideweave.carriers.cpu.carrier import CPU
+
+__all__ = ["CPU"]

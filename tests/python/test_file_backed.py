@@ -1,0 +1,371 @@
+"""The FileBacked carrier (reference §9, with the issue's file naming):
+temporary and named files, values in the file, clean-up, and OSError
+paths through the library's I/O fault hook."""
+
+import errno
+import gc
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers_carriers import flat
+from strideweave import Carrier, DType, FileBacked, Tensor, _native
+
+DTYPE_MSG = r"^FileBacked dtype must be DType.Floating, DType.Float32, or DType.Int32$"
+
+
+@pytest.fixture(autouse=True)
+def no_io_faults():
+    yield
+    _native._debug_fail_io_after(-1)
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path, monkeypatch):
+    # The library reads TMPDIR for each temporary file it creates.
+    directory = tmp_path / "tmp"
+    directory.mkdir()
+    monkeypatch.setenv("TMPDIR", str(directory))
+
+
+def temp_dir():
+    return Path(os.environ["TMPDIR"])
+
+
+# --------------------------------------------------------- temporaries
+
+
+def test_temporary_file():
+    f = FileBacked()
+    assert isinstance(f, Carrier)
+    assert isinstance(f.path, Path)
+    assert f.path.exists() and f.path.parent == temp_dir()
+    assert f.size() == 0 and f.dtype() is DType.Floating
+    assert f.is_mutable() and f.version == 0
+    assert f.path.stat().st_size == 0
+
+
+def test_temporary_file_is_removed_on_release():
+    f = FileBacked()
+    f._allocate(2)
+    path = f.path
+    f.release()
+    assert not path.exists()
+    assert f.path == path
+    assert f.size() == 0 and f.is_released()
+    with pytest.raises(RuntimeError, match=r"^Carrier is released$"):
+        f[0]
+    with pytest.raises(RuntimeError, match=r"^Carrier is released$"):
+        f.get_value(0)
+    with pytest.raises(RuntimeError, match=r"^Carrier is released$"):
+        f.set_value(0, 1.0)
+    with pytest.raises(RuntimeError, match=r"^Carrier is released$"):
+        f._allocate(3)
+
+
+def test_temporary_file_is_removed_on_collection():
+    f = FileBacked()
+    path = f.path
+    del f
+    gc.collect()
+    assert not path.exists()
+
+
+def test_temporary_files_are_removed_at_exit():
+    code = (
+        "import strideweave as sw\n"
+        "keep = [sw.FileBacked() for _ in range(3)]\n"
+        "keep[0]._allocate(10)\n"
+        "print('\\n'.join(str(f.path) for f in keep))\n"
+    )
+    env = dict(os.environ)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(out) == 3
+    for name in out:
+        assert Path(name).parent == temp_dir()
+        assert not Path(name).exists()
+    assert list(temp_dir().iterdir()) == []
+
+
+# --------------------------------------------------------- named files
+
+
+def test_named_file_is_kept(tmp_path):
+    path = tmp_path / "values.bin"
+    f = FileBacked(path, dtype=DType.Int32)
+    assert f.path == path and path.exists()
+    f._allocate(2)
+    f[1] = -7
+    f.release()
+    assert path.read_bytes() == struct.pack("=2i", 0, -7)
+    g = FileBacked(str(tmp_path / "other.bin"))
+    del g
+    gc.collect()
+    assert (tmp_path / "other.bin").exists()
+    assert FileBacked(os.fsencode(tmp_path / "bytes.bin")).path == tmp_path / "bytes.bin"
+
+
+def test_named_file_must_not_exist(tmp_path):
+    path = tmp_path / "taken.bin"
+    path.write_bytes(b"12345678")
+    with pytest.raises(FileExistsError) as info:
+        FileBacked(path)
+    assert info.value.errno == errno.EEXIST
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == b"12345678"
+
+
+def test_named_file_errors_are_os_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        FileBacked(tmp_path / "missing" / "x.bin")
+    with pytest.raises(TypeError):
+        FileBacked(42)
+    with pytest.raises(ValueError):
+        FileBacked("bad\0name")
+
+
+def test_arguments():
+    with pytest.raises(TypeError):
+        FileBacked(None, True)
+    with pytest.raises(TypeError, match=r"^FileBacked dtype must be a DType$"):
+        FileBacked(dtype="Floating")
+    with pytest.raises(TypeError, match=r"^FileBacked dtype must be a DType$"):
+        FileBacked(dtype=None)
+    for bad in (DType.Any, DType.Bool):
+        with pytest.raises(ValueError, match=DTYPE_MSG):
+            FileBacked(dtype=bad)
+    assert FileBacked(mutable=0).is_mutable() is False
+
+
+# ------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize(
+    "dtype, fmt, values, expected",
+    [
+        (DType.Floating, "d", [0.1, -2, True], [0.1, -2.0, 1.0]),
+        (DType.Float32, "f", [0.1, 3, 1e40], [0.10000000149011612, 3.0, float("inf")]),
+        (DType.Int32, "i", [5, -(2**31), True], [5, -(2**31), 1]),
+    ],
+)
+def test_values_in_the_file(dtype, fmt, values, expected):
+    f = FileBacked(dtype=dtype)
+    f._allocate(len(values))
+    for i, v in enumerate(values):
+        f[i] = v
+    assert list(f) == expected
+    assert f.version == len(values)
+    assert f.path.read_bytes() == struct.pack("=" + fmt * len(values), *expected)
+    assert [type(v) for v in f] == [type(v) for v in expected]
+
+
+def test_get_value_range():
+    f = FileBacked()
+    f._allocate(2)
+    for bad in (-1, 2, 2**70):
+        with pytest.raises(IndexError, match=r"^Carrier index out of range$"):
+            f.get_value(bad)
+    with pytest.raises(TypeError):
+        f.get_value(0.0)
+
+
+def test_set_value_checks():
+    f = FileBacked(dtype=DType.Int32)
+    f._allocate(1)
+    f.set_value(0, 3)
+    assert f[0] == 3 and f.version == 1
+    with pytest.raises(TypeError, match=r"^FileBacked value must be an integer$"):
+        f.set_value(0, 1.5)
+    with pytest.raises(TypeError, match=r"^FileBacked value must be an integer$"):
+        f[0] = "x"
+    with pytest.raises(OverflowError, match=r"^FileBacked value is out of int32 range$"):
+        f[0] = 2**31
+    with pytest.raises(OverflowError, match=r"^FileBacked value is out of int32 range$"):
+        f[0] = -(2**80)
+    d = FileBacked()
+    d._allocate(1)
+    for bad in ("1.0", None, object()):
+        with pytest.raises(TypeError, match=r"^FileBacked value must be a number$"):
+            d[0] = bad
+    with pytest.raises(IndexError, match=r"^Carrier index out of range$"):
+        d.set_value(1, 0.0)
+    frozen = FileBacked(mutable=False)
+    frozen._allocate(1)
+    with pytest.raises(RuntimeError, match=r"^Carrier is not mutable$"):
+        frozen.set_value(0, 1.0)
+    with pytest.raises(RuntimeError, match=r"^Carrier is not mutable$"):
+        frozen[0] = 1.0
+    assert f.version == 1 and d.version == 0 and frozen.version == 0
+
+
+def test_size_follows_the_file(tmp_path):
+    path = tmp_path / "grow.bin"
+    f = FileBacked(path, dtype=DType.Float32)
+    with open(path, "ab") as out:
+        out.write(struct.pack("=3f", 1.0, 2.0, 3.0))
+    assert f.size() == 3 and f[2] == 3.0
+    os.truncate(path, 6)
+    assert f.size() == 1
+    with pytest.raises(IndexError):
+        f[1]
+
+
+# ------------------------------------------------------------ resizing
+
+
+def test_allocate():
+    f = FileBacked()
+    f._allocate(4)
+    f[3] = 2.0
+    assert f.size() == 4 and f.path.stat().st_size == 32
+    f._allocate(2)
+    assert list(f) == [0.0, 0.0]
+    f._allocate(3)
+    assert list(f) == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match=r"^FileBacked allocation size must be non-negative$"):
+        f._allocate(-1)
+    with pytest.raises(TypeError):
+        f._allocate(1.0)
+
+
+def test_allocate_like():
+    f = FileBacked(dtype=DType.Int32)
+    r = f.allocate_like(3)
+    assert type(r) is FileBacked and r.dtype() is DType.Int32
+    assert list(r) == [0, 0, 0] and r.path != f.path
+    assert f.allocate_like(2, dtype=DType.Float32, empty=True).dtype() is DType.Float32
+    assert not f.allocate_like(1, mutable=False).is_mutable()
+    with pytest.raises(ValueError, match=r"^FileBacked allocation size must be non-negative$"):
+        f.allocate_like(-1)
+    with pytest.raises(TypeError, match=r"^FileBacked dtype must be a DType$"):
+        f.allocate_like(1, dtype="Int32")
+    with pytest.raises(ValueError, match=DTYPE_MSG):
+        f.allocate_like(1, dtype=DType.Any)
+
+
+def test_new_like():
+    f = FileBacked(dtype=DType.Float32)
+    r = f.new_like([1, None, 2.5])
+    assert type(r) is FileBacked and r.dtype() is DType.Float32
+    assert list(r) == [1.0, 0.0, 2.5] and r.version == 0
+    i = f.new_like(range(3000), dtype=DType.Int32, mutable=False)
+    assert i.size() == 3000 and i[2999] == 2999 and not i.is_mutable()
+    with pytest.raises(TypeError, match=r"^FileBacked value must be an integer$"):
+        f.new_like([0.5], dtype=DType.Int32)
+    with pytest.raises(TypeError, match=r"^FileBacked value must be a number$"):
+        f.new_like(["x"])
+
+
+def test_factories_only_for_exact_file_backed():
+    class Sub(FileBacked):
+        pass
+
+    s = Sub()
+    with pytest.raises(
+        NotImplementedError,
+        match=r"^FileBacked carrier factory only supports exact FileBacked carriers$",
+    ):
+        s.new_like([1])
+    assert type(s.allocate_like(1)) is FileBacked
+
+
+def test_scatter_and_dlpack_are_not_supported():
+    f = FileBacked()
+    with pytest.raises(NotImplementedError, match=r"^FileBacked carriers do not support scatter$"):
+        f.scatter(None, None, None)
+    with pytest.raises(BufferError, match=r"^DLPack is not supported for this carrier$"):
+        f.dlpack_info()
+
+
+def test_tensor_over_a_file():
+    f = FileBacked()
+    f._allocate(6)
+    t = Tensor(f, 0, flat(6))
+    assert t.is_differentiable() and t.dtype() is DType.Floating
+    t[4] = 1.25
+    assert f[4] == 1.25 and t.version == 1
+    i = FileBacked(dtype=DType.Int32)
+    i._allocate(1)
+    assert not Tensor(i, 0, flat(1)).is_differentiable()
+
+
+# ---------------------------------------------------------- I/O faults
+
+
+def test_failed_write_leaves_the_value():
+    f = FileBacked()
+    f._allocate(2)
+    f[1] = 3.0
+    _native._debug_fail_io_after(0)
+    with pytest.raises(OSError) as info:
+        f[1] = 4.0
+    assert info.value.errno == errno.ENOSPC
+    with pytest.raises(OSError):
+        f.set_value(0, 4.0)
+    _native._debug_fail_io_after(-1)
+    assert list(f) == [0.0, 3.0] and f.version == 1
+
+
+def test_failed_read():
+    f = FileBacked()
+    f._allocate(1)
+    _native._debug_fail_io_after(0)
+    with pytest.raises(OSError):
+        f[0]
+    with pytest.raises(OSError):
+        Tensor(f, 0, flat(1))[0]
+
+
+def test_failed_resize_leaves_the_size():
+    f = FileBacked()
+    f._allocate(2)
+    _native._debug_fail_io_after(0)
+    with pytest.raises(OSError):
+        f._allocate(5)
+    _native._debug_fail_io_after(-1)
+    assert f.size() == 2
+
+
+def test_failed_creation_leaves_no_file():
+    _native._debug_fail_io_after(0)
+    with pytest.raises(OSError):
+        FileBacked(temp_dir() / "never.bin")
+    with pytest.raises(OSError):
+        FileBacked()
+    _native._debug_fail_io_after(-1)
+    assert list(temp_dir().iterdir()) == []
+
+
+@pytest.mark.parametrize("allowed", range(4))
+def test_failed_factories_leave_no_file(allowed):
+    gc.collect()
+    before = set(temp_dir().iterdir())
+    live = _native._debug_live_allocs()
+    f = FileBacked()
+    f._allocate(2)
+    _native._debug_fail_io_after(allowed)
+    try:
+        f.new_like([1.0] * 2000)
+        f.allocate_like(10)
+    except OSError:
+        pass
+    _native._debug_fail_io_after(-1)
+    del f
+    gc.collect()
+    assert set(temp_dir().iterdir()) == before
+    assert _native._debug_live_allocs() == live
+
+
+def test_memory_does_not_grow_with_the_file():
+    f = FileBacked(dtype=DType.Float32)
+    live = _native._debug_live_allocs()
+    f._allocate(1 << 24)  # 64 MiB on disk, sparse
+    assert f.size() == 1 << 24
+    assert _native._debug_live_allocs() == live
+    f[(1 << 24) - 1] = 1.0
+    assert f[(1 << 24) - 1] == 1.0
