@@ -16,7 +16,7 @@ PY_SOURCES := python tests/python bench examples
 SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all venv install build-c test test-c test-python demo bench sanitize \
+.PHONY: all venv install build-c test test-c test-python test-reference demo bench sanitize \
         format format-check lint stubtest check clean
 
 all: test
@@ -44,6 +44,15 @@ test-c: build-c
 
 test-python: install
 	$(VPY) -m pytest -q
+
+# The C tests again with only the portable reference kernels (no fast
+# paths), which must agree with the optimised ones.
+test-reference: $(DEPS)
+	test -f build/reference/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/reference -Dpython=false -Dreference_kernels=true \
+		-Dbuildtype=debugoptimized --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/reference
+	PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/reference --print-errorlogs
 
 # Every test: the C unit tests, the C examples and the pytest suite.
 test: test-c test-python
@@ -90,7 +99,7 @@ stubtest: install
 		--allowlist $(abspath python/stubtest-allowlist.txt)
 
 # What CI runs after the test command.
-check: sanitize format-check lint stubtest
+check: test-reference sanitize format-check lint stubtest
 
 clean:
 	rm -rf build .venv .pytest_cache .hypothesis .ruff_cache .mypy_cache

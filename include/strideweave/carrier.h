@@ -279,6 +279,9 @@ SW_API int sw_carrier_is_generic(const sw_carrier *c);
 /* The host store of a Generic carrier (borrowed; NULL after release or for
  * other carriers), for bindings that must visit it (garbage collection). */
 SW_API void *sw_generic_store(const sw_carrier *c);
+/* The host ops of a Generic carrier (NULL for other carriers), so that a
+ * binding can tell its own stores from others. */
+SW_API const sw_host_ops *sw_generic_ops(const sw_carrier *c);
 
 /*
  * FileBacked: raw values in a binary file, in native byte order: Floating

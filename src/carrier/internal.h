@@ -28,9 +28,6 @@ struct sw_carrier {
 sw_status sw_carrier_fail_released(void);
 sw_status sw_carrier_fail_immutable(void);
 
-/* The host ops of a Generic carrier, NULL for other carriers. */
-const sw_host_ops *sw_generic_ops(const sw_carrier *c);
-
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);
 

@@ -50,15 +50,16 @@
  * merge (the input has 1 != 2*3): extent {2, 3}, strides {1, 2} and {3, 1}.
  *
  * The unrefinable case. Elementwise operations in this library require
- * equal layouts, so their plans always build; only copies between
- * unrelated layouts (permute and rearrange backward, scatter) can meet
- * operands without a common refinement. For those, sw_plan_run_leaves
- * walks the logical order directly: each operand keeps its own odometer
- * over its leaves, and the loop function gets the longest run along which
- * every operand is still inside its innermost leaf (one division-free
- * carry per run, no per-element work, no allocation). sw_plan_iterate
- * builds a plan and falls back to this walk when the build says
- * SW_ENOTIMPL, so kernels need not care.
+ * equal layouts, which always refine; copies between unrelated layouts
+ * (permute and rearrange backward, scatter) can meet operands without a
+ * common refinement, and any layout can have more than SW_PLAN_MAX_DIMS
+ * leaves that never merge. For those, sw_plan_run_leaves walks the
+ * logical order directly: each operand keeps its own odometer over its
+ * leaves, and the loop function gets the longest run along which every
+ * operand is still inside its innermost leaf (a carry per run, no
+ * per-element work, no allocation, but no reordering either).
+ * sw_plan_iterate builds a plan and falls back to this walk when the build
+ * says SW_ENOTIMPL, so kernels need not care.
  *
  * Everything here is allocation-free: a plan is a fixed-size struct, and
  * the walks keep their counters on the stack.
@@ -70,6 +71,13 @@
 
 #define SW_PLAN_MAX_OPS 4
 #define SW_PLAN_MAX_DIMS 16
+
+/*
+ * An upper bound on the leaves of extent > 1 of any layout (each has
+ * extent >= 2 and the size fits int64_t, so there are at most 62), and so
+ * on the modes of a refinement. Fixed-size scratch uses it.
+ */
+#define SW_PLAN_MAX_LEAVES 64
 
 typedef struct sw_plan {
     int32_t nops, ndim;
@@ -127,9 +135,19 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
 typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
                                   const int64_t *step, void *ctx);
 
+#define SW_PLAN_CROSSED 64
+#define SW_PLAN_BLOCK0 8
+#define SW_PLAN_BLOCK1 256
+
 /*
  * Runs loop over every innermost run of the plan. base[k] is operand k's
- * element 0 and elsize[k] its element size in bytes.
+ * element 0 and elsize[k] its element size in bytes. When some operand has
+ * a stride above SW_PLAN_CROSSED along mode 0 but a smaller non-zero one
+ * along mode 1 (a transposing walk, such as a compact output read from a
+ * transposed input), modes 0 and 1 are walked in tiles of SW_PLAN_BLOCK0 x
+ * SW_PLAN_BLOCK1 elements, so runs are at most SW_PLAN_BLOCK0 long but
+ * every cache line is used while it is in L1. The set of visits is the
+ * same either way; only the order (and so a float sum's rounding) changes.
  */
 sw_status sw_plan_run(const sw_plan *plan, void *const *base,
                       const int64_t *elsize, sw_plan_loop loop, void *ctx);

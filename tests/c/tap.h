@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__GNUC__)
@@ -115,6 +116,14 @@ static inline int tap_is_str(const char *got, const char *want,
     tap_is_str((got), (want), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Prints the plan and returns the program's exit status. */
+/* Stops the whole run (TAP's "Bail out!"), for failures of the test itself,
+ * such as its own scratch allocation. */
+static inline void bail_out(const char *why) {
+    printf("Bail out! %s\n", why);
+    fflush(stdout);
+    exit(1);
+}
+
 static inline int done_testing(void) {
     printf("1..%d\n", tap_run);
     if (tap_failed)

@@ -435,6 +435,8 @@ static void check_ecase(const ecase *c, const char *layout, int64_t offset) {
     /* Holes of the layout are empty slots, written as 0. */
     int64_t cos = sw_layout_cosize(lx), badh = -1;
     char *hit = calloc((size_t)cos + 1, 1);
+    if (hit == NULL)
+        bail_out("out of memory");
     for (int64_t i = 0; i < n; i++)
         hit[phys(r, i)] = 1;
     for (int64_t p = 0; p < cos && badh < 0; p++)

@@ -46,14 +46,6 @@ int swpy_alloc_size_arg(sw_carrier *c, PyObject *o, int64_t *out) {
     if (swpy_index_arg(o, out) < 0) {
         return -1;
     }
-    if (*out < 0) {
-        /* The library's own check says only "allocation size must be
-         * non-negative"; the reference names the carrier class. */
-        PyErr_Format(PyExc_ValueError,
-                     "%s allocation size must be non-negative",
-                     sw_carrier_get_class(c)->name);
-        return -1;
-    }
     return 0;
 }
 
@@ -769,9 +761,10 @@ void swpy_carrier_dealloc(PyObject *self) {
 int swpy_carrier_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     sw_carrier *c = CARRIER(self);
-    if (c != NULL && sw_carrier_is_generic(c)) {
+    if (c != NULL && sw_generic_ops(c) == &swpy_host_ops) {
         /* The store's one reference is the carrier's, and this object is
-         * the carrier's only peer. */
+         * the carrier's only peer. Stores of other host ops (doubles made
+         * by C code) are not Python objects. */
         Py_VISIT((PyObject *)sw_generic_store(c));
     }
     return 0;

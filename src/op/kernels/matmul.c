@@ -1,0 +1,455 @@
+/*
+ * GEMM: C[i, j] = sum_k A[i, k] * B[j, k], batched, with every matrix mode
+ * given by a (possibly hierarchical) mode of a layout.
+ *
+ * Float32 follows the Goto/BLIS structure:
+ *
+ *   for each batch index
+ *    for jc over N in steps of NC         B rows of one panel
+ *     for pc over K in steps of KC        one rank-KC update
+ *      pack B[jc.., pc..] into Bp         micro-panels of NR rows, k-major
+ *      for ic over M in steps of MC
+ *       pack A[ic.., pc..] into Ap        micro-panels of MR rows, k-major
+ *       for jr, ir: micro-kernel          an MR x NR tile of C in registers
+ *
+ * A micro-panel of B (KC x NR floats, 6 KiB) stays in L1 while the
+ * micro-kernel streams the A block (MC x KC, 144 KiB) from L2; the B panel
+ * (KC x NC) lives in L3. Packing reads the operands through offset tables
+ * of one block's rows and columns (computed with one division per block,
+ * then an odometer: sw_plan_leaves_offsets), so any strides and any
+ * hierarchical modes cost the same as compact ones, Int32 operands are
+ * converted while packing, and the buffers (at most 1.7 MiB, allocated once
+ * per call with the library allocator) depend on the block sizes only.
+ *
+ * The micro-kernel computes an MR x NR = 16 x 6 tile as twelve 8-float
+ * accumulators: vectors run along C's rows (i), which is C's unit stride
+ * in the canonical column-major result, so full tiles of such a C are
+ * loaded and stored directly; other tiles go through a small buffer and
+ * the offset tables. Two micro-kernels exist: the portable one (plain C;
+ * the reference, and what runs on non-x86 machines) and, on x86-64 CPUs
+ * with AVX2 and FMA (checked at run time), one written with GCC vector
+ * extensions in a function compiled for that target. The library itself
+ * is built for the baseline ISA, so this is the only AVX code and it runs
+ * only where the CPU has it. gcc 12 compiles its inner loop to the
+ * classic shape: 2 vmovups, 6 vbroadcastss, 12 vfmadd231ps per k.
+ * Measured on the development machine (2 vCPUs of an AMD EPYC with
+ * AVX-512, release build): 1024^2 runs at 95-103 GFLOP/s on one thread,
+ * against 92 for single-threaded OpenBLAS and 183 for NumPy's default
+ * two-thread OpenBLAS (0.55x).
+ *
+ * Int32 is simple and exact: each entry is an int64 sum along k, walked
+ * with a plan over the two k modes, checked for overflow.
+ */
+#include <string.h>
+
+#include "op/kernels/kcommon.h"
+
+static const char accumulation_msg[] = "CPU integer accumulation overflowed";
+
+/* Register tile and cache blocks (MC a multiple of MR, NC of NR). */
+#define SW_GEMM_MR 16
+#define SW_GEMM_NR 6
+#define SW_GEMM_KC 256
+#define SW_GEMM_MC 144
+#define SW_GEMM_NC 1536
+
+#if SW_KERNELS_FAST && defined(__GNUC__) && defined(__x86_64__)
+#define SW_GEMM_X86 1
+#else
+#define SW_GEMM_X86 0
+#endif
+
+/*
+ * A micro-kernel: the MR x NR tile T[i + j*MR] = sum_k a[k*MR + i] *
+ * b[k*NR + j] over kc steps, stored to c[i + j*ldc] (accumulate == 0) or
+ * added to it.
+ */
+typedef void (*gemm_ukernel)(int64_t kc, const float *a, const float *b,
+                             float *c, int64_t ldc, int accumulate);
+
+static void ukernel_portable(int64_t kc, const float *a, const float *b,
+                             float *c, int64_t ldc, int accumulate) {
+    float t[SW_GEMM_NR][SW_GEMM_MR] = {{0}};
+    for (int64_t k = 0; k < kc; ++k) {
+        const float *ak = a + k * SW_GEMM_MR;
+        const float *bk = b + k * SW_GEMM_NR;
+        for (int j = 0; j < SW_GEMM_NR; ++j)
+            for (int i = 0; i < SW_GEMM_MR; ++i)
+                t[j][i] += ak[i] * bk[j];
+    }
+    for (int j = 0; j < SW_GEMM_NR; ++j) {
+        float *cj = c + j * ldc;
+        if (accumulate)
+            for (int i = 0; i < SW_GEMM_MR; ++i)
+                cj[i] += t[j][i];
+        else
+            for (int i = 0; i < SW_GEMM_MR; ++i)
+                cj[i] = t[j][i];
+    }
+}
+
+#if SW_GEMM_X86
+typedef float sw_v8f __attribute__((vector_size(32)));
+
+/*
+ * In ISO C mode gcc does not fuse a*b+c (-ffp-contract=off); the FMA
+ * kernel exists to fuse, so it asks for contraction here only.
+ */
+#if !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
+__attribute__((target("avx2,fma"))) static void
+ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+             int accumulate) {
+    sw_v8f acc[SW_GEMM_NR][2];
+#pragma GCC unroll 6
+    for (int j = 0; j < SW_GEMM_NR; ++j) {
+        acc[j][0] = (sw_v8f){0};
+        acc[j][1] = (sw_v8f){0};
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+        sw_v8f a0, a1;
+        memcpy(&a0, a + k * SW_GEMM_MR, sizeof a0);
+        memcpy(&a1, a + k * SW_GEMM_MR + 8, sizeof a1);
+        const float *bk = b + k * SW_GEMM_NR;
+#pragma GCC unroll 6
+        for (int j = 0; j < SW_GEMM_NR; ++j) {
+            float x = bk[j];
+            sw_v8f bj = {x, x, x, x, x, x, x, x};
+            acc[j][0] += a0 * bj;
+            acc[j][1] += a1 * bj;
+        }
+    }
+#pragma GCC unroll 6
+    for (int j = 0; j < SW_GEMM_NR; ++j) {
+        float *cj = c + j * ldc;
+        if (accumulate) {
+            sw_v8f c0, c1;
+            memcpy(&c0, cj, sizeof c0);
+            memcpy(&c1, cj + 8, sizeof c1);
+            acc[j][0] += c0;
+            acc[j][1] += c1;
+        }
+        memcpy(cj, &acc[j][0], sizeof acc[j][0]);
+        memcpy(cj + 8, &acc[j][1], sizeof acc[j][1]);
+    }
+}
+#if !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif /* SW_GEMM_X86 */
+
+static gemm_ukernel select_ukernel(const char **name) {
+#if SW_GEMM_X86
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        if (name)
+            *name = "avx2-fma";
+        return ukernel_avx2;
+    }
+#endif
+    if (name)
+        *name = "reference";
+    return ukernel_portable;
+}
+
+const char *sw_kernel_gemm_variant(void) {
+    const char *name = "reference";
+    select_ukernel(&name);
+    return name;
+}
+
+/* ------------------------------------------------------------ operands */
+
+/* One matrix as the plan module sees it: leaves of rows, columns, batch. */
+typedef struct gemm_mat {
+    const void *data;
+    sw_dtype dtype;
+    int64_t offset;
+    sw_plan_leaves rows, cols, batch;
+} gemm_mat;
+
+sw_kmat sw_kmat_of(sw_karg arg) {
+    sw_kmat m = {arg, 0, 1, sw_layout_rank(arg.layout) > 2 ? 2 : -1};
+    return m;
+}
+
+static sw_status gemm_operand(const sw_kmat *m, const char *name,
+                              gemm_mat *out) {
+    int32_t rank = sw_layout_rank(m->arg.layout);
+    int32_t want = m->batch_mode >= 0 ? 3 : 2;
+    if (rank != want)
+        return sw_fail(SW_EVALUE,
+                       "gemm: %s has %d top-level modes; %d were described",
+                       name, (int)rank, (int)want);
+    int32_t r = m->row_mode, c = m->col_mode, b = m->batch_mode;
+    if (r < 0 || r >= rank || c < 0 || c >= rank || r == c ||
+        (b >= 0 && (b == r || b == c || b >= rank)))
+        return sw_fail(SW_EVALUE,
+                       "gemm: %s's row, column and batch modes must be "
+                       "distinct modes of its layout",
+                       name);
+    static const int64_t one = 1, zero = 0;
+    out->data = m->arg.data;
+    out->dtype = m->arg.dtype;
+    out->offset = m->arg.offset;
+    out->rows = sw_plan_leaves_mode(m->arg.layout, r);
+    out->cols = sw_plan_leaves_mode(m->arg.layout, c);
+    if (b >= 0) {
+        out->batch = sw_plan_leaves_mode(m->arg.layout, b);
+    } else {
+        sw_plan_leaves none = {1, &one, &zero};
+        out->batch = none;
+    }
+    return SW_OK;
+}
+
+static sw_status check_extent(const char *what, int64_t x, int64_t y) {
+    if (x != y)
+        return sw_fail(SW_EVALUE, "gemm: %s do not match (%lld and %lld)", what,
+                       (long long)x, (long long)y);
+    return SW_OK;
+}
+
+/* --------------------------------------------------------------- pack */
+
+/*
+ * Packs rows [0, m) x columns [0, kc) of a matrix, read at
+ * base + row[i] + col[k], into micro-panels of mr_full rows: panel p holds
+ * dst[p*mr_full*kc + k*mr_full + i]; rows past m are zero.
+ */
+static void pack_panels(float *dst, const gemm_mat *x, int64_t base,
+                        const int64_t *row, int64_t m, const int64_t *col,
+                        int64_t kc, int mr_full) {
+    for (int64_t p0 = 0; p0 < m; p0 += mr_full) {
+        float *panel = dst + p0 * kc;
+        int64_t mr = m - p0 < mr_full ? m - p0 : mr_full;
+        for (int64_t k = 0; k < kc; ++k) {
+            float *pk = panel + k * mr_full;
+            int64_t ck = base + col[k];
+            if (x->dtype == SW_DTYPE_FLOAT32) {
+                const float *src = x->data;
+                for (int64_t i = 0; i < mr; ++i)
+                    pk[i] = src[ck + row[p0 + i]];
+            } else {
+                const int32_t *src = x->data;
+                for (int64_t i = 0; i < mr; ++i)
+                    pk[i] = (float)src[ck + row[p0 + i]];
+            }
+            for (int64_t i = mr; i < mr_full; ++i)
+                pk[i] = 0.0f;
+        }
+    }
+}
+
+/* Non-zero if t[i] == t[0] + i*step for every i < n (n >= 1). */
+static int table_is_affine(const int64_t *t, int64_t n, int64_t step) {
+    for (int64_t i = 1; i < n; ++i)
+        if (t[i] != t[0] + i * step)
+            return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------ Float32 */
+
+typedef struct gemm_f32_job {
+    gemm_mat a, b, c;
+    int64_t m, n, k, nbatch;
+} gemm_f32_job;
+
+static sw_status gemm_f32(const gemm_f32_job *job) {
+    int64_t M = job->m, N = job->n, K = job->k;
+    const int MR = SW_GEMM_MR, NR = SW_GEMM_NR;
+    /* Block extents for this call: never more than the matrix needs. */
+    int64_t mcap = (M + MR - 1) / MR * MR, ncap = (N + NR - 1) / NR * NR;
+    int64_t mc_max = mcap < SW_GEMM_MC ? mcap : SW_GEMM_MC;
+    int64_t nc_max = ncap < SW_GEMM_NC ? ncap : SW_GEMM_NC;
+    int64_t kc_max = K < SW_GEMM_KC ? K : SW_GEMM_KC;
+    size_t floats = (size_t)(mc_max * kc_max + kc_max * nc_max);
+    size_t tables = (size_t)(2 * mc_max + 2 * nc_max + 2 * kc_max);
+    float *buf =
+        sw_alloc_aligned(floats * sizeof(float) + tables * sizeof(int64_t), 0);
+    if (!buf)
+        return sw_oom();
+    float *ap = buf, *bp = buf + mc_max * kc_max;
+    int64_t *arow = (int64_t *)(void *)(buf + floats);
+    int64_t *crow = arow + mc_max, *brow = crow + mc_max;
+    int64_t *ccol = brow + nc_max, *acol = ccol + nc_max;
+    int64_t *bcol = acol + kc_max;
+    float tile[SW_GEMM_NR * SW_GEMM_MR];
+    gemm_ukernel uk = select_ukernel(NULL);
+    float *cdata = (float *)job->c.data;
+
+    for (int64_t bi = 0; bi < job->nbatch; ++bi) {
+        int64_t boff[3];
+        sw_plan_leaves_offsets(job->a.batch, bi, 1, &boff[0]);
+        sw_plan_leaves_offsets(job->b.batch, bi, 1, &boff[1]);
+        sw_plan_leaves_offsets(job->c.batch, bi, 1, &boff[2]);
+        int64_t abase = job->a.offset + boff[0];
+        int64_t bbase = job->b.offset + boff[1];
+        int64_t cbase = job->c.offset + boff[2];
+        for (int64_t jc = 0; jc < N; jc += SW_GEMM_NC) {
+            int64_t nc = N - jc < SW_GEMM_NC ? N - jc : SW_GEMM_NC;
+            sw_plan_leaves_offsets(job->b.rows, jc, nc, brow);
+            sw_plan_leaves_offsets(job->c.cols, jc, nc, ccol);
+            int64_t ldc = nc > 1 ? ccol[1] - ccol[0] : 0;
+            int cols_affine = table_is_affine(ccol, nc, ldc);
+            for (int64_t pc = 0; pc < K; pc += SW_GEMM_KC) {
+                int64_t kc = K - pc < SW_GEMM_KC ? K - pc : SW_GEMM_KC;
+                sw_plan_leaves_offsets(job->a.cols, pc, kc, acol);
+                sw_plan_leaves_offsets(job->b.cols, pc, kc, bcol);
+                pack_panels(bp, &job->b, bbase, brow, nc, bcol, kc, NR);
+                for (int64_t ic = 0; ic < M; ic += SW_GEMM_MC) {
+                    int64_t mc = M - ic < SW_GEMM_MC ? M - ic : SW_GEMM_MC;
+                    sw_plan_leaves_offsets(job->a.rows, ic, mc, arow);
+                    sw_plan_leaves_offsets(job->c.rows, ic, mc, crow);
+                    pack_panels(ap, &job->a, abase, arow, mc, acol, kc, MR);
+                    /* Tiles may go straight to C when its rows are unit
+                     * stride and its columns evenly spaced. */
+                    int direct = SW_KERNELS_FAST && cols_affine &&
+                                 table_is_affine(crow, mc, 1);
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        int64_t nr = nc - jr < NR ? nc - jr : NR;
+                        const float *bpanel = bp + jr * kc;
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            int64_t mr = mc - ir < MR ? mc - ir : MR;
+                            const float *apanel = ap + ir * kc;
+                            if (direct && mr == MR && nr == NR) {
+                                float *ct = cdata + cbase + crow[ir] + ccol[jr];
+                                uk(kc, apanel, bpanel, ct, ldc, pc > 0);
+                                continue;
+                            }
+                            uk(kc, apanel, bpanel, tile, MR, 0);
+                            for (int64_t j = 0; j < nr; ++j) {
+                                float *cj = cdata + cbase + ccol[jr + j];
+                                const float *tj = tile + j * MR;
+                                for (int64_t i = 0; i < mr; ++i) {
+                                    float *ce = cj + crow[ir + i];
+                                    *ce = pc > 0 ? *ce + tj[i] : tj[i];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    sw_free_aligned(buf);
+    return SW_OK;
+}
+
+/* -------------------------------------------------------------- Int32 */
+
+typedef struct dot_i32_ctx {
+    int64_t acc;
+} dot_i32_ctx;
+
+static sw_status dot_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
+                              void *vctx) {
+    dot_i32_ctx *c = vctx;
+    const int32_t *a = ptr[0], *b = ptr[1];
+    int64_t sa = step[0], sb = step[1], acc = c->acc;
+    for (int64_t k = 0; k < n; ++k)
+        if (!sw_add_ok(acc, (int64_t)a[k * sa] * b[k * sb], &acc))
+            return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
+    c->acc = acc;
+    return SW_OK;
+}
+
+static sw_status gemm_i32(const gemm_mat *a, const gemm_mat *b,
+                          const gemm_mat *c, int64_t M, int64_t N,
+                          int64_t nbatch) {
+    sw_plan_leaves kops[2] = {a->cols, b->cols};
+    static const int64_t zero[2] = {0, 0};
+    static const int64_t elsize[2] = {4, 4};
+    sw_plan plan;
+    int have_plan = sw_plan_build_leaves(2, kops, zero, &plan) == SW_OK;
+    if (!have_plan)
+        sw_clear_error();
+    for (int64_t bi = 0; bi < nbatch; ++bi) {
+        int64_t boff[3];
+        sw_plan_leaves_offsets(a->batch, bi, 1, &boff[0]);
+        sw_plan_leaves_offsets(b->batch, bi, 1, &boff[1]);
+        sw_plan_leaves_offsets(c->batch, bi, 1, &boff[2]);
+        for (int64_t i = 0; i < M; ++i) {
+            int64_t ai, ci;
+            sw_plan_leaves_offsets(a->rows, i, 1, &ai);
+            sw_plan_leaves_offsets(c->rows, i, 1, &ci);
+            for (int64_t j = 0; j < N; ++j) {
+                int64_t bj, cj;
+                sw_plan_leaves_offsets(b->rows, j, 1, &bj);
+                sw_plan_leaves_offsets(c->cols, j, 1, &cj);
+                void *base[2] = {(int32_t *)a->data + a->offset + boff[0] + ai,
+                                 (int32_t *)b->data + b->offset + boff[1] + bj};
+                dot_i32_ctx d = {0};
+                sw_status st =
+                    have_plan
+                        ? sw_plan_run(&plan, base, elsize, dot_i32_loop, &d)
+                        : sw_plan_run_leaves(2, kops, zero, base, elsize,
+                                             dot_i32_loop, &d);
+                if (st)
+                    return st;
+                if (d.acc < INT32_MIN || d.acc > INT32_MAX)
+                    return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
+                ((int32_t *)c->data)[c->offset + boff[2] + ci + cj] =
+                    (int32_t)d.acc;
+            }
+        }
+    }
+    return SW_OK;
+}
+
+/* -------------------------------------------------------------- entry */
+
+sw_status sw_kernel_gemm(sw_kmat c, sw_kmat a, sw_kmat b) {
+    gemm_mat ga, gb, gc;
+    sw_status st = gemm_operand(&c, "C", &gc);
+    if (st)
+        return st;
+    st = gemm_operand(&a, "A", &ga);
+    if (st)
+        return st;
+    st = gemm_operand(&b, "B", &gb);
+    if (st)
+        return st;
+    int64_t M = sw_plan_leaves_size(ga.rows);
+    int64_t K = sw_plan_leaves_size(ga.cols);
+    int64_t N = sw_plan_leaves_size(gb.rows);
+    int64_t nbatch = sw_plan_leaves_size(gc.batch);
+    st = check_extent("rows of C and A", sw_plan_leaves_size(gc.rows), M);
+    if (st)
+        return st;
+    st = check_extent("columns of C and rows of B",
+                      sw_plan_leaves_size(gc.cols), N);
+    if (st)
+        return st;
+    st = check_extent("columns of A and B", sw_plan_leaves_size(gb.cols), K);
+    if (st)
+        return st;
+    st = check_extent("batch extents of C and A", sw_plan_leaves_size(ga.batch),
+                      nbatch);
+    if (st)
+        return st;
+    st = check_extent("batch extents of C and B", sw_plan_leaves_size(gb.batch),
+                      nbatch);
+    if (st)
+        return st;
+    switch (gc.dtype) {
+    case SW_DTYPE_FLOAT32: {
+        if (ga.dtype != SW_DTYPE_FLOAT32 && ga.dtype != SW_DTYPE_INT32)
+            return sw_kbad_dtype("gemm", "A", ga.dtype);
+        if (gb.dtype != SW_DTYPE_FLOAT32 && gb.dtype != SW_DTYPE_INT32)
+            return sw_kbad_dtype("gemm", "B", gb.dtype);
+        gemm_f32_job job = {ga, gb, gc, M, N, K, nbatch};
+        return gemm_f32(&job);
+    }
+    case SW_DTYPE_INT32:
+        if (ga.dtype != SW_DTYPE_INT32)
+            return sw_kbad_dtype("gemm", "A", ga.dtype);
+        if (gb.dtype != SW_DTYPE_INT32)
+            return sw_kbad_dtype("gemm", "B", gb.dtype);
+        return gemm_i32(&ga, &gb, &gc, M, N, nbatch);
+    default:
+        return sw_kbad_dtype("gemm", "C", gc.dtype);
+    }
+}
