@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
-#include "strideweave/op.h"
+#include "op/internal.h"
 
 typedef struct cpu_state {
     void *data;
@@ -120,14 +120,10 @@ static sw_status cpu_new_like(sw_carrier *c, int64_t n, const sw_value *values,
     return SW_OK;
 }
 
-/* The operations this carrier runs; kernels come per op family. */
+/* The native operations (src/op/cpu_ops.c). */
 static sw_status cpu_dispatch_op(sw_carrier *c, const char *name,
                                  struct sw_op **out) {
-    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
-        strcmp(name, "rearrange") == 0)
-        return sw_shared_op_new(name, out);
-    return sw_fail(SW_ENOTIMPL, "CPU carrier does not support operation '%s'",
-                   name);
+    return sw_cpu_op_new(name, out);
 }
 
 static const sw_carrier_class cpu_class = {

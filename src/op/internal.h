@@ -20,6 +20,9 @@ struct sw_op {
 sw_status sw_dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
                               const sw_arg *args, sw_tensor **out);
 
+/* A fresh CPU operation for a canonical name, or SW_ENOTIMPL. */
+sw_status sw_cpu_op_new(const char *name, sw_op **out);
+
 /* A fresh Generic operation for a canonical name, or SW_ENOTIMPL. */
 sw_status sw_generic_op_new(const char *name, sw_op **out);
 

@@ -1,0 +1,436 @@
+/*
+ * The CPU carrier's native operations: argument rules, result layouts and
+ * dtypes, and the calls into the kernels (src/op/kernels/). Results are
+ * fresh CPU carriers of cosize elements; backward passes produce Float32
+ * gradients in fresh CPU carriers shaped like the inputs.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "op/kernels/kernels.h"
+#include "tensor/internal.h"
+
+typedef enum cpu_kind {
+    CPU_BINARY,
+    CPU_SCALAR,
+    CPU_ACT,
+    CPU_REDUCE,
+    CPU_MATMUL
+} cpu_kind;
+
+typedef struct cpu_entry {
+    const char *name;    /* the canonical name dispatched */
+    const char *display; /* the name in arity messages */
+    cpu_kind kind;
+    int code; /* sw_kelem or sw_kact */
+    sw_op_class cls;
+} cpu_entry;
+
+typedef struct cpu_state {
+    const cpu_entry *entry;
+    sw_kscalar scalar;
+} cpu_state;
+
+static cpu_state *cstate(sw_op *op) {
+    return sw_op_state(op);
+}
+
+/* --------------------------------------------------------------- checks */
+
+static sw_status check_cpu_tensor(const sw_arg *a, const char *name) {
+    if (a->kind != SW_ARG_TENSOR)
+        return sw_fail(SW_ETYPE, "%s must be a Tensor", name);
+    sw_carrier *c = a->as.tensor->carrier;
+    if (!sw_carrier_is_cpu(c))
+        return sw_fail(SW_ETYPE, "%s must be backed by a CPU carrier", name);
+    if (sw_carrier_is_released(c))
+        return sw_fail(SW_ERUNTIME, "%s carrier is released", name);
+    if (sw_carrier_dtype(c) == SW_DTYPE_BOOL)
+        return sw_fail(SW_ETYPE,
+                       "%s: CPU operations do not compute on Bool "
+                       "tensors",
+                       name);
+    return SW_OK;
+}
+
+static sw_karg karg_of(const sw_tensor *t) {
+    sw_karg k = {sw_cpu_data(t->carrier), sw_carrier_dtype(t->carrier),
+                 t->offset, t->layout};
+    return k;
+}
+
+/* A fresh CPU tensor of `layout` and dtype; holes are zero. */
+static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
+    int compact = 0;
+    /* A compact layout has no holes: the kernel writes every element. */
+    if (layout->cosize == layout->size &&
+        sw_layout_is_compact(layout, &compact) != SW_OK)
+        compact = 0;
+    sw_carrier *c = NULL;
+    sw_status st = sw_cpu_new(layout->cosize, dtype, 1, compact, &c);
+    if (st)
+        return st;
+    st = sw_tensor_new(c, 0, layout, out);
+    sw_carrier_unref(c);
+    return st;
+}
+
+/* The canonical column-major layout built in b (nesting kept). */
+static sw_status canonical(sw_lb *b, sw_layout **out) {
+    if (b->st) {
+        sw_status st = b->st;
+        sw_lb_free(b);
+        return st;
+    }
+    int64_t acc = 1;
+    for (int32_t i = 0; i < b->nleaf; ++i) {
+        b->str[i] = acc;
+        acc *= b->ext[i];
+    }
+    return sw_lb_finish(b, out);
+}
+
+static sw_dtype join(sw_dtype a, sw_dtype b) {
+    return a == SW_DTYPE_FLOAT32 || b == SW_DTYPE_FLOAT32 ? SW_DTYPE_FLOAT32
+                                                          : SW_DTYPE_INT32;
+}
+
+/* Runs a kernel into a fresh result; releases it on failure. */
+static sw_status finish(sw_status st, sw_tensor *r, sw_tensor **out) {
+    if (st) {
+        sw_tensor_unref(r);
+        return st;
+    }
+    *out = r;
+    return SW_OK;
+}
+
+/* -------------------------------------------------------------- forward */
+
+static sw_status binary_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    const cpu_entry *e = cstate(op)->entry;
+    if (nargs != 2)
+        return sw_fail(SW_ETYPE, "CPU %s requires lhs and rhs tensors",
+                       e->display);
+    sw_status st = check_cpu_tensor(&args[0], "lhs");
+    if (!st)
+        st = check_cpu_tensor(&args[1], "rhs");
+    if (st)
+        return st;
+    sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor;
+    if (!sw_layout_equal(a->layout, b->layout))
+        return sw_fail(SW_EVALUE, "Tensor layouts must match");
+    sw_dtype dt = e->code == SW_KELEM_DIV
+                      ? SW_DTYPE_FLOAT32
+                      : join(sw_tensor_dtype(a), sw_tensor_dtype(b));
+    sw_tensor *r = NULL;
+    if ((st = fresh(a->layout, dt, &r)))
+        return st;
+    sw_karg in[2] = {karg_of(a), karg_of(b)};
+    sw_kscalar none = {0.0, 0};
+    st = sw_kernel_elementwise((sw_kelem)e->code, karg_of(r), in, none);
+    return finish(st, r, out);
+}
+
+static sw_status scalar_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    cpu_state *s = cstate(op);
+    const cpu_entry *e = s->entry;
+    int is_pow = e->code == SW_KELEM_POW_SCALAR;
+    if (nargs != 2)
+        return sw_fail(SW_ETYPE, "CPU %s requires a tensor and %s", e->display,
+                       is_pow ? "exponent" : "scalar");
+    sw_status st = check_cpu_tensor(&args[0], "tensor");
+    if (st)
+        return st;
+    const sw_arg *k = &args[1];
+    if (k->kind != SW_ARG_F64 && k->kind != SW_ARG_I64 &&
+        k->kind != SW_ARG_BOOL)
+        return sw_fail(SW_ETYPE, "%s must be a numerical scalar",
+                       is_pow ? "exponent" : "scalar");
+    sw_tensor *x = args[0].as.tensor;
+    double v = k->kind == SW_ARG_F64 ? k->as.f : (double)k->as.i;
+    /* Scalars are carried as float32, as the kernels compute. */
+    float f = (float)v;
+    s->scalar.f = f;
+    s->scalar.i = 0;
+    sw_dtype dt = SW_DTYPE_FLOAT32;
+    if (sw_tensor_dtype(x) == SW_DTYPE_INT32) {
+        if (!is_pow && k->kind == SW_ARG_I64) {
+            dt = SW_DTYPE_INT32;
+            s->scalar.i = k->as.i;
+        } else if (is_pow && isfinite(f) && floorf(f) == f && f >= 0) {
+            dt = SW_DTYPE_INT32;
+            s->scalar.i = (int64_t)f;
+        }
+    }
+    sw_tensor *r = NULL;
+    if ((st = fresh(x->layout, dt, &r)))
+        return st;
+    sw_karg in = karg_of(x);
+    st = sw_kernel_elementwise((sw_kelem)e->code, karg_of(r), &in, s->scalar);
+    return finish(st, r, out);
+}
+
+static sw_status act_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                             sw_tensor **out) {
+    const cpu_entry *e = cstate(op)->entry;
+    if (nargs != 1)
+        return sw_fail(SW_ETYPE, "CPU %s requires a tensor", e->display);
+    sw_status st = check_cpu_tensor(&args[0], "tensor");
+    if (st)
+        return st;
+    sw_tensor *x = args[0].as.tensor, *r = NULL;
+    sw_dtype dt =
+        e->code == SW_KACT_RELU ? sw_tensor_dtype(x) : SW_DTYPE_FLOAT32;
+    if ((st = fresh(x->layout, dt, &r)))
+        return st;
+    st = sw_kernel_activation((sw_kact)e->code, karg_of(r), karg_of(x));
+    return finish(st, r, out);
+}
+
+static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    if (nargs != 1)
+        return sw_fail(SW_ETYPE, "CPU reduce requires a tensor");
+    sw_status st = check_cpu_tensor(&args[0], "tensor");
+    if (st)
+        return st;
+    sw_tensor *x = args[0].as.tensor, *r = NULL;
+    if (x->layout->rank != 2)
+        return sw_fail(SW_EVALUE, "tensor must have a two-mode layout");
+    sw_lb b;
+    sw_lb_init(&b);
+    sw_lb_view(&b, sw_lview_child(sw_lview_of(x->layout), 0));
+    sw_layout *ol = NULL;
+    if ((st = canonical(&b, &ol)))
+        return st;
+    st = fresh(ol, sw_tensor_dtype(x), &r);
+    sw_layout_release(ol);
+    if (st)
+        return st;
+    st = sw_kernel_reduce_sum(karg_of(r), karg_of(x));
+    return finish(st, r, out);
+}
+
+static sw_kmat mat(const sw_tensor *t, int32_t rows, int32_t cols) {
+    sw_kmat m = {karg_of(t), rows, cols, -1};
+    return m;
+}
+
+static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    if (nargs != 2)
+        return sw_fail(SW_ETYPE, "CPU matmul requires lhs and rhs tensors");
+    sw_status st = check_cpu_tensor(&args[0], "lhs");
+    if (!st)
+        st = check_cpu_tensor(&args[1], "rhs");
+    if (st)
+        return st;
+    sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor, *r = NULL;
+    if (a->layout->rank != 2)
+        return sw_fail(SW_EVALUE, "lhs must have a two-mode layout");
+    if (b->layout->rank != 2)
+        return sw_fail(SW_EVALUE, "rhs must have a two-mode layout");
+    if (a->layout->mode_size[1] != b->layout->mode_size[1])
+        return sw_fail(SW_EVALUE, "Matmul inner dimensions must match");
+    sw_lb lb;
+    sw_lb_init(&lb);
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
+    sw_layout *ol = NULL;
+    if ((st = canonical(&lb, &ol)))
+        return st;
+    st = fresh(ol, join(sw_tensor_dtype(a), sw_tensor_dtype(b)), &r);
+    sw_layout_release(ol);
+    if (st)
+        return st;
+    st = sw_kernel_gemm(mat(r, 0, 1), mat(a, 0, 1), mat(b, 0, 1));
+    return finish(st, r, out);
+}
+
+static sw_status cpu_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                             sw_tensor **out) {
+    switch (cstate(op)->entry->kind) {
+    case CPU_BINARY:
+        return binary_forward(op, nargs, args, out);
+    case CPU_SCALAR:
+        return scalar_forward(op, nargs, args, out);
+    case CPU_ACT:
+        return act_forward(op, nargs, args, out);
+    case CPU_REDUCE:
+        return reduce_forward(op, nargs, args, out);
+    case CPU_MATMUL:
+        return matmul_forward(op, nargs, args, out);
+    }
+    return sw_fail(SW_ERUNTIME, "unknown CPU operation");
+}
+
+/* ------------------------------------------------------------- backward */
+
+/* A fresh Float32 gradient shaped like input x, from an elementwise kernel
+ * over the given inputs. */
+static sw_status grad_elementwise(sw_kelem op, const sw_tensor *x,
+                                  const sw_karg *in, sw_kscalar s,
+                                  sw_tensor **out) {
+    sw_tensor *r = NULL;
+    sw_status st = fresh(x->layout, SW_DTYPE_FLOAT32, &r);
+    if (!st)
+        st = sw_kernel_elementwise(op, karg_of(r), in, s);
+    return finish(st, r, out);
+}
+
+/* A fresh Float32 copy of g shaped like input x. */
+static sw_status grad_copy(const sw_tensor *x, const sw_tensor *g,
+                           sw_tensor **out) {
+    sw_tensor *r = NULL;
+    sw_status st = fresh(x->layout, SW_DTYPE_FLOAT32, &r);
+    if (!st)
+        st = sw_kernel_copy(karg_of(r), karg_of(g));
+    return finish(st, r, out);
+}
+
+static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
+                              sw_tensor **grads) {
+    cpu_state *s = cstate(op);
+    const cpu_entry *e = s->entry;
+    int two = e->kind == CPU_BINARY || e->kind == CPU_MATMUL;
+    if (sw_op_ninputs(op) < (two ? 2 : 1) || n < 1)
+        return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    sw_arg ga = sw_arg_tensor(g);
+    sw_status st = check_cpu_tensor(&ga, "gradient");
+    if (st)
+        return st;
+    sw_tensor *x = sw_op_input(op, 0), *y = two ? sw_op_input(op, 1) : NULL;
+    sw_kscalar none = {0.0, 0};
+    sw_karg kg = karg_of(g), kx = karg_of(x);
+    switch (e->kind) {
+    case CPU_BINARY: {
+        sw_karg ky = karg_of(y);
+        switch ((sw_kelem)e->code) {
+        case SW_KELEM_ADD:
+        case SW_KELEM_SUB:
+            st = grad_copy(x, g, &grads[0]);
+            if (!st && n > 1)
+                st = e->code == SW_KELEM_ADD
+                         ? grad_copy(y, g, &grads[1])
+                         : grad_elementwise(SW_KELEM_NEG, y, &kg, none,
+                                            &grads[1]);
+            return st;
+        case SW_KELEM_MUL: {
+            sw_karg in0[2] = {kg, ky}, in1[2] = {kg, kx};
+            st = grad_elementwise(SW_KELEM_MUL, x, in0, none, &grads[0]);
+            if (!st && n > 1)
+                st = grad_elementwise(SW_KELEM_MUL, y, in1, none, &grads[1]);
+            return st;
+        }
+        default: { /* div */
+            sw_karg in0[2] = {kg, ky}, in1[3] = {kg, kx, ky};
+            st = grad_elementwise(SW_KELEM_DIV, x, in0, none, &grads[0]);
+            if (!st && n > 1)
+                st = grad_elementwise(SW_KELEM_DIV_GRAD_RHS, y, in1, none,
+                                      &grads[1]);
+            return st;
+        }
+        }
+    }
+    case CPU_SCALAR: {
+        if (e->code == SW_KELEM_MUL_SCALAR) {
+            sw_kscalar f = {s->scalar.f, 0};
+            return grad_elementwise(SW_KELEM_MUL_SCALAR, x, &kg, f, &grads[0]);
+        }
+        sw_karg in[2] = {kg, kx};
+        sw_kscalar f = {s->scalar.f, 0};
+        return grad_elementwise(SW_KELEM_POW_GRAD, x, in, f, &grads[0]);
+    }
+    case CPU_ACT: {
+        sw_tensor *r = NULL;
+        st = fresh(x->layout, SW_DTYPE_FLOAT32, &r);
+        if (!st)
+            st = sw_kernel_activation_backward((sw_kact)e->code, karg_of(r), kg,
+                                               kx, NULL);
+        return finish(st, r, &grads[0]);
+    }
+    case CPU_REDUCE: {
+        sw_tensor *r = NULL;
+        st = fresh(x->layout, SW_DTYPE_FLOAT32, &r);
+        if (!st)
+            st = sw_kernel_reduce_sum_backward(karg_of(r), kg);
+        return finish(st, r, &grads[0]);
+    }
+    case CPU_MATMUL: {
+        /* dA = G . B (B read as K x N), dB = G^T . A (as N x M, K x M). */
+        sw_tensor *da = NULL, *db = NULL;
+        st = fresh(x->layout, SW_DTYPE_FLOAT32, &da);
+        if (!st)
+            st = sw_kernel_gemm(mat(da, 0, 1), mat(g, 0, 1), mat(y, 1, 0));
+        if ((st = finish(st, da, &grads[0])) || n < 2)
+            return st;
+        st = fresh(y->layout, SW_DTYPE_FLOAT32, &db);
+        if (!st)
+            st = sw_kernel_gemm(mat(db, 0, 1), mat(g, 1, 0), mat(x, 1, 0));
+        return finish(st, db, &grads[1]);
+    }
+    }
+    return sw_fail(SW_ERUNTIME, "unknown CPU operation");
+}
+
+static void cpu_op_destroy(sw_op *op) {
+    sw_free(sw_op_state(op));
+}
+
+/* ------------------------------------------------------------ registry */
+
+#define CPU_CLASS(n)                                                           \
+    {SW_OP_CLASS_VERSION, n, cpu_forward, cpu_backward, cpu_op_destroy}
+
+static const cpu_entry cpu_table[] = {
+    {"add", "add", CPU_BINARY, SW_KELEM_ADD, CPU_CLASS("CPUAddOperation")},
+    {"sub", "sub", CPU_BINARY, SW_KELEM_SUB, CPU_CLASS("CPUSubOperation")},
+    {"elementwise_mul", "elementwise multiply", CPU_BINARY, SW_KELEM_MUL,
+     CPU_CLASS("CPUElementwiseMulOperation")},
+    {"div", "divide", CPU_BINARY, SW_KELEM_DIV, CPU_CLASS("CPUDivOperation")},
+    {"mul", "scalar multiply", CPU_SCALAR, SW_KELEM_MUL_SCALAR,
+     CPU_CLASS("CPUScalarMulOperation")},
+    {"pow", "power", CPU_SCALAR, SW_KELEM_POW_SCALAR,
+     CPU_CLASS("CPUPowOperation")},
+    {"exp", "exp", CPU_ACT, SW_KACT_EXP, CPU_CLASS("CPUExpOperation")},
+    {"relu", "ReLU", CPU_ACT, SW_KACT_RELU, CPU_CLASS("CPUReLUOperation")},
+    {"sigmoid", "sigmoid", CPU_ACT, SW_KACT_SIGMOID,
+     CPU_CLASS("CPUSigmoidOperation")},
+    {"tanh", "tanh", CPU_ACT, SW_KACT_TANH, CPU_CLASS("CPUTanhOperation")},
+    {"gelu", "GELU", CPU_ACT, SW_KACT_GELU, CPU_CLASS("CPUGELUOperation")},
+    {"silu", "SiLU", CPU_ACT, SW_KACT_SILU, CPU_CLASS("CPUSiLUOperation")},
+    {"softplus", "softplus", CPU_ACT, SW_KACT_SOFTPLUS,
+     CPU_CLASS("CPUSoftplusOperation")},
+    {"elu", "ELU", CPU_ACT, SW_KACT_ELU, CPU_CLASS("CPUELUOperation")},
+    {"leaky_relu", "leaky ReLU", CPU_ACT, SW_KACT_LEAKY_RELU,
+     CPU_CLASS("CPULeakyReLUOperation")},
+    {"reduce", "reduce", CPU_REDUCE, 0, CPU_CLASS("CPUReduceSumOperation")},
+    {"matmul", "matmul", CPU_MATMUL, 0, CPU_CLASS("CPUMatmulOperation")},
+};
+
+sw_status sw_cpu_op_new(const char *name, sw_op **out) {
+    for (size_t i = 0; i < sizeof cpu_table / sizeof cpu_table[0]; ++i) {
+        const cpu_entry *e = &cpu_table[i];
+        if (strcmp(e->name, name) != 0)
+            continue;
+        cpu_state *s = sw_calloc(1, sizeof *s);
+        if (!s)
+            return sw_oom();
+        s->entry = e;
+        sw_status st = sw_op_new(&e->cls, s, out);
+        if (st)
+            sw_free(s);
+        return st;
+    }
+    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
+        strcmp(name, "rearrange") == 0)
+        return sw_shared_op_new(name, out);
+    return sw_fail(SW_ENOTIMPL, "CPU carrier does not support operation '%s'",
+                   name);
+}

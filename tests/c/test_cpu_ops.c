@@ -1,0 +1,277 @@
+/*
+ * CPU operations against the Generic reference operations: every operation
+ * and every gradient agrees within float32 tolerance, on several layouts;
+ * plus the CPU-specific rules (dtypes, Int32 overflow, argument errors).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "strideweave/strideweave.h"
+#include "tap.h"
+
+static const char *const layouts[] = {
+    "(2,3):(1,2)",         /* compact */
+    "(2,3):(3,1)",         /* transposed */
+    "(2,3):(1,4)",         /* strided, with holes */
+    "((2,2),3):((1,6),2)", /* hierarchical */
+};
+
+/* x[i] = a small deterministic value for logical index i. */
+static double value_at(int64_t i) {
+    return 0.37 * (double)((i * 7) % 11) - 1.6;
+}
+
+/* A tensor of `text` over a fresh carrier (CPU or Generic) at offset 1. */
+static sw_tensor *make(const char *text, int cpu, double shift) {
+    sw_layout *l = NULL;
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(text, &l))
+        return NULL;
+    int64_t n = sw_layout_cosize(l) + 1;
+    if (cpu)
+        sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c);
+    else {
+        double *zeros = calloc((size_t)n, sizeof *zeros);
+        sw_generic_new_doubles(n, zeros, 1, &c);
+        free(zeros);
+    }
+    sw_tensor_new(c, 1, l, &t);
+    for (int64_t i = 0; i < sw_tensor_size(t); ++i) {
+        sw_value v = sw_value_f64(value_at(i) + shift);
+        sw_tensor_set(t, i, &v);
+    }
+    sw_carrier_unref(c);
+    sw_layout_release(l);
+    return t;
+}
+
+static double get(const sw_tensor *t, int64_t i) {
+    sw_value v;
+    if (sw_tensor_get(t, i, &v))
+        return NAN;
+    double d = v.kind == SW_VALUE_F64 ? v.as.f : (double)v.as.i;
+    sw_value_clear(&v);
+    return d;
+}
+
+/* Largest relative difference of the logical values of two tensors. */
+static double diff(const sw_tensor *a, const sw_tensor *b) {
+    double worst = 0;
+    if (sw_tensor_size(a) != sw_tensor_size(b))
+        return INFINITY;
+    for (int64_t i = 0; i < sw_tensor_size(a); ++i) {
+        double x = get(a, i), y = get(b, i);
+        double d = fabs(x - y) / (1.0 + fabs(y));
+        if (!(d <= worst))
+            worst = d;
+    }
+    return worst;
+}
+
+typedef enum shape_kind { UNARY, BINARY, SCALAR, REDUCE, MATMUL } shape_kind;
+typedef struct opcase {
+    const char *name;
+    shape_kind kind;
+    double scalar;
+} opcase;
+
+static const opcase cases[] = {
+    {"add", BINARY, 0},
+    {"sub", BINARY, 0},
+    {"elementwise_mul", BINARY, 0},
+    {"div", BINARY, 0},
+    {"mul", SCALAR, 2.5},
+    {"pow", SCALAR, 3.0},
+    {"exp", UNARY, 0},
+    {"relu", UNARY, 0},
+    {"sigmoid", UNARY, 0},
+    {"tanh", UNARY, 0},
+    {"gelu", UNARY, 0},
+    {"silu", UNARY, 0},
+    {"softplus", UNARY, 0},
+    {"elu", UNARY, 0},
+    {"leaky_relu", UNARY, 0},
+    {"reduce", REDUCE, 0},
+    {"matmul", MATMUL, 0},
+};
+
+/* Runs case c on x (and y) through dispatch; NULL on failure. */
+static sw_tensor *run(const opcase *c, sw_tensor *x, sw_tensor *y) {
+    sw_tensor *r = NULL;
+    sw_status st;
+    switch (c->kind) {
+    case SCALAR:
+        st = strcmp(c->name, "mul") == 0 ? sw_mul(x, sw_arg_f64(c->scalar), &r)
+                                         : sw_pow(x, sw_arg_f64(c->scalar), &r);
+        break;
+    case UNARY:
+        st = sw_unary(c->name, x, &r);
+        break;
+    case REDUCE:
+        st = sw_reduce_sum(x, &r);
+        break;
+    case MATMUL:
+        st = sw_matmul(x, y, &r);
+        break;
+    default:
+        if (strcmp(c->name, "add") == 0)
+            st = sw_add(x, y, &r);
+        else if (strcmp(c->name, "sub") == 0)
+            st = sw_sub(x, y, &r);
+        else if (strcmp(c->name, "div") == 0)
+            st = sw_div(x, y, &r);
+        else
+            st = sw_elementwise_mul(x, y, &r);
+    }
+    if (st)
+        diag("%s failed: %s", c->name, sw_errmsg());
+    return st ? NULL : r;
+}
+
+/* Gradient ones shaped like t, on t's carrier class. */
+static sw_tensor *ones_like(const sw_tensor *t, int cpu) {
+    sw_carrier *c = NULL;
+    sw_tensor *g = NULL;
+    sw_layout *l = sw_tensor_layout(t);
+    int64_t n = sw_layout_cosize(l);
+    if (cpu)
+        sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c);
+    else {
+        double *v = calloc((size_t)n, sizeof *v);
+        sw_generic_new_doubles(n, v, 1, &c);
+        free(v);
+    }
+    sw_tensor_new(c, 0, l, &g);
+    for (int64_t i = 0; i < sw_tensor_size(g); ++i) {
+        sw_value one = sw_value_f64(1.0 + 0.1 * (double)i);
+        sw_tensor_set(g, i, &one);
+    }
+    sw_carrier_unref(c);
+    return g;
+}
+
+static void agree(const opcase *c, const char *text) {
+    /* Division and pow stay away from 0 and negative bases. */
+    double shift = (strcmp(c->name, "div") == 0 || c->kind == SCALAR) ? 2.5 : 0;
+    sw_tensor *xs[2], *ys[2], *rs[2] = {NULL, NULL};
+    for (int cpu = 0; cpu < 2; ++cpu) {
+        xs[cpu] = make(text, cpu, shift);
+        ys[cpu] =
+            make(c->kind == MATMUL ? "(4,3):(1,4)" : text, cpu, shift + 0.25);
+        rs[cpu] = run(c, xs[cpu], ys[cpu]);
+    }
+    if (!ok(rs[0] && rs[1], "%s on %s runs on both carriers", c->name, text))
+        goto done;
+    ok(sw_layout_equal(sw_tensor_layout(rs[0]), sw_tensor_layout(rs[1])),
+       "%s on %s: same result layout", c->name, text);
+    double d = diff(rs[1], rs[0]);
+    ok(d < 2e-5, "%s on %s: CPU agrees with Generic (%.2g)", c->name, text, d);
+    for (int cpu = 0; cpu < 2; ++cpu) {
+        sw_tensor *g = ones_like(rs[cpu], cpu);
+        sw_status st = sw_tensor_backward(rs[cpu], g);
+        sw_tensor_unref(g);
+        ok(st == SW_OK, "%s on %s: backward on %s", c->name, text,
+           cpu ? "CPU" : "Generic");
+    }
+    d = diff(sw_tensor_grad(xs[1]), sw_tensor_grad(xs[0]));
+    ok(d < 2e-4, "%s on %s: lhs gradients agree (%.2g)", c->name, text, d);
+    if (c->kind == BINARY || c->kind == MATMUL) {
+        d = diff(sw_tensor_grad(ys[1]), sw_tensor_grad(ys[0]));
+        ok(d < 2e-4, "%s on %s: rhs gradients agree (%.2g)", c->name, text, d);
+    }
+done:
+    for (int cpu = 0; cpu < 2; ++cpu) {
+        sw_tensor_unref(rs[cpu]);
+        sw_tensor_unref(xs[cpu]);
+        sw_tensor_unref(ys[cpu]);
+    }
+}
+
+static void test_int32_rules(void) {
+    sw_carrier *c = NULL;
+    sw_layout *l = NULL;
+    sw_tensor *x = NULL, *r = NULL;
+    sw_cpu_new(3, SW_DTYPE_INT32, 1, 0, &c);
+    sw_layout_parse("3:1", &l);
+    sw_tensor_new(c, 0, l, &x);
+    int64_t vals[3] = {2147483647, -3, 3};
+    for (int i = 0; i < 3; ++i) {
+        sw_value v = sw_value_i64(vals[i]);
+        sw_tensor_set(x, i, &v);
+    }
+    sw_status st = sw_unary("relu", x, &r);
+    ok(st == SW_OK && sw_tensor_dtype(r) == SW_DTYPE_INT32 &&
+           get(r, 0) == 2147483647.0 && get(r, 1) == 0,
+       "Int32 relu is exact and keeps Int32");
+    sw_tensor_unref(r);
+    r = NULL;
+    st = sw_mul(x, sw_arg_i64(2), &r);
+    ok(st == SW_EOVERFLOW &&
+           strcmp(sw_errmsg(),
+                  "CPU Int32 operation result is out of int32 range") == 0,
+       "Int32 overflow is reported");
+    st = sw_mul(x, sw_arg_f64(0.5), &r);
+    ok(st == SW_OK && sw_tensor_dtype(r) == SW_DTYPE_FLOAT32,
+       "Int32 times a float gives Float32");
+    sw_tensor_unref(r);
+    r = NULL;
+    st = sw_pow(x, sw_arg_i64(40), &r);
+    ok(st == SW_EOVERFLOW, "3**40 overflows Int32");
+    st = sw_add(x, x, &r);
+    ok(st == SW_EOVERFLOW, "Int32 add overflow");
+    st = sw_unary("exp", x, &r);
+    ok(st == SW_OK && sw_tensor_dtype(r) == SW_DTYPE_FLOAT32,
+       "exp of Int32 gives Float32");
+    ok(sw_tensor_autograd_ctx(r) == NULL,
+       "results of Int32 inputs are not recorded");
+    sw_tensor_unref(r);
+    sw_tensor_unref(x);
+    sw_layout_release(l);
+    sw_carrier_unref(c);
+}
+
+static void test_errors(void) {
+    sw_tensor *a = make("(2,3):(1,2)", 1, 0), *b = make("(3,2):(1,3)", 1, 0);
+    sw_tensor *g = make("(2,3):(1,2)", 0, 0), *r = NULL;
+    sw_status st = sw_add(a, b, &r);
+    ok(st == SW_EVALUE && strcmp(sw_errmsg(), "Tensor layouts must match") == 0,
+       "layouts must match");
+    st = sw_add(a, g, &r);
+    ok(st == SW_ETYPE &&
+           strcmp(sw_errmsg(), "Tensor backing carriers must match") == 0,
+       "carriers must match");
+    st = sw_matmul(a, b, &r);
+    ok(st == SW_EVALUE &&
+           strcmp(sw_errmsg(), "Matmul inner dimensions must match") == 0,
+       "matmul inner dimensions");
+    sw_op *op = NULL;
+    st = sw_carrier_dispatch_op(sw_tensor_carrier(a), "nope", &op);
+    ok(st == SW_ENOTIMPL &&
+           strcmp(sw_errmsg(),
+                  "CPU carrier does not support operation 'nope'") == 0,
+       "unknown CPU operation");
+    st = sw_carrier_dispatch_op(sw_tensor_carrier(a), "add", &op);
+    if (!st) {
+        sw_arg one = sw_arg_tensor(a);
+        st = sw_op_forward(op, 1, &one, &r);
+        ok(st == SW_ETYPE &&
+               strcmp(sw_errmsg(), "CPU add requires lhs and rhs tensors") == 0,
+           "arity of CPU add");
+        sw_op_unref(op);
+    }
+    sw_tensor_unref(a);
+    sw_tensor_unref(b);
+    sw_tensor_unref(g);
+}
+
+int main(void) {
+    int64_t base = sw_debug_live_allocs();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
+        for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; ++l)
+            agree(&cases[c], layouts[l]);
+    test_int32_rules();
+    test_errors();
+    is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
+    return done_testing();
+}
