@@ -64,8 +64,10 @@ bench: install
 	$(VPY) bench/bench_layout.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
-	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c >/dev/null
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
+		bench/bench_kernels_c >/dev/null
 	./build/bench/bench/bench_layout_c
+	./build/bench/bench/bench_kernels_c
 
 # The C tests and the whole pytest suite against an AddressSanitizer +
 # UndefinedBehaviorSanitizer build; the first report stops the run.
