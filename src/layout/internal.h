@@ -102,6 +102,10 @@ void sw_lb_append(sw_lb *b, const sw_layout *l);
 void sw_lb_fail(sw_lb *b, sw_status st);
 /* Makes the layout and frees the builder, also on failure. */
 sw_status sw_lb_finish(sw_lb *b, sw_layout **out);
+/* The same with the strides replaced by the compact column-major ones
+ * (1, e0, e0*e1, ... in leaf order; the nesting is kept): the canonical
+ * layout of the built shape. */
+sw_status sw_lb_finish_compact(sw_lb *b, sw_layout **out);
 
 /*
  * Checks that a recipe is balanced and counts its leaves, top-level

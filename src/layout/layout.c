@@ -185,6 +185,15 @@ sw_status sw_lb_finish(sw_lb *b, sw_layout **out) {
     return st;
 }
 
+sw_status sw_lb_finish_compact(sw_lb *b, sw_layout **out) {
+    int64_t acc = 1;
+    for (int32_t i = 0; !b->st && i < b->nleaf; ++i) {
+        b->str[i] = acc;
+        acc *= b->ext[i];
+    }
+    return sw_lb_finish(b, out);
+}
+
 sw_status sw_layout_of_view(sw_lview v, sw_layout **out) {
     sw_lb b;
     sw_lb_init(&b);

@@ -78,21 +78,6 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
     return st;
 }
 
-/* The canonical column-major layout built in b (nesting kept). */
-static sw_status canonical(sw_lb *b, sw_layout **out) {
-    if (b->st) {
-        sw_status st = b->st;
-        sw_lb_free(b);
-        return st;
-    }
-    int64_t acc = 1;
-    for (int32_t i = 0; i < b->nleaf; ++i) {
-        b->str[i] = acc;
-        acc *= b->ext[i];
-    }
-    return sw_lb_finish(b, out);
-}
-
 static sw_dtype join(sw_dtype a, sw_dtype b) {
     return a == SW_DTYPE_FLOAT32 || b == SW_DTYPE_FLOAT32 ? SW_DTYPE_FLOAT32
                                                           : SW_DTYPE_INT32;
@@ -207,7 +192,7 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_lb_init(&b);
     sw_lb_view(&b, sw_lview_child(sw_lview_of(x->layout), 0));
     sw_layout *ol = NULL;
-    if ((st = canonical(&b, &ol)))
+    if ((st = sw_lb_finish_compact(&b, &ol)))
         return st;
     st = fresh(ol, sw_tensor_dtype(x), &r);
     sw_layout_release(ol);
@@ -243,7 +228,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
     sw_layout *ol = NULL;
-    if ((st = canonical(&lb, &ol)))
+    if ((st = sw_lb_finish_compact(&lb, &ol)))
         return st;
     st = fresh(ol, join(sw_tensor_dtype(a), sw_tensor_dtype(b)), &r);
     sw_layout_release(ol);

@@ -211,21 +211,6 @@ static sw_dtype join_dtype(sw_dtype a, sw_dtype b) {
                                                             : SW_DTYPE_ANY;
 }
 
-/* The canonical column-major layout of a view's shape (nesting kept). */
-static sw_status canonical(sw_lb *b, sw_layout **out) {
-    sw_status st = b->st;
-    if (st) {
-        sw_lb_free(b);
-        return st;
-    }
-    int64_t acc = 1;
-    for (int32_t i = 0; i < b->nleaf; ++i) {
-        b->str[i] = acc;
-        acc *= b->ext[i];
-    }
-    return sw_lb_finish(b, out);
-}
-
 /* ------------------------------------------------------------- forward */
 
 static sw_status elementwise_forward(sw_op *op, int32_t nargs,
@@ -336,7 +321,7 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_lb_init(&b);
     sw_lb_view(&b, sw_lview_child(v, 0)); /* one nesting level flattened */
     sw_layout *ol = NULL;
-    if ((st = canonical(&b, &ol)))
+    if ((st = sw_lb_finish_compact(&b, &ol)))
         return st;
     const sw_host_ops *ops = host_ops_of(x->carrier);
     int64_t m = x->layout->mode_size[0], k = x->layout->mode_size[1];
@@ -384,7 +369,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
     sw_layout *ol = NULL;
-    if ((st = canonical(&lb, &ol)))
+    if ((st = sw_lb_finish_compact(&lb, &ol)))
         return st;
     const sw_host_ops *ops = host_ops_of(a->carrier);
     int64_t m = a->layout->mode_size[0], n = b->layout->mode_size[0];
