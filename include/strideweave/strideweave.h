@@ -12,5 +12,7 @@
 #include "strideweave/carrier.h"
 #include "strideweave/tensor.h"
 #include "strideweave/op.h"
+#include "strideweave/dlpack.h"
+#include "strideweave/interop.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -1,0 +1,121 @@
+/*
+ * The DLPack exchange structures, as StrideWeave produces them.
+ *
+ * DLPack is an external standard for handing a strided array from one
+ * library to another without copying. The declarations below are written
+ * from the standard's list of fields and reproduce its binary layout, so a
+ * consumer compiled against the standard's own header reads what we
+ * produce. They sit behind the standard header's include guard: whichever
+ * of the two a translation unit includes first provides the declarations,
+ * and the other is skipped. Only the enumerators StrideWeave needs or
+ * documents are listed here.
+ *
+ * StrideWeave only exports (see sw_tensor_to_dlpack in interop.h); there is
+ * no import.
+ */
+#ifndef STRIDEWEAVE_DLPACK_H
+#define STRIDEWEAVE_DLPACK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+
+/* The protocol version of the versioned structures declared here. */
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+
+/* The kind of device that holds the data. */
+typedef enum {
+    kDLCPU = 1,      /* host memory */
+    kDLCUDA = 2,     /* CUDA device memory */
+    kDLCUDAHost = 3, /* pinned CUDA host memory */
+    kDLMetal = 8     /* Metal buffers */
+} DLDeviceType;
+
+/* A device: its kind and its ordinal among devices of that kind. */
+typedef struct {
+    DLDeviceType device_type;
+    int32_t device_id;
+} DLDevice;
+
+/* The class of an element type (the code of DLDataType). */
+typedef enum {
+    kDLInt = 0U,
+    kDLUInt = 1U,
+    kDLFloat = 2U,
+    kDLOpaqueHandle = 3U,
+    kDLBfloat = 4U,
+    kDLComplex = 5U,
+    kDLBool = 6U
+} DLDataTypeCode;
+
+/* An element type: class code, bits per lane and lanes per element. */
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType;
+
+/*
+ * A strided view of memory: element (i_0, ..., i_{ndim-1}) is at byte
+ * address data + byte_offset + itemsize * sum(i_k * strides[k]). Strides
+ * count elements, not bytes; a NULL strides array means compact row-major.
+ */
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+
+/*
+ * The unversioned ("legacy") managed tensor. The consumer calls deleter
+ * once, with the structure itself, when it no longer needs the data.
+ */
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+
+/* A protocol version. */
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+
+/* Bits of DLManagedTensorVersioned.flags. */
+/* The consumer should not write through the tensor (advisory). */
+#define DLPACK_FLAG_BITMASK_READ_ONLY (UINT64_C(1) << 0)
+/* The producer made a copy the consumer may own outright. */
+#define DLPACK_FLAG_BITMASK_IS_COPIED (UINT64_C(1) << 1)
+/* Sub-byte element types are padded to whole bytes. */
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (UINT64_C(1) << 2)
+
+/*
+ * The versioned managed tensor (protocol 1.x): the version comes first so
+ * that a consumer can check it before reading anything else.
+ */
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+#endif /* DLPACK_DLPACK_H_ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRIDEWEAVE_DLPACK_H */

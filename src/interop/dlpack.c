@@ -1,0 +1,219 @@
+/*
+ * DLPack export: a managed tensor that aliases a carrier's memory.
+ *
+ * The managed tensor is one allocation: the DLPack struct (legacy or
+ * versioned), the carrier reference its deleter drops, and the shape and
+ * stride arrays it points at. Export never copies elements, so its cost
+ * does not depend on the tensor's size.
+ */
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "strideweave/interop.h"
+#include "tensor/internal.h"
+
+typedef struct export_block {
+    union {
+        DLManagedTensor legacy;
+        DLManagedTensorVersioned versioned;
+    } m;
+    sw_carrier *carrier;
+    /* Set by the first deleter call, so the carrier is dropped once. */
+    atomic_int deleted;
+    int64_t dims[]; /* ndim extents, then ndim strides */
+} export_block;
+
+/*
+ * The DLPack storage of a carrier: the address the tensor offset is
+ * relative to, and the device. Only CPU carriers export for now; a
+ * dlpack_info slot on the carrier vtable would let custom backends
+ * answer here with their own pointer and device.
+ */
+static sw_status storage_info(const sw_tensor *t, void **pointer,
+                              int32_t *device_type, int32_t *device_id) {
+    sw_carrier *c = t->carrier;
+    if (!sw_carrier_is_cpu(c))
+        return sw_fail(SW_EBUFFER, "DLPack is not supported for this carrier");
+    void *p = sw_cpu_data(c);
+    if (!p && t->layout->size > 0)
+        return sw_fail(SW_EBUFFER, "DLPack data pointer must be non-null");
+    *pointer = p;
+    *device_type = kDLCPU;
+    *device_id = 0;
+    return SW_OK;
+}
+
+static sw_status export_dtype(sw_dtype dtype, DLDataType *out) {
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32:
+        out->code = kDLFloat;
+        break;
+    case SW_DTYPE_INT32:
+        out->code = kDLInt;
+        break;
+    default:
+        return sw_fail(SW_EBUFFER,
+                       "DLPack export supports only Float32 and Int32 tensors");
+    }
+    out->bits = 32;
+    out->lanes = 1;
+    return SW_OK;
+}
+
+sw_status sw_tensor_dlpack_device(const sw_tensor *t, int32_t *device_type,
+                                  int32_t *device_id) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    void *p = NULL;
+    int32_t type = 0, id = 0;
+    sw_status st = storage_info(t, &p, &type, &id);
+    if (st)
+        return st;
+    *device_type = type;
+    *device_id = id;
+    return SW_OK;
+}
+
+/* Drops the carrier reference and frees the block, once. */
+static void block_delete(export_block *b) {
+    if (atomic_exchange(&b->deleted, 1))
+        return;
+    sw_carrier_unref(b->carrier);
+    sw_free(b);
+}
+
+static void delete_legacy(DLManagedTensor *self) {
+    if (self)
+        block_delete(self->manager_ctx);
+}
+
+static void delete_versioned(DLManagedTensorVersioned *self) {
+    if (self)
+        block_delete(self->manager_ctx);
+}
+
+/* Builds the managed tensor once every check has passed. */
+static sw_status make_export(sw_tensor *t, void *pointer, int32_t device_type,
+                             int32_t device_id, DLDataType dtype, int versioned,
+                             void **out) {
+    const sw_layout *l = t->layout;
+    int32_t ndim = l->nleaf;
+    size_t dims = (size_t)ndim * 2 * sizeof(int64_t);
+    export_block *b = sw_malloc(sizeof *b + dims);
+    if (!b)
+        return sw_oom();
+    memset(b, 0, sizeof *b);
+    int64_t *shape = ndim ? b->dims : NULL;
+    int64_t *strides = ndim ? b->dims + ndim : NULL;
+    if (ndim) {
+        memcpy(shape, sw_layout_leaf_extents(l), (size_t)ndim * sizeof *shape);
+        memcpy(strides, sw_layout_leaf_strides(l),
+               (size_t)ndim * sizeof *strides);
+    }
+    DLTensor dl;
+    memset(&dl, 0, sizeof dl);
+    dl.data = pointer;
+    dl.device.device_type = (DLDeviceType)device_type;
+    dl.device.device_id = device_id;
+    dl.ndim = ndim;
+    dl.dtype = dtype;
+    dl.shape = shape;
+    dl.strides = strides;
+    /* The offset fits: offset + cosize <= the carrier's size, whose bytes
+     * were allocated. */
+    dl.byte_offset = (uint64_t)t->offset * (uint64_t)(dtype.bits / 8);
+    b->carrier = sw_carrier_retain(t->carrier);
+    atomic_init(&b->deleted, 0);
+    if (versioned) {
+        DLManagedTensorVersioned *m = &b->m.versioned;
+        m->version.major = SW_DLPACK_MAJOR;
+        m->version.minor = SW_DLPACK_MINOR;
+        m->manager_ctx = b;
+        m->deleter = delete_versioned;
+        m->flags = sw_tensor_is_mutable(t) ? 0 : DLPACK_FLAG_BITMASK_READ_ONLY;
+        m->dl_tensor = dl;
+        *out = m;
+    } else {
+        DLManagedTensor *m = &b->m.legacy;
+        m->manager_ctx = b;
+        m->deleter = delete_legacy;
+        m->dl_tensor = dl;
+        *out = m;
+    }
+    return SW_OK;
+}
+
+sw_status sw_tensor_to_dlpack(sw_tensor *t, int versioned, void **out) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    void *pointer = NULL;
+    int32_t device_type = 0, device_id = 0;
+    DLDataType dtype = {0, 0, 0};
+    sw_status st = storage_info(t, &pointer, &device_type, &device_id);
+    if (!st)
+        st = export_dtype(sw_tensor_dtype(t), &dtype);
+    if (st)
+        return st;
+    return make_export(t, pointer, device_type, device_id, dtype, versioned,
+                       out);
+}
+
+sw_status sw_tensor_dlpack_export(sw_tensor *t, const sw_dlpack_request *req,
+                                  int *versioned, void **out) {
+    sw_dlpack_request none;
+    if (!req) {
+        memset(&none, 0, sizeof none);
+        req = &none;
+    }
+    if (!t)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    if (req->copy)
+        return sw_fail(SW_EBUFFER, "DLPack copy exports are not supported");
+    void *pointer = NULL;
+    int32_t device_type = 0, device_id = 0;
+    sw_status st = storage_info(t, &pointer, &device_type, &device_id);
+    if (st)
+        return st;
+    switch (req->dl_device) {
+    case SW_DLPACK_ARG_NONE:
+        break;
+    case SW_DLPACK_ARG_PAIR:
+        if (req->device[0] != device_type || req->device[1] != device_id)
+            return sw_fail(SW_EBUFFER, "DLPack cross-device exports are not "
+                                       "supported for this tensor");
+        break;
+    case SW_DLPACK_ARG_WRONG_LENGTH:
+        return sw_fail(SW_EVALUE, "DLPack dl_device must have two elements");
+    default:
+        return sw_fail(SW_ETYPE, "DLPack dl_device must be a tuple or list");
+    }
+    DLDataType dtype = {0, 0, 0};
+    st = export_dtype(sw_tensor_dtype(t), &dtype);
+    if (st)
+        return st;
+    int want_versioned = 0;
+    switch (req->max_version) {
+    case SW_DLPACK_ARG_NONE:
+        break;
+    case SW_DLPACK_ARG_PAIR:
+        if (req->version[0] < 0 || req->version[1] < 0)
+            return sw_fail(SW_EVALUE,
+                           "DLPack max_version elements must be non-negative");
+        want_versioned = req->version[0] >= 1;
+        break;
+    case SW_DLPACK_ARG_WRONG_LENGTH:
+        return sw_fail(SW_EVALUE, "DLPack max_version must have two elements");
+    default:
+        return sw_fail(SW_ETYPE, "DLPack max_version must be a tuple or list");
+    }
+    void *m = NULL;
+    st = make_export(t, pointer, device_type, device_id, dtype, want_versioned,
+                     &m);
+    if (st)
+        return st;
+    if (versioned)
+        *versioned = want_versioned;
+    *out = m;
+    return SW_OK;
+}

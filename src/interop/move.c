@@ -1,0 +1,637 @@
+/*
+ * move: the move registry, the built-in move classes, and the move
+ * operation with its validation, commit and backward.
+ *
+ * The registry maps an exact (source key, destination key) pair to a move
+ * class. Keys are opaque pointers (see sw_move_key in interop.h): a
+ * binding's dispatch tag, a built-in backend's token, or a custom
+ * backend's vtable. The registry is a linked list under a mutex; the two
+ * built-in entries are static nodes, so it needs no initialisation and
+ * allocates only for registrations made at run time.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "strideweave/interop.h"
+#include "tensor/internal.h"
+
+/* ---------------------------------------------------------------- keys */
+
+/* The built-in backends' vtables are private to src/carrier, so their
+ * keys are tokens of their own. */
+static const char key_cpu_token, key_generic_token, key_file_token;
+
+sw_move_key sw_move_key_cpu(void) {
+    sw_move_key k = {&key_cpu_token, "CPU"};
+    return k;
+}
+
+sw_move_key sw_move_key_generic(void) {
+    sw_move_key k = {&key_generic_token, "Generic"};
+    return k;
+}
+
+sw_move_key sw_move_key_file(void) {
+    sw_move_key k = {&key_file_token, "FileBacked"};
+    return k;
+}
+
+sw_move_key sw_move_key_class(const sw_carrier_class *cls) {
+    sw_move_key k = {cls, cls ? cls->name : NULL};
+    return k;
+}
+
+sw_move_key sw_move_key_of(const sw_carrier *c) {
+    if (c->dispatch_tag) {
+        sw_move_key k = {c->dispatch_tag, c->cls->name};
+        return k;
+    }
+    if (sw_carrier_is_cpu(c))
+        return sw_move_key_cpu();
+    if (sw_carrier_is_generic(c))
+        return sw_move_key_generic();
+    if (sw_carrier_is_file(c))
+        return sw_move_key_file();
+    return sw_move_key_class(c->cls);
+}
+
+static const char *key_name(sw_move_key k) {
+    return k.name ? k.name : "?";
+}
+
+/* ------------------------------------------------------------- helpers */
+
+/* Sets a carrier's version back (used where a transfer must not count as
+ * a mutation, and to undo the bumps of a failed one). */
+static void restore_version(sw_carrier *c, int64_t version) {
+    atomic_store(&c->version, version);
+}
+
+/* The calling thread's failure, kept across cleanup that may fail too. */
+typedef struct saved_error {
+    sw_status status;
+    int err;
+    char msg[512];
+} saved_error;
+
+static void save_error(saved_error *s, sw_status st) {
+    s->status = st;
+    s->err = sw_errno();
+    snprintf(s->msg, sizeof s->msg, "%s", sw_errmsg());
+}
+
+static sw_status restore_error(const saved_error *s) {
+    if (s->status == SW_EOS && s->err) {
+        /* sw_fail_os appends ": <strerror>"; strip the copy we saved. */
+        const char *cut = strrchr(s->msg, ':');
+        int n = cut ? (int)(cut - s->msg) : (int)strlen(s->msg);
+        return sw_fail_os(s->err, "%.*s", n, s->msg);
+    }
+    return sw_fail(s->status, "%s", s->msg);
+}
+
+/* ------------------------------------------------------ the copy hooks */
+
+/*
+ * output[i] = tensor[i] for every logical i. Both tensors have the same
+ * shape; an odometer over their flattened leaves keeps the indices.
+ */
+static sw_status copy_elementwise(sw_op *op, sw_tensor *tensor,
+                                  sw_carrier *destination, sw_tensor *output,
+                                  int64_t element_count) {
+    const sw_layout *sl = tensor->layout, *dl = output->layout;
+    if (sl == dl || sw_layout_equal(sl, dl)) {
+        int32_t n = sl->nleaf;
+        const int64_t *ext = sl->shape->val, *str = sl->stride->val;
+        int64_t ctr_small[16];
+        int64_t *ctr = ctr_small;
+        if (n > 16) {
+            ctr = sw_calloc((size_t)n, sizeof *ctr);
+            if (!ctr)
+                return sw_oom();
+        } else {
+            memset(ctr_small, 0, sizeof ctr_small);
+        }
+        sw_status st = SW_OK;
+        int64_t idx = 0;
+        for (int64_t k = 0; k < sl->size && !st; ++k) {
+            sw_value v;
+            st = sw_carrier_get(tensor->carrier, tensor->offset + idx, &v);
+            if (st)
+                break;
+            st = sw_carrier_set(output->carrier, output->offset + idx, &v);
+            sw_value_clear(&v);
+            for (int32_t j = 0; j < n; ++j) {
+                if (++ctr[j] < ext[j]) {
+                    idx += str[j];
+                    break;
+                }
+                idx -= (ext[j] - 1) * str[j];
+                ctr[j] = 0;
+            }
+        }
+        if (ctr != ctr_small)
+            sw_free(ctr);
+        return st;
+    }
+    /* Different layouts of one shape (a backward pass): by logical index. */
+    for (int64_t i = 0; i < sl->size; ++i) {
+        sw_value v;
+        sw_status st = sw_tensor_get(tensor, i, &v);
+        if (st)
+            return st;
+        st = sw_tensor_set(output, i, &v);
+        sw_value_clear(&v);
+        if (st)
+            return st;
+    }
+    return SW_OK;
+}
+
+/* Bulk transfers move at most this many bytes per file operation. */
+#define BULK_CHUNK_BYTES ((int64_t)8 << 20)
+
+/* Whether a bulk span copy gives output tensor's values. */
+static int bulk_applies(const sw_tensor *tensor, const sw_tensor *output) {
+    return sw_carrier_dtype(tensor->carrier) ==
+               sw_carrier_dtype(output->carrier) &&
+           output->offset == 0 &&
+           (tensor->layout == output->layout ||
+            sw_layout_equal(tensor->layout, output->layout));
+}
+
+static sw_status copy_cpu_to_file(sw_op *op, sw_tensor *tensor,
+                                  sw_carrier *destination, sw_tensor *output,
+                                  int64_t element_count) {
+    sw_carrier *src = tensor->carrier;
+    if (!sw_carrier_is_cpu(src) || !sw_carrier_is_file(destination) ||
+        !bulk_applies(tensor, output))
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    int64_t item = sw_dtype_itemsize(sw_carrier_dtype(src));
+    const char *data = sw_cpu_data(src);
+    if (!data)
+        return sw_carrier_fail_released();
+    data += tensor->offset * item;
+    int64_t chunk = BULK_CHUNK_BYTES / item;
+    int64_t version = sw_carrier_version(destination);
+    sw_status st = SW_OK;
+    for (int64_t i = 0; i < element_count && !st; i += chunk) {
+        int64_t m = element_count - i < chunk ? element_count - i : chunk;
+        st = sw_file_write(destination, i, m, data + i * item);
+    }
+    /* A move is not an in-place mutation of the destination. */
+    restore_version(destination, version);
+    return st;
+}
+
+static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
+                                  sw_carrier *destination, sw_tensor *output,
+                                  int64_t element_count) {
+    sw_carrier *src = tensor->carrier;
+    if (!sw_carrier_is_file(src) || !sw_carrier_is_cpu(destination) ||
+        !bulk_applies(tensor, output))
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    int64_t item = sw_dtype_itemsize(sw_carrier_dtype(src));
+    char *data = sw_cpu_data(destination);
+    if (!data)
+        return sw_carrier_fail_released();
+    int64_t chunk = BULK_CHUNK_BYTES / item;
+    sw_status st = SW_OK;
+    for (int64_t i = 0; i < element_count && !st; i += chunk) {
+        int64_t m = element_count - i < chunk ? element_count - i : chunk;
+        st = sw_file_read(src, tensor->offset + i, m, data + i * item);
+    }
+    return st;
+}
+
+static const sw_move_class elementwise_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "ElementwiseMoveOperation",
+    .copy = copy_elementwise,
+};
+
+static const sw_move_class cpu_to_file_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "CpuToFileBackedMoveOperation",
+    .source_pin = {&key_cpu_token, "CPU"},
+    .destination_pin = {&key_file_token, "FileBacked"},
+    .copy = copy_cpu_to_file,
+};
+
+static const sw_move_class file_to_cpu_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "FileBackedToCpuMoveOperation",
+    .source_pin = {&key_file_token, "FileBacked"},
+    .destination_pin = {&key_cpu_token, "CPU"},
+    .copy = copy_file_to_cpu,
+};
+
+const sw_move_class *sw_move_elementwise(void) {
+    return &elementwise_class;
+}
+
+const sw_move_class *sw_move_cpu_to_file(void) {
+    return &cpu_to_file_class;
+}
+
+const sw_move_class *sw_move_file_to_cpu(void) {
+    return &file_to_cpu_class;
+}
+
+/* ------------------------------------------------------------ registry */
+
+typedef struct entry {
+    struct entry *next;
+    const void *src, *dst;
+    const sw_move_class *cls;
+    /* Copies of the keys' names for messages ("CPU\0FileBacked\0"), in
+     * the same allocation as the entry; static for the built-ins. */
+    const char *src_name, *dst_name;
+    /* The built-in nodes are static, and are reused when a removed
+     * built-in pair is registered again. */
+    int is_static;
+} entry;
+
+static entry builtin_file_to_cpu = {NULL,
+                                    &key_file_token,
+                                    &key_cpu_token,
+                                    &file_to_cpu_class,
+                                    "FileBacked",
+                                    "CPU",
+                                    1};
+static entry builtin_cpu_to_file = {&builtin_file_to_cpu,
+                                    &key_cpu_token,
+                                    &key_file_token,
+                                    &cpu_to_file_class,
+                                    "CPU",
+                                    "FileBacked",
+                                    1};
+static entry *const builtin_entries[] = {&builtin_cpu_to_file,
+                                         &builtin_file_to_cpu};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static entry *registry = &builtin_cpu_to_file;
+
+/* The link pointing at the pair's entry (or at NULL). Lock held. */
+static entry **find(const void *src, const void *dst) {
+    entry **p = &registry;
+    while (*p && ((*p)->src != src || (*p)->dst != dst))
+        p = &(*p)->next;
+    return p;
+}
+
+static sw_status check_class(const sw_move_class *cls) {
+    if (!cls || cls->version != SW_MOVE_CLASS_VERSION || !cls->copy)
+        return sw_fail(SW_ETYPE,
+                       "operation_class must be a MoveOperation subclass");
+    return SW_OK;
+}
+
+sw_status sw_move_register(sw_move_key source, sw_move_key destination,
+                           const sw_move_class *cls) {
+    if (!source.id)
+        return sw_fail(SW_ETYPE, "source_class must be a Carrier subclass");
+    if (!destination.id)
+        return sw_fail(SW_ETYPE,
+                       "destination_class must be a Carrier subclass");
+    sw_status st = check_class(cls);
+    if (st)
+        return st;
+    const char *sn = key_name(source), *dn = key_name(destination);
+    entry *e = NULL;
+    for (size_t i = 0; i < sizeof builtin_entries / sizeof *builtin_entries;
+         ++i)
+        if (builtin_entries[i]->src == source.id &&
+            builtin_entries[i]->dst == destination.id)
+            e = builtin_entries[i];
+    if (!e) {
+        size_t ls = strlen(sn) + 1, ld = strlen(dn) + 1;
+        e = sw_malloc(sizeof *e + ls + ld);
+        if (!e)
+            return sw_oom();
+        char *names = (char *)(e + 1);
+        memcpy(names, sn, ls);
+        memcpy(names + ls, dn, ld);
+        e->src = source.id;
+        e->dst = destination.id;
+        e->src_name = names;
+        e->dst_name = names + ls;
+        e->is_static = 0;
+    }
+    pthread_mutex_lock(&registry_lock);
+    entry **p = find(source.id, destination.id);
+    if (*p) {
+        pthread_mutex_unlock(&registry_lock);
+        if (!e->is_static)
+            sw_free(e);
+        return sw_fail(SW_EVALUE,
+                       "a move operation is already registered for (%s, %s)",
+                       sn, dn);
+    }
+    /* The pair is absent, so a static node for it is unlinked and no
+     * one else reads it: it can be set here, under the lock. */
+    e->cls = cls;
+    e->next = NULL;
+    *p = e;
+    pthread_mutex_unlock(&registry_lock);
+    return SW_OK;
+}
+
+sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
+                             const sw_move_class **out) {
+    pthread_mutex_lock(&registry_lock);
+    entry **p = find(source.id, destination.id);
+    entry *e = *p;
+    const sw_move_class *cls = NULL;
+    if (e) {
+        *p = e->next;
+        e->next = NULL;
+        cls = e->cls;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!e)
+        return sw_fail(SW_EKEY, "no move operation is registered for (%s, %s)",
+                       key_name(source), key_name(destination));
+    if (!e->is_static)
+        sw_free(e);
+    if (out)
+        *out = cls;
+    return SW_OK;
+}
+
+const sw_move_class *sw_move_dispatch(sw_move_key source,
+                                      sw_move_key destination) {
+    pthread_mutex_lock(&registry_lock);
+    entry *e = *find(source.id, destination.id);
+    const sw_move_class *cls = e ? e->cls : &elementwise_class;
+    pthread_mutex_unlock(&registry_lock);
+    return cls;
+}
+
+/* ------------------------------------------------------ the operation */
+
+typedef struct move_state {
+    const sw_move_class *cls;
+    /* The destination of the forward in progress (borrowed). */
+    sw_carrier *destination;
+    /* Saved by a successful recorded forward for backward: the route back
+     * and the destination's key. */
+    const sw_move_class *reverse;
+    const void *destination_key;
+} move_state;
+
+static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out);
+static sw_status move_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                               sw_tensor **grads);
+
+static void move_destroy(sw_op *op) {
+    sw_free(sw_op_state(op));
+}
+
+static const sw_op_class move_op_class = {
+    .version = SW_OP_CLASS_VERSION,
+    .name = "move",
+    .forward = move_forward,
+    .backward = move_backward,
+    .destroy = move_destroy,
+};
+
+sw_status sw_move_op_new(const sw_move_class *cls, sw_op **out) {
+    sw_status st = check_class(cls);
+    if (st)
+        return st;
+    move_state *s = sw_malloc(sizeof *s);
+    if (!s)
+        return sw_oom();
+    memset(s, 0, sizeof *s);
+    s->cls = cls;
+    st = sw_op_new(&move_op_class, s, out);
+    if (st)
+        sw_free(s);
+    return st;
+}
+
+int sw_op_is_move(const sw_op *op) {
+    return op && sw_op_get_class(op) == &move_op_class;
+}
+
+const sw_move_class *sw_move_op_class(const sw_op *op) {
+    if (!sw_op_is_move(op))
+        return NULL;
+    return ((move_state *)sw_op_state(op))->cls;
+}
+
+/* SW_ETYPE unless the class accepts the exact pair of keys. */
+static sw_status check_pins(const sw_move_class *cls, sw_move_key src,
+                            sw_move_key dst) {
+    if (cls->source_pin.id && cls->source_pin.id != src.id)
+        return sw_fail(SW_ETYPE, "%s requires a %s source", cls->name,
+                       key_name(cls->source_pin));
+    if (cls->destination_pin.id && cls->destination_pin.id != dst.id)
+        return sw_fail(SW_ETYPE, "%s requires a %s destination", cls->name,
+                       key_name(cls->destination_pin));
+    return SW_OK;
+}
+
+/* Only an empty FileBacked destination can grow in place. */
+static int can_grow(sw_carrier *c) {
+    return sw_carrier_is_file(c);
+}
+
+static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out) {
+    move_state *s = sw_op_state(op);
+    if (nargs < 1 || args[0].kind != SW_ARG_TENSOR || !args[0].as.tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_tensor *t = args[0].as.tensor;
+    sw_carrier *src = t->carrier, *dst = s->destination;
+    if (sw_carrier_is_released(src))
+        return sw_fail(SW_ERUNTIME, "tensor carrier is released");
+    if (sw_carrier_is_owned(src) && !sw_carrier_has_owner_access(src))
+        return sw_fail(SW_ERUNTIME, "tensor carrier is owned by another "
+                                    "carrier object and cannot be moved "
+                                    "directly");
+    if (!dst)
+        return sw_fail(SW_ETYPE, "destination must be a Carrier instance");
+    if (dst == src)
+        return sw_fail(SW_EVALUE,
+                       "destination must not be the tensor's own carrier");
+    if (sw_carrier_is_released(dst))
+        return sw_fail(SW_ERUNTIME, "destination carrier is released");
+    if (!sw_carrier_is_mutable(dst))
+        return sw_fail(SW_ERUNTIME, "destination carrier must be mutable");
+    if (sw_carrier_dtype(dst) != sw_carrier_dtype(src))
+        return sw_fail(SW_ETYPE,
+                       "destination dtype must match the tensor dtype");
+    sw_move_key skey = sw_move_key_of(src), dkey = sw_move_key_of(dst);
+    sw_status st = check_pins(s->cls, skey, dkey);
+    if (st)
+        return st;
+    int64_t required = t->layout->cosize;
+    int64_t have = sw_carrier_size(dst);
+    int grow = have == 0 && can_grow(dst);
+    if (!grow && have < required)
+        return sw_fail(SW_EVALUE,
+                       "destination carrier is too small for the tensor "
+                       "layout");
+    /* The route back, before any work: a move that could not carry its
+     * gradient home fails here rather than after the transfer. */
+    const sw_move_class *reverse = NULL;
+    if (sw_grad_enabled() && sw_tensor_is_differentiable(t)) {
+        reverse = sw_move_dispatch(dkey, skey);
+        st = check_pins(reverse, dkey, skey);
+        if (st)
+            return st;
+        if (!src->cls->allocate_like && !src->cls->new_like)
+            return sw_fail(SW_ENOTIMPL,
+                           "move has no reverse route: %s carrier does not "
+                           "support allocation",
+                           src->cls->name);
+    }
+    int64_t dst_version = sw_carrier_version(dst);
+    if (grow) {
+        st = sw_file_resize(dst, required);
+        if (st)
+            return st;
+    }
+    sw_tensor *r = NULL;
+    st = sw_tensor_new(dst, 0, t->layout, &r);
+    if (!st)
+        st = s->cls->copy(op, t, dst, r, required);
+    if (st) {
+        saved_error e;
+        save_error(&e, st);
+        sw_tensor_unref(r);
+        restore_version(dst, dst_version);
+        if (grow)
+            (void)sw_file_resize(dst, 0);
+        return restore_error(&e);
+    }
+    /* Commit: the destination holds the values; the source goes. */
+    st = sw_carrier_release_storage(src);
+    if (st) {
+        sw_tensor_unref(r);
+        return st;
+    }
+    s->reverse = reverse;
+    s->destination_key = dkey.id;
+    *out = r;
+    return SW_OK;
+}
+
+sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
+                             sw_carrier *destination, sw_tensor **out) {
+    if (!sw_op_is_move(op))
+        return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    move_state *s = sw_op_state(op);
+    s->destination = destination;
+    sw_arg arg = sw_arg_tensor(tensor);
+    sw_status st = sw_op_forward(op, 1, &arg, out);
+    s->destination = NULL;
+    return st;
+}
+
+sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_move_key dkey = {NULL, NULL};
+    if (destination)
+        dkey = sw_move_key_of(destination);
+    const sw_move_class *cls =
+        sw_move_dispatch(sw_move_key_of(tensor->carrier), dkey);
+    sw_op *op = NULL;
+    sw_status st = sw_move_op_new(cls, &op);
+    if (st)
+        return st;
+    st = sw_move_op_forward(op, tensor, destination, out);
+    sw_op_unref(op);
+    return st;
+}
+
+/* ------------------------------------------------------------ backward */
+
+static sw_status check_cotangent(const sw_tensor *g, const sw_tensor *source) {
+    if (!g)
+        return sw_fail(SW_ETYPE, "gradient must be a Tensor");
+    if (sw_carrier_is_released(g->carrier))
+        return sw_fail(SW_ERUNTIME, "gradient carrier is released");
+    if (!sw_tree_equal(g->layout->shape, source->layout->shape))
+        return sw_fail(SW_EVALUE,
+                       "gradient shape must match the moved tensor's shape");
+    int injective = 0;
+    sw_status st = sw_layout_is_injective(g->layout, &injective);
+    if (st)
+        return st;
+    if (!injective)
+        return sw_fail(SW_EVALUE,
+                       "move backward requires an injective gradient Layout");
+    return SW_OK;
+}
+
+/* The source layout when injective, else the compact column-major layout
+ * of its shape (an owned reference). */
+static sw_status gradient_layout(sw_layout *source, sw_layout **out) {
+    int injective = 0;
+    sw_status st = sw_layout_is_injective(source, &injective);
+    if (st)
+        return st;
+    if (injective) {
+        *out = sw_layout_retain(source);
+        return SW_OK;
+    }
+    sw_lb b;
+    sw_lb_init(&b);
+    sw_lb_view(&b, sw_lview_of(source));
+    return sw_lb_finish_compact(&b, out);
+}
+
+static sw_status move_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                               sw_tensor **grads) {
+    move_state *s = sw_op_state(op);
+    sw_tensor *source = sw_op_input(op, 0);
+    if (n < 1 || !source)
+        return sw_fail(SW_ERUNTIME, "move backward has no saved input");
+    sw_status st = check_cotangent(gradient, source);
+    if (st)
+        return st;
+    sw_layout *layout = NULL;
+    sw_carrier *fresh = NULL;
+    sw_tensor *r = NULL;
+    sw_op *route = NULL;
+    st = gradient_layout(source->layout, &layout);
+    if (!st)
+        st = sw_carrier_allocate_like(source->carrier, layout->cosize, 1,
+                                      SW_DTYPE_COUNT, 0, &fresh);
+    if (!st)
+        st = sw_tensor_new(fresh, 0, layout, &r);
+    /* The captured route fits a gradient shaped like the forward's
+     * result; any other gradient is copied element by element. */
+    const sw_move_class *cls = &elementwise_class;
+    if (!st && s->reverse &&
+        sw_move_key_of(gradient->carrier).id == s->destination_key &&
+        sw_layout_equal(gradient->layout, layout))
+        cls = s->reverse;
+    if (!st)
+        st = sw_move_op_new(cls, &route);
+    if (!st)
+        st = cls->copy(route, gradient, fresh, r, layout->cosize);
+    sw_op_unref(route);
+    sw_layout_release(layout);
+    if (!st)
+        restore_version(fresh, 0);
+    sw_carrier_unref(fresh);
+    if (st) {
+        sw_tensor_unref(r);
+        return st;
+    }
+    grads[0] = r;
+    return SW_OK;
+}
