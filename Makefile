@@ -103,5 +103,49 @@ stubtest: install
 # What CI runs after the test command.
 check: test-reference sanitize format-check lint stubtest
 
+# The libFuzzer target of the layout command strings (tests/fuzz/), built
+# with clang under AddressSanitizer and UndefinedBehaviorSanitizer from the
+# lexer, parser, compile and cache sources with what they use, and run for
+# FUZZ_TIME seconds from the seed corpus. Any crash, hang (FUZZ_TIMEOUT
+# seconds per input) or leak fails the target. clang and its fuzzer runtime
+# come from Debian's packages when missing.
+FUZZ_TIME    ?= 60
+FUZZ_TIMEOUT ?= 10
+FUZZ_DIR     := build/fuzz
+FUZZ_SOURCES := $(wildcard src/base/*.c src/layout/*.c) src/einops/lexer.c \
+                src/einops/parser.c src/einops/compile.c src/einops/cache.c
+FUZZ_HEADERS := $(wildcard include/strideweave/*.h src/base/*.h src/layout/*.h \
+                src/einops/*.h)
+FUZZ_CFLAGS  := -std=c11 -g -O1 -fno-omit-frame-pointer \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                -Iinclude -Isrc -DSW_BUILDING_LIBRARY
+SUDO         := $(shell test "$$(id -u)" = 0 || echo sudo)
+
+.PHONY: fuzz fuzz-deps
+
+fuzz-deps:
+	@printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+		> /tmp/sw-fuzz-probe.c
+	@clang -fsanitize=fuzzer /tmp/sw-fuzz-probe.c -o /tmp/sw-fuzz-probe 2>/dev/null || { \
+		echo "installing clang and its fuzzer runtime"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang >/dev/null && \
+		v=$$(clang -dumpversion | cut -d. -f1) && \
+		{ $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-rt-$$v-dev >/dev/null || true; } && \
+		clang -fsanitize=fuzzer /tmp/sw-fuzz-probe.c -o /tmp/sw-fuzz-probe; }
+	@rm -f /tmp/sw-fuzz-probe.c /tmp/sw-fuzz-probe
+
+$(FUZZ_DIR)/fuzz_einops: tests/fuzz/fuzz_einops.c $(FUZZ_SOURCES) $(FUZZ_HEADERS) | fuzz-deps
+	mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_einops.c $(FUZZ_SOURCES) -lm -lpthread -o $@
+
+fuzz: fuzz-deps $(FUZZ_DIR)/fuzz_einops
+	mkdir -p $(FUZZ_DIR)/corpus
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(FUZZ_DIR)/fuzz_einops -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_TIMEOUT) \
+		-max_len=512 -rss_limit_mb=2048 -print_final_stats=1 \
+		-dict=tests/fuzz/einops.dict -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus tests/fuzz/corpus
+
 clean:
 	rm -rf build .venv .pytest_cache .hypothesis .ruff_cache .mypy_cache
