@@ -60,8 +60,12 @@ test: test-c test-python
 demo: install
 	$(VPY) examples/layout_demo.py
 
+# Benchmarks beside NumPy and PyTorch (the CPU build of torch comes from
+# the package index like everything else; only benchmarks need it).
 bench: install
+	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
 	$(VPY) bench/bench_layout.py
+	$(VPY) bench/bench_ops.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \

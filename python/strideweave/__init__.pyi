@@ -11,6 +11,144 @@ from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride
 from strideweave.core.layout import Tiler as Tiler
 from strideweave.core.layout import Tree as Tree
+from strideweave.operation import (
+    GenericAddOperation as GenericAddOperation,
+)
+from strideweave.operation import (
+    GenericDivOperation as GenericDivOperation,
+)
+from strideweave.operation import (
+    GenericElementwiseMulOperation as GenericElementwiseMulOperation,
+)
+from strideweave.operation import (
+    GenericELUOperation as GenericELUOperation,
+)
+from strideweave.operation import (
+    GenericExpOperation as GenericExpOperation,
+)
+from strideweave.operation import (
+    GenericGELUOperation as GenericGELUOperation,
+)
+from strideweave.operation import (
+    GenericLeakyReLUOperation as GenericLeakyReLUOperation,
+)
+from strideweave.operation import (
+    GenericMatmulOperation as GenericMatmulOperation,
+)
+from strideweave.operation import (
+    GenericPowOperation as GenericPowOperation,
+)
+from strideweave.operation import (
+    GenericReduceSumOperation as GenericReduceSumOperation,
+)
+from strideweave.operation import (
+    GenericReLUOperation as GenericReLUOperation,
+)
+from strideweave.operation import (
+    GenericScalarMulOperation as GenericScalarMulOperation,
+)
+from strideweave.operation import (
+    GenericSigmoidOperation as GenericSigmoidOperation,
+)
+from strideweave.operation import (
+    GenericSiLUOperation as GenericSiLUOperation,
+)
+from strideweave.operation import (
+    GenericSoftplusOperation as GenericSoftplusOperation,
+)
+from strideweave.operation import (
+    GenericSubOperation as GenericSubOperation,
+)
+from strideweave.operation import (
+    GenericTanhOperation as GenericTanhOperation,
+)
+from strideweave.operation import (
+    GenericViewOperation as GenericViewOperation,
+)
+from strideweave.operation import (
+    Operation as Operation,
+)
+from strideweave.operation import (
+    PermuteOperation as PermuteOperation,
+)
+from strideweave.operation import (
+    RearrangeOperation as RearrangeOperation,
+)
+from strideweave.operation import (
+    add as add,
+)
+from strideweave.operation import (
+    div as div,
+)
+from strideweave.operation import (
+    einsum as einsum,
+)
+from strideweave.operation import (
+    elementwise_mul as elementwise_mul,
+)
+from strideweave.operation import (
+    elu as elu,
+)
+from strideweave.operation import (
+    exp as exp,
+)
+from strideweave.operation import (
+    gelu as gelu,
+)
+from strideweave.operation import (
+    is_grad_enabled as is_grad_enabled,
+)
+from strideweave.operation import (
+    leaky_relu as leaky_relu,
+)
+from strideweave.operation import (
+    matmul as matmul,
+)
+from strideweave.operation import (
+    mul as mul,
+)
+from strideweave.operation import (
+    neg as neg,
+)
+from strideweave.operation import (
+    no_grad as no_grad,
+)
+from strideweave.operation import (
+    permute as permute,
+)
+from strideweave.operation import (
+    pow as pow,
+)
+from strideweave.operation import (
+    rearrange as rearrange,
+)
+from strideweave.operation import (
+    reduce as reduce,
+)
+from strideweave.operation import (
+    relu as relu,
+)
+from strideweave.operation import (
+    set_grad_enabled as set_grad_enabled,
+)
+from strideweave.operation import (
+    sigmoid as sigmoid,
+)
+from strideweave.operation import (
+    silu as silu,
+)
+from strideweave.operation import (
+    softplus as softplus,
+)
+from strideweave.operation import (
+    sub as sub,
+)
+from strideweave.operation import (
+    tanh as tanh,
+)
+from strideweave.operation import (
+    view as view,
+)
 from strideweave.tensor import Tensor as Tensor
 
 __version__: str
@@ -28,4 +166,50 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "GenericAddOperation",
+    "GenericDivOperation",
+    "GenericELUOperation",
+    "GenericElementwiseMulOperation",
+    "GenericExpOperation",
+    "GenericGELUOperation",
+    "GenericLeakyReLUOperation",
+    "GenericMatmulOperation",
+    "GenericPowOperation",
+    "GenericReLUOperation",
+    "GenericReduceSumOperation",
+    "GenericScalarMulOperation",
+    "GenericSiLUOperation",
+    "GenericSigmoidOperation",
+    "GenericSoftplusOperation",
+    "GenericSubOperation",
+    "GenericTanhOperation",
+    "GenericViewOperation",
+    "Operation",
+    "PermuteOperation",
+    "RearrangeOperation",
+    "add",
+    "div",
+    "einsum",
+    "elementwise_mul",
+    "elu",
+    "exp",
+    "gelu",
+    "is_grad_enabled",
+    "leaky_relu",
+    "matmul",
+    "mul",
+    "neg",
+    "no_grad",
+    "permute",
+    "pow",
+    "rearrange",
+    "reduce",
+    "relu",
+    "set_grad_enabled",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "sub",
+    "tanh",
+    "view",
 ]

@@ -1,14 +1,201 @@
-"""The C extension behind strideweave: layouts, carriers and tensors."""
+"""The C extension behind strideweave: layouts, carriers, tensors and operations."""
 
-from typing import Any
+from typing import Any, final
 
 from strideweave.carriers.base import Carrier as Carrier
 from strideweave.carriers.cpu.carrier import CPU as CPU
+from strideweave.carriers.cpu.ops import (
+    CPUAddOperation as CPUAddOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUDivOperation as CPUDivOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUElementwiseMulOperation as CPUElementwiseMulOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUELUOperation as CPUELUOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUExpOperation as CPUExpOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUGELUOperation as CPUGELUOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPULeakyReLUOperation as CPULeakyReLUOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUMatmulOperation as CPUMatmulOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUPowOperation as CPUPowOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUReduceSumOperation as CPUReduceSumOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUReLUOperation as CPUReLUOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUScalarMulOperation as CPUScalarMulOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUSigmoidOperation as CPUSigmoidOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUSiLUOperation as CPUSiLUOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUSoftplusOperation as CPUSoftplusOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUSubOperation as CPUSubOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUTanhOperation as CPUTanhOperation,
+)
 from strideweave.carriers.file_backed.carrier import FileBacked as FileBacked
 from strideweave.carriers.generic.carrier import Generic as Generic
+from strideweave.carriers.generic.ops import (
+    GenericAddOperation as GenericAddOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericDivOperation as GenericDivOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericElementwiseMulOperation as GenericElementwiseMulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericELUOperation as GenericELUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericExpOperation as GenericExpOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericGELUOperation as GenericGELUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericLeakyReLUOperation as GenericLeakyReLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericMatmulOperation as GenericMatmulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericPowOperation as GenericPowOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericReduceSumOperation as GenericReduceSumOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericReLUOperation as GenericReLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericScalarMulOperation as GenericScalarMulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSigmoidOperation as GenericSigmoidOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSiLUOperation as GenericSiLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSoftplusOperation as GenericSoftplusOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSubOperation as GenericSubOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericTanhOperation as GenericTanhOperation,
+)
+from strideweave.carriers.operation_helpers import Operation as Operation
+from strideweave.carriers.operation_helpers import (
+    execute_lowered_operation as execute_lowered_operation,
+)
+from strideweave.carriers.shared_ops import (
+    GenericViewOperation as GenericViewOperation,
+)
+from strideweave.carriers.shared_ops import (
+    PermuteOperation as PermuteOperation,
+)
+from strideweave.carriers.shared_ops import (
+    RearrangeOperation as RearrangeOperation,
+)
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride
+from strideweave.functional import (
+    add as add,
+)
+from strideweave.functional import (
+    div as div,
+)
+from strideweave.functional import (
+    einsum as einsum,
+)
+from strideweave.functional import (
+    elementwise_mul as elementwise_mul,
+)
+from strideweave.functional import (
+    elu as elu,
+)
+from strideweave.functional import (
+    exp as exp,
+)
+from strideweave.functional import (
+    gelu as gelu,
+)
+from strideweave.functional import (
+    is_grad_enabled as is_grad_enabled,
+)
+from strideweave.functional import (
+    leaky_relu as leaky_relu,
+)
+from strideweave.functional import (
+    matmul as matmul,
+)
+from strideweave.functional import (
+    mul as mul,
+)
+from strideweave.functional import (
+    neg as neg,
+)
+from strideweave.functional import (
+    permute as permute,
+)
+from strideweave.functional import (
+    pow as pow,
+)
+from strideweave.functional import (
+    rearrange as rearrange,
+)
+from strideweave.functional import (
+    reduce as reduce,
+)
+from strideweave.functional import (
+    relu as relu,
+)
+from strideweave.functional import (
+    set_grad_enabled as set_grad_enabled,
+)
+from strideweave.functional import (
+    sigmoid as sigmoid,
+)
+from strideweave.functional import (
+    silu as silu,
+)
+from strideweave.functional import (
+    softplus as softplus,
+)
+from strideweave.functional import (
+    sub as sub,
+)
+from strideweave.functional import (
+    tanh as tanh,
+)
+from strideweave.functional import (
+    view as view,
+)
 from strideweave.tensor import Tensor as Tensor
 
 c_version: str
@@ -21,3 +208,7 @@ def _debug_fail_io_after(n: int, /) -> None: ...
 def _file_remove_temporaries() -> None: ...
 def _debug_allocate_like(carrier: Carrier, size: int, dtype: Any = None, /) -> Carrier: ...
 def _debug_new_like(carrier: Carrier, values: Any, /) -> Carrier: ...
+
+@final
+class NativeOperation(Operation):
+    """A native operation of a class the binding does not name."""

@@ -40,8 +40,20 @@ static sw_status cpu_get(sw_carrier *c, int64_t i, sw_value *out) {
 
 /* Converts a value for a CPU element of the given dtype into *dst. */
 static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
-    if (v->kind == SW_VALUE_HOST)
-        return sw_fail(SW_ETYPE, "CPU value must be a number");
+    if (v->kind == SW_VALUE_HOST) {
+        /* A host number (from a Generic store) converts through its ops. */
+        sw_value n;
+        if (!v->ops || !v->ops->to_number)
+            return sw_fail(SW_ETYPE, "CPU value must be a number");
+        sw_status st = v->ops->to_number(v, &n);
+        if (st == SW_ETYPE)
+            return sw_fail(SW_ETYPE, "CPU value must be a number");
+        if (st)
+            return st;
+        if (n.kind == SW_VALUE_HOST)
+            return sw_fail(SW_ETYPE, "CPU value must be a number");
+        return cpu_store(dtype, &n, dst);
+    }
     switch (dtype) {
     case SW_DTYPE_FLOAT32: {
         float f = v->kind == SW_VALUE_F64   ? (float)v->as.f

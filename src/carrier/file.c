@@ -138,8 +138,19 @@ static sw_status transfer(sw_carrier *c, int write, int64_t off, int64_t n,
 
 /* Converts one value into its bytes in the file's dtype. */
 static sw_status encode(sw_dtype dtype, const sw_value *v, void *dst) {
-    if (v->kind == SW_VALUE_HOST)
-        return sw_fail(SW_ETYPE, "FileBacked value must be a number");
+    if (v->kind == SW_VALUE_HOST) {
+        sw_value n;
+        if (!v->ops || !v->ops->to_number)
+            return sw_fail(SW_ETYPE, "FileBacked value must be a number");
+        sw_status st = v->ops->to_number(v, &n);
+        if (st == SW_ETYPE)
+            return sw_fail(SW_ETYPE, "FileBacked value must be a number");
+        if (st)
+            return st;
+        if (n.kind == SW_VALUE_HOST)
+            return sw_fail(SW_ETYPE, "FileBacked value must be a number");
+        return encode(dtype, &n, dst);
+    }
     if (dtype == SW_DTYPE_INT32) {
         if (v->kind == SW_VALUE_F64)
             return sw_fail(SW_ETYPE, "FileBacked value must be an integer");

@@ -11,14 +11,20 @@ import strideweave.carriers
 import strideweave.carriers.base
 import strideweave.carriers.cpu
 import strideweave.carriers.cpu.carrier
+import strideweave.carriers.cpu.ops
 import strideweave.carriers.dtype
 import strideweave.carriers.file_backed
 import strideweave.carriers.file_backed.carrier
 import strideweave.carriers.generic
 import strideweave.carriers.generic.carrier
+import strideweave.carriers.generic.ops
+import strideweave.carriers.operation_helpers
+import strideweave.carriers.shared_ops
 import strideweave.core
 import strideweave.core.layout
+import strideweave.functional
 import strideweave.layout
+import strideweave.operation
 import strideweave.tensor
 from strideweave import _native
 
@@ -38,6 +44,56 @@ CORE_NAMES = [
     "Tensor",
     "Tiler",
     "Tree",
+]
+# The reference's sorted operation names, restricted to those that exist so
+# far (moves, Evictable and the profiler come with later issues).
+OPERATION_NAMES = [
+    "GenericAddOperation",
+    "GenericDivOperation",
+    "GenericELUOperation",
+    "GenericElementwiseMulOperation",
+    "GenericExpOperation",
+    "GenericGELUOperation",
+    "GenericLeakyReLUOperation",
+    "GenericMatmulOperation",
+    "GenericPowOperation",
+    "GenericReLUOperation",
+    "GenericReduceSumOperation",
+    "GenericScalarMulOperation",
+    "GenericSiLUOperation",
+    "GenericSigmoidOperation",
+    "GenericSoftplusOperation",
+    "GenericSubOperation",
+    "GenericTanhOperation",
+    "GenericViewOperation",
+    "Operation",
+    "PermuteOperation",
+    "RearrangeOperation",
+    "add",
+    "div",
+    "einsum",
+    "elementwise_mul",
+    "elu",
+    "exp",
+    "gelu",
+    "is_grad_enabled",
+    "leaky_relu",
+    "matmul",
+    "mul",
+    "neg",
+    "no_grad",
+    "permute",
+    "pow",
+    "rearrange",
+    "reduce",
+    "relu",
+    "set_grad_enabled",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "sub",
+    "tanh",
+    "view",
 ]
 # name -> (defining module, the modules that re-export it)
 HOMES = {
@@ -95,7 +151,8 @@ def test_module_of_public_classes(name):
 
 
 def test_all_lists():
-    assert strideweave.__all__ == CORE_NAMES
+    assert strideweave.__all__ == CORE_NAMES + OPERATION_NAMES
+    assert strideweave.operation.__all__ == OPERATION_NAMES == sorted(OPERATION_NAMES)
     assert strideweave.carriers.__all__ == CARRIER_NAMES
     assert strideweave.layout.__all__ == LAYOUT_NAMES
     assert strideweave.core.__all__ == []
@@ -143,6 +200,12 @@ def test_public_members_are_found():
         "FileBacked",
         "DType",
         "Tensor",
+        "Operation",
+        "GenericAddOperation",
+        "GenericReduceSumOperation",
+        "GenericViewOperation",
+        "PermuteOperation",
+        "RearrangeOperation",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -178,6 +241,13 @@ def test_docstring_examples_run():
         strideweave.carriers.generic.carrier,
         strideweave.carriers.file_backed.carrier,
         strideweave.tensor,
+        strideweave.functional,
+        strideweave.operation,
+        strideweave.carriers.operation_helpers,
+        strideweave.carriers.shared_ops,
+        strideweave.carriers.generic.ops,
+        strideweave.carriers.cpu.ops,
+        strideweave._native,
     ):
         tests += finder.find(module, globs=vars(strideweave).copy())
     examples = 0

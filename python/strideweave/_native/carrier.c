@@ -22,6 +22,8 @@
 #endif
 
 #include "errors.h"
+#include "gil.h"
+#include "operation.h"
 
 #define CARRIER(o) (((CarrierObject *)(o))->carrier)
 
@@ -276,15 +278,8 @@ void swpy_values_free(swpy_values *vals) {
 
 /* ---------------------------------------------------------------- peers */
 
-static void peer_retain(void *peer) {
-    Py_INCREF((PyObject *)peer);
-}
-
-static void peer_release(void *peer) {
-    Py_DECREF((PyObject *)peer);
-}
-
-static const sw_peer_hooks peer_hooks = {peer_retain, peer_release};
+/* The hooks take the GIL back when the library runs without it. */
+static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
 
 /* ---------------------------------------------- Python-implemented hooks */
 
@@ -631,6 +626,17 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     }
     CARRIER(self) = owned;
     sw_carrier_set_peer(owned, self, &peer_hooks);
+    /* A Python subclass dispatches through _dispatch_op (its override, or
+     * the backend's table) and tags operations with its own class. */
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return -1;
+    }
+    PyTypeObject *type = Py_TYPE(self);
+    if (type != st->cpu_type && type != st->generic_type &&
+        type != st->file_type) {
+        return swpy_carrier_install_dispatch(st, self, owned);
+    }
     return 0;
 }
 
@@ -735,6 +741,10 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
     }
     CARRIER(self) = c;
     sw_carrier_set_peer(c, self, &peer_hooks);
+    if (swpy_carrier_install_dispatch(st, self, c) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return self;
 }
 
@@ -1374,6 +1384,8 @@ static PyMethodDef carrier_methods[] = {
      carrier_end_owner_access_doc},
     {"_has_owner_access", carrier_has_owner_access, METH_NOARGS,
      carrier_has_owner_access_doc},
+    {"dispatch_op", swpy_carrier_dispatch_op, METH_O,
+     swpy_carrier_dispatch_op_doc},
     {NULL, NULL, 0, NULL},
 };
 

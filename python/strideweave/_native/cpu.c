@@ -9,6 +9,7 @@
 #include "carrier.h"
 #include "errors.h"
 #include "layout.h"
+#include "operation.h"
 #include "tensor.h"
 
 static sw_carrier *cpu_of(PyObject *self) {
@@ -98,9 +99,9 @@ static PyObject *cpu_new_like(PyObject *self, PyObject *args, PyObject *kwds) {
     }
     sw_carrier *out = NULL;
     sw_status s;
-    /* Host entries are never dereferenced by the CPU store (it refuses
-     * them by kind), so the copy can run without the GIL. */
-    if (swpy_bulk(vals.n)) {
+    /* Host entries are converted through Python (the GIL is needed);
+     * numbers alone can be copied without it. */
+    if (swpy_bulk(vals.n) && !vals.has_host) {
         Py_BEGIN_ALLOW_THREADS;
         s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
         Py_END_ALLOW_THREADS;
@@ -428,6 +429,8 @@ static PyMethodDef cpu_methods[] = {
     {"pointer", cpu_pointer, METH_NOARGS, cpu_pointer_doc},
     {"dlpack_info", cpu_dlpack_info, METH_NOARGS, cpu_dlpack_info_doc},
     {"scatter", KW(cpu_scatter), METH_VARARGS | METH_KEYWORDS, cpu_scatter_doc},
+    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O,
+     swpy_cpu_dispatch_hook_doc},
     {NULL, NULL, 0, NULL},
 };
 

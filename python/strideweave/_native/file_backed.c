@@ -117,10 +117,15 @@ static PyObject *file_new_like(PyObject *self, PyObject *args, PyObject *kwds) {
     }
     sw_carrier *out = NULL;
     sw_status s;
-    /* Host entries are refused by kind, never dereferenced. */
-    Py_BEGIN_ALLOW_THREADS;
-    s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-    Py_END_ALLOW_THREADS;
+    /* Host entries are converted through Python (the GIL is needed);
+     * numbers alone can be written without it. */
+    if (!vals.has_host) {
+        Py_BEGIN_ALLOW_THREADS;
+        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
+        Py_END_ALLOW_THREADS;
+    } else {
+        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
+    }
     swpy_values_free(&vals);
     if (s != SW_OK) {
         return swpy_raise(s);

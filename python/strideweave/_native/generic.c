@@ -9,8 +9,13 @@
  * carrier object (see swpy_carrier_traverse).
  */
 #include "carrier.h"
+
+#include <math.h>
+#include <string.h>
+
 #include "errors.h"
 #include "layout.h"
+#include "operation.h"
 #include "tensor.h"
 
 /* ----------------------------------------------------- host operations */
@@ -106,6 +111,165 @@ static void host_release_value(void *host) {
     Py_DECREF((PyObject *)host);
 }
 
+/* ------------------------------------------- arithmetic on host values */
+
+/*
+ * The Generic reference operations compute with Python's own arithmetic,
+ * as the reference implementation's Python code did: +, -, *, / and **
+ * on the objects (ints stay ints), max(0, x) for relu (a negative float
+ * gives the int 0), and the math module's functions on float(x) for the
+ * rest (math.exp raises OverflowError where the result overflows).
+ */
+
+static double py_sigmoid(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* float(o), as the math functions convert their argument. */
+static int as_double(PyObject *o, double *out) {
+    *out = PyFloat_AsDouble(o);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* max(0, x) and max(x, 0) as Python evaluates them. */
+static PyObject *py_max(PyObject *a, PyObject *b) {
+    int gt = PyObject_RichCompareBool(b, a, Py_GT);
+    if (gt < 0) {
+        return NULL;
+    }
+    return Py_NewRef(gt ? b : a);
+}
+
+static PyObject *float_result(double r, double x) {
+    if (isinf(r) && isfinite(x)) {
+        PyErr_SetString(PyExc_OverflowError, "math range error");
+        return NULL;
+    }
+    return PyFloat_FromDouble(r);
+}
+
+static PyObject *unary_value(sw_vop op, PyObject *x) {
+    PyObject *zero = NULL, *r = NULL;
+    double d = 0.0;
+    switch (op) {
+    case SW_VOP_RELU:
+        zero = PyLong_FromLong(0);
+        r = zero != NULL ? py_max(zero, x) : NULL;
+        Py_XDECREF(zero);
+        return r;
+    case SW_VOP_SILU: {
+        if (as_double(x, &d) < 0) {
+            return NULL;
+        }
+        PyObject *s = PyFloat_FromDouble(py_sigmoid(d));
+        r = s != NULL ? PyNumber_Multiply(x, s) : NULL;
+        Py_XDECREF(s);
+        return r;
+    }
+    case SW_VOP_SOFTPLUS: {
+        if (as_double(x, &d) < 0) {
+            return NULL;
+        }
+        PyObject *lhs = PyFloat_FromDouble(log1p(exp(-fabs(d))));
+        zero = PyLong_FromLong(0);
+        PyObject *m = lhs != NULL && zero != NULL ? py_max(x, zero) : NULL;
+        r = m != NULL ? PyNumber_Add(lhs, m) : NULL;
+        Py_XDECREF(lhs);
+        Py_XDECREF(zero);
+        Py_XDECREF(m);
+        return r;
+    }
+    default:
+        break;
+    }
+    if (as_double(x, &d) < 0) {
+        return NULL;
+    }
+    switch (op) {
+    case SW_VOP_EXP:
+        return float_result(exp(d), d);
+    case SW_VOP_SIGMOID:
+        return PyFloat_FromDouble(py_sigmoid(d));
+    case SW_VOP_TANH:
+        return PyFloat_FromDouble(tanh(d));
+    case SW_VOP_GELU:
+        return PyFloat_FromDouble(0.5 * d * (1.0 + erf(d / sqrt(2.0))));
+    case SW_VOP_ELU:
+        return PyFloat_FromDouble(d > 0 ? d : expm1(d));
+    case SW_VOP_LEAKY_RELU:
+        return PyFloat_FromDouble(d >= 0 ? d : 0.01 * d);
+    default:
+        break;
+    }
+    PyErr_Format(PyExc_SystemError, "strideweave: unknown value operation %d",
+                 (int)op);
+    return NULL;
+}
+
+static sw_status host_apply(sw_vop op, const sw_value *a, const sw_value *b,
+                            sw_value *out) {
+    if (PyErr_Occurred()) {
+        return HOST_FAILED;
+    }
+    PyObject *x = swpy_value_new_ref(a);
+    PyObject *y = x != NULL && b != NULL ? swpy_value_new_ref(b) : NULL;
+    PyObject *r = NULL;
+    if (x != NULL && (b == NULL || y != NULL)) {
+        switch (op) {
+        case SW_VOP_ADD:
+            r = PyNumber_Add(x, y);
+            break;
+        case SW_VOP_SUB:
+            r = PyNumber_Subtract(x, y);
+            break;
+        case SW_VOP_MUL:
+            r = PyNumber_Multiply(x, y);
+            break;
+        case SW_VOP_DIV:
+            r = PyNumber_TrueDivide(x, y);
+            break;
+        case SW_VOP_POW:
+            r = PyNumber_Power(x, y, Py_None);
+            break;
+        default:
+            r = unary_value(op, x);
+            break;
+        }
+    }
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    if (r == NULL) {
+        return HOST_FAILED;
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = SW_VALUE_HOST;
+    out->as.host = r;
+    out->ops = &swpy_host_ops;
+    return SW_OK;
+}
+
+static sw_status host_to_number(const sw_value *v, sw_value *out) {
+    if (PyErr_Occurred()) {
+        return HOST_FAILED;
+    }
+    double d = 0.0;
+    if (as_double((PyObject *)v->as.host, &d) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return HOST_FAILED;
+        }
+        /* Not a number at all: the library names the rule for the
+         * destination ("CPU value must be a number"). */
+        PyErr_Clear();
+        return sw_set_error(SW_ETYPE, "value is not a number");
+    }
+    *out = sw_value_f64(d);
+    return SW_OK;
+}
+
 const sw_host_ops swpy_host_ops = {
     .version = SW_HOST_OPS_VERSION,
     .length = host_length,
@@ -114,6 +278,8 @@ const sw_host_ops swpy_host_ops = {
     .make = host_make,
     .drop = host_drop,
     .release_value = host_release_value,
+    .apply = host_apply,
+    .to_number = host_to_number,
 };
 
 /* ------------------------------------------------------------- Generic */
@@ -559,6 +725,8 @@ static PyMethodDef generic_methods[] = {
      generic_allocate_like_doc},
     {"scatter", KW(generic_scatter), METH_VARARGS | METH_KEYWORDS,
      generic_scatter_doc},
+    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O,
+     swpy_generic_dispatch_hook_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2744,3 +2744,16 @@ sw_layout *swpy_layout_get(PyObject *o) {
 PyObject *swpy_layout_wrap(swpy_state *st, sw_layout *layout) {
     return layout_wrap(st, layout);
 }
+
+int swpy_idtree_recipe(swpy_state *st, rbuf *b, PyObject *tree, int keep_ids,
+                       const char *what) {
+    return idtree_root(st, b, tree, keep_ids, what);
+}
+
+PyObject *swpy_idtree_to_tree(swpy_state *st, const int32_t *recipe,
+                              int32_t ntok) {
+    if (swpy_require_tree_types(st) < 0) {
+        return NULL;
+    }
+    return idtree_to_tree(st, recipe, ntok);
+}

@@ -12,6 +12,8 @@
 
 #include "strideweave/layout.h"
 
+#include "recipe.h"
+
 /*
  * Creates the three types for module and stores them in st. Returns 0, or
  * -1 with an exception set (st may then hold some of the types, which the
@@ -28,5 +30,19 @@ sw_layout *swpy_layout_get(PyObject *o);
 /* Wraps an owned layout in a new Layout object; the reference is released
  * if wrapping fails. */
 PyObject *swpy_layout_wrap(swpy_state *st, sw_layout *layout);
+
+/*
+ * Id trees (rearrange outputs and selections) as recipes: a tuple is a
+ * subtree, Node.Leaf or an int an unnamed leaf, Node.id(k) the token k when
+ * keep_ids (else an unnamed leaf). ValueError('<what> must be a Tree') for
+ * a root that is not a tuple. Returns 0, or -1 with an exception set.
+ */
+int swpy_idtree_recipe(swpy_state *st, rbuf *b, PyObject *tree, int keep_ids,
+                       const char *what);
+
+/* A Tree from an id recipe: token k >= 0 is Node.id(k), SW_TOK_LEAF is
+ * Node.Leaf. */
+PyObject *swpy_idtree_to_tree(swpy_state *st, const int32_t *recipe,
+                              int32_t ntok);
 
 #endif /* SWPY_LAYOUT_H */

@@ -9,9 +9,41 @@
 
 #include "carrier.h"
 #include "errors.h"
+#include "gil.h"
+#include "functional.h"
 #include "layout.h"
+#include "operation.h"
 #include "strideweave/strideweave.h"
 #include "tensor.h"
+
+_Thread_local PyThreadState *swpy_nogil_state = NULL;
+
+void swpy_peer_incref(void *peer) {
+    PyThreadState *ts = swpy_nogil_state;
+    if (ts == NULL) {
+        Py_INCREF((PyObject *)peer);
+        return;
+    }
+    swpy_nogil_state = NULL;
+    PyEval_RestoreThread(ts);
+    Py_INCREF((PyObject *)peer);
+    PyEval_SaveThread();
+    swpy_nogil_state = ts;
+}
+
+void swpy_peer_decref(void *peer) {
+    PyThreadState *ts = swpy_nogil_state;
+    if (ts == NULL) {
+        Py_DECREF((PyObject *)peer);
+        return;
+    }
+    /* The object may go now: its deallocator runs Python code. */
+    swpy_nogil_state = NULL;
+    PyEval_RestoreThread(ts);
+    Py_DECREF((PyObject *)peer);
+    PyEval_SaveThread();
+    swpy_nogil_state = ts;
+}
 
 swpy_state *swpy_state_of_type(PyTypeObject *type) {
     PyObject *module = PyType_GetModuleByDef(type, &swpy_module_def);
@@ -256,7 +288,9 @@ static int module_exec(PyObject *module) {
     swpy_state *st = swpy_module_state(module);
     if (swpy_layout_init_types(module, st) < 0 ||
         swpy_carrier_init_types(module, st) < 0 ||
-        swpy_tensor_init_type(module, st) < 0) {
+        swpy_tensor_init_type(module, st) < 0 ||
+        swpy_operation_init_types(module, st) < 0 ||
+        swpy_functional_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -288,6 +322,12 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->dtypes[d]);
     }
     Py_VISIT(st->path_type);
+    Py_VISIT(st->operation_type);
+    Py_VISIT(st->native_op_type);
+    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+        Py_VISIT(st->op_types[i]);
+    }
+    Py_VISIT(st->tag_types);
     return 0;
 }
 
@@ -324,11 +364,34 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->str_new_like);
     Py_CLEAR(st->str_mutable);
     Py_CLEAR(st->str_empty);
+    Py_CLEAR(st->operation_type);
+    Py_CLEAR(st->native_op_type);
+    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+        Py_CLEAR(st->op_types[i]);
+        st->op_classes[i] = NULL;
+    }
+    Py_CLEAR(st->tag_types);
+    Py_CLEAR(st->str_forward_hook);
+    Py_CLEAR(st->str_backward);
+    Py_CLEAR(st->str_dispatch_hook);
+    Py_CLEAR(st->str_scalar);
+    Py_CLEAR(st->str_exponent);
+    Py_CLEAR(st->str_output_layout);
+    Py_CLEAR(st->str_mapping_layout);
+    Py_CLEAR(st->str_mapping_offset);
+    Py_CLEAR(st->str_order);
+    Py_CLEAR(st->str_output);
+    Py_CLEAR(st->str_selection);
+    Py_CLEAR(st->str_saved_values);
     return 0;
 }
 
 static void module_free(void *module) {
     module_clear((PyObject *)module);
+    swpy_state *st = swpy_module_state((PyObject *)module);
+    if (st != NULL) {
+        swpy_operation_free_state(st);
+    }
 }
 
 /* Slot values are void *; see the note in layout.c. */
@@ -349,7 +412,8 @@ static PyModuleDef_Slot module_slots[] = {
 
 PyDoc_STRVAR(
     module_doc,
-    "The C extension behind strideweave: layouts, carriers and tensors.\n\n"
+    "The C extension behind strideweave: layouts, carriers, tensors and "
+    "operations.\n\n"
     "Import the public names from strideweave or its submodules; "
     "this module is an implementation detail.");
 

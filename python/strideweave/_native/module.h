@@ -14,6 +14,10 @@
 #include <Python.h>
 
 #include "strideweave/carrier.h"
+#include "strideweave/op.h"
+
+/* The number of native operation classes the binding knows by name. */
+#define SWPY_NATIVE_OPS 37
 
 typedef struct swpy_state {
     PyTypeObject *shape_type;
@@ -48,6 +52,38 @@ typedef struct swpy_state {
     PyObject *str_new_like;
     PyObject *str_mutable;
     PyObject *str_empty;
+    /* Operations (see operation.h). */
+    PyTypeObject *operation_type;
+    /* The class of native operations of no known kind (a fallback). */
+    PyTypeObject *native_op_type;
+    /* One Python class per known native operation class, and that class
+     * (NULL when the library does not provide it), indexed like the table
+     * in operation.c. */
+    PyTypeObject *op_types[SWPY_NATIVE_OPS];
+    const sw_op_class *op_classes[SWPY_NATIVE_OPS];
+    /* The backend classes of the built-in carriers (operations record
+     * them as their carrier tag) and carriers used to make native
+     * operations directly through a backend's dispatch slot. */
+    const sw_carrier_class *cpu_class;
+    const sw_carrier_class *generic_class;
+    sw_carrier *cpu_template;
+    sw_carrier *generic_template;
+    /* Python carrier classes used as dispatch tags: kept alive for as long
+     * as operations may name them. */
+    PyObject *tag_types;
+    /* Interned names. */
+    PyObject *str_forward_hook;  /* "_forward" */
+    PyObject *str_backward;      /* "backward" */
+    PyObject *str_dispatch_hook; /* "_dispatch_op" */
+    PyObject *str_scalar;
+    PyObject *str_exponent;
+    PyObject *str_output_layout;
+    PyObject *str_mapping_layout;
+    PyObject *str_mapping_offset;
+    PyObject *str_order;
+    PyObject *str_output;
+    PyObject *str_selection;
+    PyObject *str_saved_values;
 } swpy_state;
 
 /* The definition of this module, to find its state from a subclass. */

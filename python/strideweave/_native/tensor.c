@@ -5,8 +5,9 @@
  * Keys follow the reference: an int is a logical index, a tuple or list a
  * coordinate (nested tuples and lists nest, missing trailing coordinates
  * are 0, extra ones are ignored); the library applies the layout's rules.
- * A key holding a slice anywhere asks for a view, which comes with the
- * view operation.
+ * A key holding a slice anywhere asks for a view (the view operation).
+ * The operators and the autograd entry points forward to the functional
+ * operations and to the library's engine.
  */
 #include "tensor.h"
 
@@ -23,20 +24,16 @@
 
 #include "carrier.h"
 #include "errors.h"
+#include "functional.h"
+#include "gil.h"
 #include "layout.h"
+#include "operation.h"
 #include "recipe.h"
 
 #define TENSOR(o) (((TensorObject *)(o))->tensor)
 
-static void peer_retain(void *peer) {
-    Py_INCREF((PyObject *)peer);
-}
-
-static void peer_release(void *peer) {
-    Py_DECREF((PyObject *)peer);
-}
-
-static const sw_peer_hooks peer_hooks = {peer_retain, peer_release};
+/* The hooks take the GIL back when the library runs without it. */
+static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
 
 int swpy_is_tensor(swpy_state *st, PyObject *o) {
     return PyObject_TypeCheck(o, st->tensor_type);
@@ -329,12 +326,9 @@ static PyObject *tensor_subscript(PyObject *self, PyObject *key) {
     }
     int sliced = has_slice(key);
     if (sliced != 0) {
-        if (sliced > 0) {
-            PyErr_SetString(PyExc_NotImplementedError,
-                            "Tensor slicing views come with the view "
-                            "operation, which is not implemented yet");
-        }
-        return NULL;
+        /* A slice anywhere asks for a view. */
+        swpy_state *st = sliced > 0 ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+        return st != NULL ? swpy_fn_view(st, self, key) : NULL;
     }
     rbuf b;
     rbuf_init(&b);
@@ -401,6 +395,308 @@ static int tensor_ass_subscript(PyObject *self, PyObject *key,
     return rc;
 }
 
+/* ------------------------------------------------------------ autograd */
+
+static PyObject *tensor_get_autograd_ctx(PyObject *self, void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return NULL;
+    }
+    sw_op *op = sw_tensor_autograd_ctx(t);
+    if (op == NULL) {
+        Py_RETURN_NONE;
+    }
+    return swpy_op_wrap(st, sw_op_retain(op));
+}
+
+static int tensor_set_autograd_ctx(PyObject *self, PyObject *value,
+                                   void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return -1;
+    }
+    sw_op *op = NULL;
+    if (value != NULL && value != Py_None) {
+        if (!swpy_is_operation(st, value)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "autograd_ctx must be an Operation or None");
+            return -1;
+        }
+        op = ((OperationObject *)value)->op;
+        if (op == NULL) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the Operation object has been cleared");
+            return -1;
+        }
+    }
+    return swpy_check(sw_tensor_set_autograd_ctx(t, op));
+}
+
+static PyObject *tensor_get_grad(PyObject *self, void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return NULL;
+    }
+    if (!sw_tensor_is_differentiable(t)) {
+        /* sw_tensor_grad does not check; the setter's message applies. */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "grad is not available for non-differentiable "
+                        "tensors");
+        return NULL;
+    }
+    sw_tensor *g = sw_tensor_grad(t);
+    if (g == NULL) {
+        Py_RETURN_NONE;
+    }
+    return swpy_tensor_wrap(st, sw_tensor_retain(g));
+}
+
+static int tensor_set_grad(PyObject *self, PyObject *value, void *closure) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return -1;
+    }
+    sw_tensor *g = NULL;
+    if (value != NULL && value != Py_None) {
+        if (!swpy_is_tensor(st, value)) {
+            /* Differentiability comes first: the library refuses any
+             * gradient for a non-differentiable tensor (t itself here, which
+             * it never stores). */
+            if (!sw_tensor_is_differentiable(t)) {
+                return swpy_check(sw_tensor_set_grad(t, t));
+            }
+            PyErr_SetString(PyExc_TypeError, "grad must be a Tensor or None");
+            return -1;
+        }
+        g = swpy_tensor_of(value);
+        if (g == NULL) {
+            return -1;
+        }
+    }
+    return swpy_check(sw_tensor_set_grad(t, g));
+}
+
+static PyObject *tensor_retain_grad(PyObject *self, PyObject *const *args,
+                                    Py_ssize_t nargs, PyObject *kwnames) {
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    PyObject *retain = Py_True;
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw > 1 ||
+        (nkw == 1 && PyUnicode_CompareWithASCIIString(
+                         PyTuple_GET_ITEM(kwnames, 0), "retain") != 0)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "retain_grad() takes one optional argument 'retain'");
+        return NULL;
+    }
+    if (nargs + nkw == 1) {
+        retain = args[0];
+    }
+    int truth = PyObject_IsTrue(retain);
+    if (truth < 0 || swpy_check(sw_tensor_retain_grad(t, truth)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The gradient argument of backward: NULL for None; -1 for a non-Tensor. */
+static int gradient_arg(swpy_state *st, PyObject *o, sw_tensor **out) {
+    *out = NULL;
+    if (o == NULL || o == Py_None) {
+        return 0;
+    }
+    if (!swpy_is_tensor(st, o)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Tensor.backward requires a Tensor gradient");
+        return -1;
+    }
+    *out = swpy_tensor_of(o);
+    return *out == NULL ? -1 : 0;
+}
+
+static PyObject *tensor_backward(PyObject *self, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *kwnames) {
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (t == NULL || st == NULL) {
+        return NULL;
+    }
+    PyObject *gradient = NULL;
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw > 1 ||
+        (nkw == 1 && PyUnicode_CompareWithASCIIString(
+                         PyTuple_GET_ITEM(kwnames, 0), "gradient") != 0)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "backward() takes one optional argument 'gradient'");
+        return NULL;
+    }
+    if (nargs + nkw == 1) {
+        gradient = args[0];
+    }
+    /* A non-differentiable tensor is reported before its gradient. */
+    if (!sw_tensor_is_differentiable(t)) {
+        swpy_check(sw_tensor_backward(t, NULL));
+        return NULL;
+    }
+    sw_tensor *g = NULL;
+    if (gradient_arg(st, gradient, &g) < 0 ||
+        swpy_check(sw_tensor_backward(t, g)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/*
+ * Tensor.backwards_traversal(gradient, operation): the graph propagation
+ * alone, seeded at operation. A stand-in tensor over the gradient's
+ * storage with operation as its context lets sw_tensor_backward run just
+ * the traversal (a tensor with a context accumulates nothing itself).
+ */
+static PyObject *tensor_backwards_traversal(PyObject *cls,
+                                            PyObject *const *args,
+                                            Py_ssize_t nargs,
+                                            PyObject *kwnames) {
+    swpy_state *st = swpy_state_of_type((PyTypeObject *)cls);
+    if (st == NULL) {
+        return NULL;
+    }
+    static const char *const names[] = {"gradient", "operation"};
+    PyObject *a[2] = {NULL, NULL};
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw != 2 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "backwards_traversal() takes gradient and operation");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        a[i] = args[i];
+    }
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int i = 0; i < 2; i++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+                found = i;
+            }
+        }
+        if (found < 0 || a[found] != NULL) {
+            PyErr_SetString(PyExc_TypeError, "backwards_traversal() takes "
+                                             "gradient and operation");
+            return NULL;
+        }
+        a[found] = args[nargs + k];
+    }
+    if (a[1] == Py_None) {
+        Py_RETURN_NONE;
+    }
+    if (!swpy_is_operation(st, a[1])) {
+        PyErr_SetString(PyExc_TypeError, "operation must be an Operation");
+        return NULL;
+    }
+    sw_op *op = ((OperationObject *)a[1])->op;
+    sw_tensor *g = NULL;
+    if (op == NULL || gradient_arg(st, a[0], &g) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the Operation object has been cleared");
+        }
+        return NULL;
+    }
+    if (g == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Tensor.backward requires a Tensor gradient");
+        return NULL;
+    }
+    sw_tensor *seed = NULL;
+    sw_status s = sw_tensor_new(sw_tensor_carrier(g), sw_tensor_offset(g),
+                                sw_tensor_layout(g), &seed);
+    if (s == SW_OK) {
+        s = sw_tensor_set_autograd_ctx(seed, op);
+    }
+    if (s == SW_OK) {
+        s = sw_tensor_backward(seed, g);
+    }
+    sw_tensor_unref(seed);
+    if (swpy_check(s) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ----------------------------------------------------------- operators */
+
+/* A reflected call (o + t) leaves the operator to Python: it raises its
+ * own TypeError, as the reference has no __radd__ and the like. */
+static PyObject *binary_operator(PyObject *a, PyObject *b, const char *name) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(a));
+    if (st == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (!swpy_is_tensor(st, a)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return swpy_fn_binary(st, name, a, b);
+}
+
+static PyObject *tensor_nb_add(PyObject *a, PyObject *b) {
+    return binary_operator(a, b, "add");
+}
+
+static PyObject *tensor_nb_subtract(PyObject *a, PyObject *b) {
+    return binary_operator(a, b, "sub");
+}
+
+static PyObject *tensor_nb_true_divide(PyObject *a, PyObject *b) {
+    return binary_operator(a, b, "div");
+}
+
+static PyObject *tensor_nb_matmul(PyObject *a, PyObject *b) {
+    return binary_operator(a, b, "matmul");
+}
+
+/* t * o is mul(t, o), and so is o * t (__rmul__). */
+static PyObject *tensor_nb_multiply(PyObject *a, PyObject *b) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(a));
+    if (st == NULL || !swpy_is_tensor(st, a)) {
+        PyErr_Clear();
+        st = swpy_state_of_type(Py_TYPE(b));
+        if (st == NULL) {
+            return NULL;
+        }
+        return swpy_fn_mul(st, b, a);
+    }
+    return swpy_fn_mul(st, a, b);
+}
+
+static PyObject *tensor_nb_power(PyObject *a, PyObject *b, PyObject *mod) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(a));
+    if (st == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (!swpy_is_tensor(st, a)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (mod != Py_None) {
+        PyErr_SetString(PyExc_TypeError,
+                        "pow() with a modulus is not supported for Tensors");
+        return NULL;
+    }
+    return swpy_fn_pow(st, a, b);
+}
+
+static PyObject *tensor_nb_negative(PyObject *a) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(a));
+    return st == NULL ? NULL : swpy_fn_neg(st, a);
+}
+
 /* ------------------------------------------------------- documentation */
 
 PyDoc_STRVAR(
@@ -411,7 +707,10 @@ PyDoc_STRVAR(
     "and layouts; all of them see the carrier's one version counter. "
     "Element access takes an int (a logical index) or a tuple/list "
     "coordinate, nested for nested modes; missing trailing coordinates are "
-    "0 and extra ones are ignored. Equality and hashing are by identity.\n\n"
+    "0 and extra ones are ignored; a key with a slice anywhere is a view "
+    "(strideweave.view). The operators + - * / ** @ and unary - call add, "
+    "sub, mul, div, pow, matmul and neg (o * t is mul(t, o)). Equality and "
+    "hashing are by identity.\n\n"
     "Args:\n"
     "    carrier: the Carrier holding the elements.\n"
     "    offset: the index of the first element in the carrier, >= 0.\n"
@@ -519,6 +818,101 @@ PyDoc_STRVAR(tensor_carrier_type_doc,
              "Stride(1))).carrier_type() is CPU\n"
              "    True\n");
 
+PyDoc_STRVAR(
+    tensor_autograd_ctx_doc,
+    "The Operation that produced the tensor, or None for a leaf.\n\n"
+    "Setting None is always allowed; setting an Operation on a "
+    "non-differentiable tensor raises RuntimeError('autograd_ctx is "
+    "not available for non-differentiable tensors').\n\n"
+    "Returns:\n"
+    "    Operation | None: the context.\n\n"
+    "Examples:\n"
+    "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
+    "Stride(1)))\n"
+    "    >>> x.autograd_ctx is None, type((x * 2).autograd_ctx).__name__\n"
+    "    (True, 'GenericScalarMulOperation')\n");
+
+PyDoc_STRVAR(tensor_grad_doc,
+             "The accumulated gradient: None until backward reaches this "
+             "tensor as a leaf (or one that retains grad).\n\n"
+             "Reading or setting a gradient on a non-differentiable tensor "
+             "raises RuntimeError('grad is not available for "
+             "non-differentiable tensors'); a gradient is a Tensor or None.\n\n"
+             "Returns:\n"
+             "    Tensor | None: the gradient, laid out like the tensor.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> (x * x).backward()\n"
+             "    >>> x.grad[0]\n"
+             "    6.0\n");
+
+PyDoc_STRVAR(tensor_retain_grad_doc,
+             "retain_grad($self, /, retain=True)\n--\n\n"
+             "Makes backward store .grad on this non-leaf tensor too (or "
+             "stop doing so).\n\n"
+             "Args:\n"
+             "    retain: whether to keep the gradient.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'retain_grad is not available for "
+             "non-differentiable tensors'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> y = x * 2\n"
+             "    >>> y.retain_grad()\n"
+             "    >>> (y * y).backward()\n"
+             "    >>> y.grad[0], x.grad[0]\n"
+             "    (12.0, 24.0)\n");
+
+PyDoc_STRVAR(
+    tensor_backward_doc,
+    "backward($self, /, gradient=None)\n--\n\n"
+    "Reverse-mode differentiation from this tensor: every leaf (and every "
+    "tensor that retains grad) reached accumulates its gradient in .grad.\n\n"
+    "The pass is iterative: shared subgraphs sum their gradients before "
+    "their operation runs, and each operation's backward runs once.\n\n"
+    "Args:\n"
+    "    gradient: a Tensor with this tensor's layout; may be omitted only "
+    "for an exact scalar (one flat top-level mode of extent 1).\n\n"
+    "Returns:\n"
+    "    None.\n\n"
+    "Raises:\n"
+    "    RuntimeError: 'backward is not available for non-differentiable "
+    "tensors', 'A tensor needed for gradient computation was modified "
+    "in-place: ...'.\n"
+    "    TypeError: 'Tensor.backward requires a Tensor gradient'.\n"
+    "    ValueError: 'Tensor.backward requires a gradient for non-scalar "
+    "tensors', 'Tensor gradient layout must match tensor layout'.\n\n"
+    "Examples:\n"
+    "    >>> x = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
+    "Stride(1)))\n"
+    "    >>> y = x * x\n"
+    "    >>> y.backward(Tensor(Generic([1.0, 1.0]), 0, y.layout))\n"
+    "    >>> x.grad[0], x.grad[1]\n"
+    "    (2.0, 4.0)\n");
+
+PyDoc_STRVAR(tensor_backwards_traversal_doc,
+             "backwards_traversal($type, /, gradient, operation)\n--\n\n"
+             "Runs only the graph propagation from operation, seeded with "
+             "gradient (the root itself accumulates nothing).\n\n"
+             "Args:\n"
+             "    gradient: the gradient of operation's result.\n"
+             "    operation: the Operation to start from, or None (then "
+             "nothing happens).\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([2.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> y = x * 3\n"
+             "    >>> Tensor.backwards_traversal(Tensor(Generic([1.0]), 0, "
+             "y.layout), y.autograd_ctx)\n"
+             "    >>> x.grad[0], y.grad\n"
+             "    (3.0, None)\n");
+
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -533,6 +927,14 @@ static PyMethodDef tensor_methods[] = {
     {"is_differentiable", tensor_is_differentiable, METH_NOARGS,
      tensor_is_differentiable_doc},
     {"carrier_type", tensor_carrier_type, METH_NOARGS, tensor_carrier_type_doc},
+    {"retain_grad", (PyCFunction)(void (*)(void))tensor_retain_grad,
+     METH_FASTCALL | METH_KEYWORDS, tensor_retain_grad_doc},
+    {"backward", (PyCFunction)(void (*)(void))tensor_backward,
+     METH_FASTCALL | METH_KEYWORDS, tensor_backward_doc},
+    {"backwards_traversal",
+     (PyCFunction)(void (*)(void))tensor_backwards_traversal,
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
+     tensor_backwards_traversal_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -541,6 +943,9 @@ static PyGetSetDef tensor_getset[] = {
     {"offset", tensor_get_offset, NULL, tensor_offset_doc, NULL},
     {"layout", tensor_get_layout, NULL, tensor_layout_doc, NULL},
     {"version", tensor_get_version, NULL, tensor_version_doc, NULL},
+    {"autograd_ctx", tensor_get_autograd_ctx, tensor_set_autograd_ctx,
+     tensor_autograd_ctx_doc, NULL},
+    {"grad", tensor_get_grad, tensor_set_grad, tensor_grad_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -563,6 +968,13 @@ static PyType_Slot tensor_slots[] = {
     {Py_mp_subscript, tensor_subscript},
     {Py_mp_ass_subscript, tensor_ass_subscript},
     {Py_sq_item, tensor_sq_item},
+    {Py_nb_add, tensor_nb_add},
+    {Py_nb_subtract, tensor_nb_subtract},
+    {Py_nb_multiply, tensor_nb_multiply},
+    {Py_nb_true_divide, tensor_nb_true_divide},
+    {Py_nb_power, tensor_nb_power},
+    {Py_nb_negative, tensor_nb_negative},
+    {Py_nb_matrix_multiply, tensor_nb_matmul},
     {0, NULL},
 };
 
@@ -584,5 +996,17 @@ int swpy_tensor_init_type(PyObject *module, swpy_state *st) {
         return -1;
     }
     st->tensor_type = (PyTypeObject *)type;
+    /* The number slots give every reflected method too; the reference has
+     * __rmul__ only, so `1 + t` is Python's own TypeError. The slots stay
+     * (and return NotImplemented for a reflected call). */
+    static const char *const reflected[] = {
+        "__radd__", "__rsub__", "__rtruediv__", "__rpow__", "__rmatmul__"};
+    PyObject *dict = st->tensor_type->tp_dict;
+    for (size_t i = 0; i < sizeof reflected / sizeof reflected[0]; i++) {
+        if (PyDict_DelItemString(dict, reflected[i]) < 0) {
+            return -1;
+        }
+    }
+    PyType_Modified(st->tensor_type);
     return PyModule_AddType(module, st->tensor_type);
 }

@@ -5,6 +5,7 @@ from typing import Any, SupportsIndex
 
 from strideweave.carriers.base import Carrier
 from strideweave.carriers.dtype import DType
+from strideweave.carriers.operation_helpers import Operation
 from strideweave.core.layout import Layout
 from strideweave.tensor import Tensor
 
@@ -46,3 +47,4 @@ class CPU(Carrier):
         mapping: Layout,
         mapping_offset: SupportsIndex = 0,
     ) -> None: ...
+    def _dispatch_op(self, name: str, /) -> Operation: ...

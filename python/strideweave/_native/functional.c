@@ -1,0 +1,751 @@
+/*
+ * strideweave.functional: the functional forms of the operations and the
+ * grad-mode switches.
+ *
+ * The functions live in the extension so that a small operation costs one
+ * C call: argument checks, dispatch on the carrier (native tables or a
+ * Python route), a recorded forward, and the result's Python objects.
+ */
+#include "functional.h"
+
+#include "errors.h"
+#include "operation.h"
+#include "tensor.h"
+
+/* ------------------------------------------------------------ arguments */
+
+/*
+ * Parses a vectorcall's arguments against names (the first `required`
+ * are required, `total` in all). Missing optional ones are NULL.
+ */
+static int parse_args(const char *fname, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames,
+                      const char *const *names, int required, int total,
+                      PyObject **out) {
+    if (nargs > total) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() takes %d positional arguments but %zd were given",
+                     fname, total, nargs);
+        return -1;
+    }
+    for (int i = 0; i < total; i++) {
+        out[i] = i < nargs ? args[i] : NULL;
+    }
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int i = 0; i < total && found < 0; i++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+                found = i;
+            }
+        }
+        if (found < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument '%U'", fname,
+                         key);
+            return -1;
+        }
+        if (out[found] != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got multiple values for argument '%s'", fname,
+                         names[found]);
+            return -1;
+        }
+        out[found] = args[nargs + k];
+    }
+    for (int i = 0; i < required; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'",
+                         fname, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_tensor(swpy_state *st, PyObject *o, const char *name) {
+    if (!swpy_is_tensor(st, o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------- helpers */
+
+PyObject *swpy_fn_binary(swpy_state *st, const char *name, PyObject *lhs,
+                         PyObject *rhs) {
+    if (check_tensor(st, lhs, "lhs") < 0 || check_tensor(st, rhs, "rhs") < 0) {
+        return NULL;
+    }
+    if (swpy_tensor_of(lhs) == NULL || swpy_tensor_of(rhs) == NULL) {
+        return NULL;
+    }
+    /* The exact classes: a Generic subclass is not Generic. */
+    if (Py_TYPE(((TensorObject *)lhs)->carrier) !=
+        Py_TYPE(((TensorObject *)rhs)->carrier)) {
+        PyErr_SetString(PyExc_TypeError, "Tensor backing carriers must match");
+        return NULL;
+    }
+    PyObject *args[2] = {lhs, rhs};
+    return swpy_op_call_named(st, lhs, name, args, 2);
+}
+
+static PyObject *unary(swpy_state *st, const char *name, PyObject *tensor) {
+    if (check_tensor(st, tensor, "tensor") < 0) {
+        return NULL;
+    }
+    return swpy_op_call_named(st, tensor, name, &tensor, 1);
+}
+
+PyObject *swpy_fn_mul(swpy_state *st, PyObject *tensor, PyObject *scalar) {
+    if (check_tensor(st, tensor, "tensor") < 0) {
+        return NULL;
+    }
+    if (swpy_is_tensor(st, scalar)) {
+        return swpy_fn_binary(st, "elementwise_mul", tensor, scalar);
+    }
+    PyObject *args[2] = {tensor, scalar};
+    return swpy_op_call_named(st, tensor, "mul", args, 2);
+}
+
+PyObject *swpy_fn_neg(swpy_state *st, PyObject *tensor) {
+    PyObject *minus_one = PyLong_FromLong(-1);
+    if (minus_one == NULL) {
+        return NULL;
+    }
+    PyObject *r = swpy_fn_mul(st, tensor, minus_one);
+    Py_DECREF(minus_one);
+    return r;
+}
+
+PyObject *swpy_fn_pow(swpy_state *st, PyObject *tensor, PyObject *exponent) {
+    if (check_tensor(st, tensor, "tensor") < 0) {
+        return NULL;
+    }
+    if (swpy_is_tensor(st, exponent)) {
+        PyErr_SetString(PyExc_TypeError, "exponent must be a numerical scalar");
+        return NULL;
+    }
+    PyObject *args[2] = {tensor, exponent};
+    return swpy_op_call_named(st, tensor, "pow", args, 2);
+}
+
+PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
+    if (check_tensor(st, tensor, "tensor") < 0) {
+        return NULL;
+    }
+    PyObject *args[2] = {tensor, key};
+    return swpy_op_call_named(st, tensor, "view", args, 2);
+}
+
+static PyObject *not_yet_einops(void) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "layout command strings come with the einops module");
+    return NULL;
+}
+
+/* ---------------------------------------------------------- functions */
+
+static const char *const names_lhs_rhs[] = {"lhs", "rhs"};
+static const char *const names_tensor[] = {"tensor"};
+
+static PyObject *binary_call(PyObject *m, const char *name,
+                             PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames) {
+    PyObject *a[2];
+    if (kwnames == NULL && nargs == 2) {
+        a[0] = args[0];
+        a[1] = args[1];
+    } else if (parse_args(name, args, nargs, kwnames, names_lhs_rhs, 2, 2, a) <
+               0) {
+        return NULL;
+    }
+    return swpy_fn_binary(swpy_module_state(m), name, a[0], a[1]);
+}
+
+static PyObject *unary_call(PyObject *m, const char *name,
+                            PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    PyObject *a[1];
+    if (kwnames == NULL && nargs == 1) {
+        a[0] = args[0];
+    } else if (parse_args(name, args, nargs, kwnames, names_tensor, 1, 1, a) <
+               0) {
+        return NULL;
+    }
+    return unary(swpy_module_state(m), name, a[0]);
+}
+
+static PyObject *fn_add(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    return binary_call(m, "add", args, nargs, kwnames);
+}
+
+static PyObject *fn_sub(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    return binary_call(m, "sub", args, nargs, kwnames);
+}
+
+static PyObject *fn_elementwise_mul(PyObject *m, PyObject *const *args,
+                                    Py_ssize_t nargs, PyObject *kwnames) {
+    return binary_call(m, "elementwise_mul", args, nargs, kwnames);
+}
+
+static PyObject *fn_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    return binary_call(m, "div", args, nargs, kwnames);
+}
+
+static PyObject *fn_matmul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames) {
+    return binary_call(m, "matmul", args, nargs, kwnames);
+}
+
+static PyObject *fn_exp(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    return unary_call(m, "exp", args, nargs, kwnames);
+}
+
+static PyObject *fn_relu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    return unary_call(m, "relu", args, nargs, kwnames);
+}
+
+static PyObject *fn_sigmoid(PyObject *m, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames) {
+    return unary_call(m, "sigmoid", args, nargs, kwnames);
+}
+
+static PyObject *fn_tanh(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    return unary_call(m, "tanh", args, nargs, kwnames);
+}
+
+static PyObject *fn_gelu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    return unary_call(m, "gelu", args, nargs, kwnames);
+}
+
+static PyObject *fn_silu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    return unary_call(m, "silu", args, nargs, kwnames);
+}
+
+static PyObject *fn_softplus(PyObject *m, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames) {
+    return unary_call(m, "softplus", args, nargs, kwnames);
+}
+
+static PyObject *fn_elu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    return unary_call(m, "elu", args, nargs, kwnames);
+}
+
+static PyObject *fn_leaky_relu(PyObject *m, PyObject *const *args,
+                               Py_ssize_t nargs, PyObject *kwnames) {
+    return unary_call(m, "leaky_relu", args, nargs, kwnames);
+}
+
+static PyObject *fn_mul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"tensor", "scalar"};
+    PyObject *a[2];
+    if (parse_args("mul", args, nargs, kwnames, names, 2, 2, a) < 0) {
+        return NULL;
+    }
+    return swpy_fn_mul(swpy_module_state(m), a[0], a[1]);
+}
+
+static PyObject *fn_neg(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    PyObject *a[1];
+    if (parse_args("neg", args, nargs, kwnames, names_tensor, 1, 1, a) < 0) {
+        return NULL;
+    }
+    return swpy_fn_neg(swpy_module_state(m), a[0]);
+}
+
+static PyObject *fn_pow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"tensor", "exponent"};
+    PyObject *a[2];
+    if (parse_args("pow", args, nargs, kwnames, names, 2, 2, a) < 0) {
+        return NULL;
+    }
+    return swpy_fn_pow(swpy_module_state(m), a[0], a[1]);
+}
+
+static PyObject *fn_view(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    static const char *const names[] = {"tensor", "key"};
+    PyObject *a[2];
+    if (parse_args("view", args, nargs, kwnames, names, 2, 2, a) < 0) {
+        return NULL;
+    }
+    return swpy_fn_view(swpy_module_state(m), a[0], a[1]);
+}
+
+static PyObject *fn_permute(PyObject *m, PyObject *const *args,
+                            Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(m);
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "permute() missing required argument 'tensor'");
+        return NULL;
+    }
+    if (check_tensor(st, args[0], "tensor") < 0) {
+        return NULL;
+    }
+    return swpy_op_call_named(st, args[0], "permute", args, nargs);
+}
+
+static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"tensor", "output", "selection"};
+    swpy_state *st = swpy_module_state(m);
+    PyObject *a[3];
+    if (parse_args("rearrange", args, nargs, kwnames, names, 2, 3, a) < 0) {
+        return NULL;
+    }
+    PyObject *selection = a[2] != NULL ? a[2] : Py_None;
+    if (PyUnicode_Check(a[1])) {
+        if (selection != Py_None) {
+            PyErr_SetString(PyExc_TypeError,
+                            "String rearrange descriptions do not accept an "
+                            "explicit selection");
+            return NULL;
+        }
+        return not_yet_einops();
+    }
+    if (check_tensor(st, a[0], "tensor") < 0 ||
+        swpy_require_tree_types(st) < 0) {
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(a[1], (PyTypeObject *)st->tree_type)) {
+        PyErr_SetString(PyExc_TypeError, "output must be a Tree");
+        return NULL;
+    }
+    if (selection != Py_None &&
+        !PyObject_TypeCheck(selection, (PyTypeObject *)st->tree_type)) {
+        PyErr_SetString(PyExc_TypeError, "selection must be a Tree or None");
+        return NULL;
+    }
+    PyObject *call[3] = {a[0], a[1], selection};
+    return swpy_op_call_named(st, a[0], "rearrange", call, 3);
+}
+
+static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames) {
+    static const char *const names[] = {"tensor", "description"};
+    swpy_state *st = swpy_module_state(m);
+    PyObject *a[2];
+    if (parse_args("reduce", args, nargs, kwnames, names, 1, 2, a) < 0) {
+        return NULL;
+    }
+    /* Any description given, None included, selects the string form. */
+    if (a[1] != NULL) {
+        if (!PyUnicode_Check(a[1])) {
+            PyErr_SetString(PyExc_TypeError, "description must be a str");
+            return NULL;
+        }
+        return not_yet_einops();
+    }
+    return unary(st, "reduce", a[0]);
+}
+
+static PyObject *fn_einsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames) {
+    static const char *const names[] = {"lhs", "rhs", "description"};
+    PyObject *a[3];
+    if (parse_args("einsum", args, nargs, kwnames, names, 3, 3, a) < 0) {
+        return NULL;
+    }
+    if (!PyUnicode_Check(a[2])) {
+        PyErr_SetString(PyExc_TypeError, "description must be a str");
+        return NULL;
+    }
+    return not_yet_einops();
+}
+
+static PyObject *fn_is_grad_enabled(PyObject *m, PyObject *unused) {
+    return PyBool_FromLong(sw_grad_enabled());
+}
+
+static PyObject *fn_set_grad_enabled(PyObject *m, PyObject *const *args,
+                                     Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"enabled"};
+    PyObject *a[1];
+    if (parse_args("set_grad_enabled", args, nargs, kwnames, names, 1, 1, a) <
+        0) {
+        return NULL;
+    }
+    int enabled = PyObject_IsTrue(a[0]);
+    if (enabled < 0) {
+        return NULL;
+    }
+    sw_set_grad_enabled(enabled);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------- documentation */
+
+#define SETUP_X                                                                \
+    "    >>> x = Tensor(Generic([1.0, -2.0]), 0, Layout(Shape(2), "            \
+    "Stride(1)))\n"
+
+#define ARG_TENSOR "    tensor: the input Tensor.\n"
+#define ARGS_BINARY                                                            \
+    "    lhs: the left Tensor.\n"                                              \
+    "    rhs: the right Tensor, with a layout equal to lhs's, over a carrier " \
+    "of exactly the same class.\n"
+#define RAISES_BINARY                                                          \
+    "Raises:\n"                                                                \
+    "    TypeError: 'lhs must be a Tensor', 'rhs must be a Tensor', 'Tensor "  \
+    "backing carriers must match'.\n"                                          \
+    "    ValueError: 'Tensor layouts must match'.\n\n"
+#define RAISES_UNARY                                                           \
+    "Raises:\n"                                                                \
+    "    TypeError: 'tensor must be a Tensor'.\n\n"
+#define RETURNS_ELEMENTWISE                                                    \
+    "Returns:\n"                                                               \
+    "    Tensor: a fresh tensor with the input's layout (offset 0).\n\n"
+
+PyDoc_STRVAR(add_doc,
+             "add($module, lhs, rhs)\n--\n\n"
+             "Elementwise lhs + rhs.\n\n"
+             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
+             "Examples:\n" SETUP_X "    >>> y = add(x, x)\n"
+             "    >>> y[0], y[1]\n"
+             "    (2.0, -4.0)\n");
+
+PyDoc_STRVAR(sub_doc,
+             "sub($module, lhs, rhs)\n--\n\n"
+             "Elementwise lhs - rhs.\n\n"
+             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
+             "Examples:\n" SETUP_X "    >>> sub(x, x)[1]\n"
+             "    0.0\n");
+
+PyDoc_STRVAR(elementwise_mul_doc,
+             "elementwise_mul($module, lhs, rhs)\n--\n\n"
+             "Elementwise lhs * rhs.\n\n"
+             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
+             "Examples:\n" SETUP_X "    >>> elementwise_mul(x, x)[1]\n"
+             "    4.0\n");
+
+PyDoc_STRVAR(div_doc,
+             "div($module, lhs, rhs)\n--\n\n"
+             "Elementwise lhs / rhs (true division; the result is "
+             "Floating or Float32).\n\n"
+             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
+             "Examples:\n" SETUP_X "    >>> div(x, x)[1]\n"
+             "    1.0\n");
+
+PyDoc_STRVAR(
+    matmul_doc,
+    "matmul($module, lhs, rhs)\n--\n\n"
+    "Contracts the second mode of both operands: out[i, j] = sum over k of "
+    "lhs[i, k] * rhs[j, k], that is lhs @ rhs.T.\n\n"
+    "The output layout is canonical column-major over (lhs mode 0, rhs "
+    "mode 0), nesting kept.\n\n"
+    "Args:\n"
+    "    lhs: a two-mode Tensor.\n"
+    "    rhs: a two-mode Tensor whose second mode has lhs's logical size, "
+    "over a carrier of exactly the same class.\n\n"
+    "Returns:\n"
+    "    Tensor: the product.\n\n"
+    "Raises:\n"
+    "    TypeError: 'lhs must be a Tensor', 'rhs must be a Tensor', 'Tensor "
+    "backing carriers must match'.\n"
+    "    ValueError: 'lhs must have a two-mode layout', 'rhs must have a "
+    "two-mode layout', 'Matmul inner dimensions must match'.\n\n"
+    "Examples:\n"
+    "    >>> a = Tensor(Generic([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), 0, "
+    "Layout(Shape(2, 3), Stride(1, 2)))\n"
+    "    >>> b = Tensor(Generic([1.0, 1.0, 1.0]), 0, Layout(Shape(1, 3), "
+    "Stride(1, 1)))\n"
+    "    >>> y = matmul(a, b)\n"
+    "    >>> y.layout, y[0, 0], y[1, 0]\n"
+    "    ((2,1):(1,2), 9.0, 12.0)\n");
+
+PyDoc_STRVAR(
+    mul_doc,
+    "mul($module, tensor, scalar)\n--\n\n"
+    "tensor * scalar per element; with a Tensor scalar this is "
+    "elementwise_mul(tensor, scalar).\n\n"
+    "Args:\n" ARG_TENSOR
+    "    scalar: a number (bool included), or a Tensor.\n\n" RETURNS_ELEMENTWISE
+    "Raises:\n"
+    "    TypeError: 'tensor must be a Tensor', 'scalar must be a "
+    "numerical scalar'.\n\n"
+    "Examples:\n" SETUP_X "    >>> y = mul(x, 3)\n"
+    "    >>> y[1], y.autograd_ctx.ctx['scalar']\n"
+    "    (-6.0, 3)\n");
+
+PyDoc_STRVAR(neg_doc, "neg($module, tensor)\n--\n\n"
+                      "-tensor, exactly mul(tensor, -1).\n\n"
+                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+                      "Examples:\n" SETUP_X "    >>> neg(x)[1]\n"
+                      "    2.0\n");
+
+PyDoc_STRVAR(pow_doc,
+             "pow($module, tensor, exponent)\n--\n\n"
+             "tensor ** exponent per element, for a scalar exponent.\n\n"
+             "Generic computes with Python's ** (ints stay ints); CPU in "
+             "float32, or exact checked powers for Int32.\n\n"
+             "Args:\n" ARG_TENSOR
+             "    exponent: a number (not a Tensor).\n\n" RETURNS_ELEMENTWISE
+             "Raises:\n"
+             "    TypeError: 'tensor must be a Tensor', 'exponent must be a "
+             "numerical scalar'.\n\n"
+             "Examples:\n"
+             "    >>> t = Tensor(Generic([1, 2, 3]), 0, Layout(Shape(3), "
+             "Stride(1)))\n"
+             "    >>> y = pow(t, 3)\n"
+             "    >>> y[0], y[1], y[2]\n"
+             "    (1, 8, 27)\n");
+
+PyDoc_STRVAR(exp_doc, "exp($module, tensor)\n--\n\n"
+                      "e ** x per element (math.exp on Generic).\n\n"
+                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+                      "Examples:\n" SETUP_X "    >>> round(exp(x)[0], 6)\n"
+                      "    2.718282\n");
+
+PyDoc_STRVAR(relu_doc,
+             "relu($module, tensor)\n--\n\n"
+             "max(0, x) per element (on Generic Python's max, so a negative "
+             "float gives the int 0).\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> relu(x)[0], relu(x)[1]\n"
+             "    (1.0, 0)\n");
+
+PyDoc_STRVAR(sigmoid_doc,
+             "sigmoid($module, tensor)\n--\n\n"
+             "The logistic function 1/(1+e**-x), numerically stable.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> sigmoid(x)[0] > 0.5\n"
+             "    True\n");
+
+PyDoc_STRVAR(tanh_doc,
+             "tanh($module, tensor)\n--\n\n"
+             "The hyperbolic tangent per element.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> round(tanh(x)[0], 6)\n"
+             "    0.761594\n");
+
+PyDoc_STRVAR(gelu_doc,
+             "gelu($module, tensor)\n--\n\n"
+             "0.5*x*(1 + erf(x/sqrt(2))), the exact GELU.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> round(gelu(x)[0], 6)\n"
+             "    0.841345\n");
+
+PyDoc_STRVAR(silu_doc,
+             "silu($module, tensor)\n--\n\n"
+             "x*sigmoid(x) per element.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> round(silu(x)[0], 6)\n"
+             "    0.731059\n");
+
+PyDoc_STRVAR(softplus_doc,
+             "softplus($module, tensor)\n--\n\n"
+             "log1p(exp(-|x|)) + max(x, 0) per element.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> round(softplus(x)[0], 6)\n"
+             "    1.313262\n");
+
+PyDoc_STRVAR(elu_doc, "elu($module, tensor)\n--\n\n"
+                      "x if x > 0 else expm1(x), per element (alpha 1).\n\n"
+                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+                      "Examples:\n" SETUP_X "    >>> round(elu(x)[1], 6)\n"
+                      "    -0.864665\n");
+
+PyDoc_STRVAR(leaky_relu_doc,
+             "leaky_relu($module, tensor)\n--\n\n"
+             "x if x >= 0 else 0.01*x, per element.\n\n"
+             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
+             "Examples:\n" SETUP_X "    >>> leaky_relu(x)[1]\n"
+             "    -0.02\n");
+
+PyDoc_STRVAR(
+    view_doc,
+    "view($module, tensor, key)\n--\n\n"
+    "A view: one key per top-level mode. An int removes the mode (its "
+    "offset is added); a slice (step None or 1, non-empty) keeps part of a "
+    "leaf mode, and only the whole slice [:] is allowed on a nested mode. "
+    "t[...] with a slice anywhere in the key calls this.\n\n"
+    "Args:\n" ARG_TENSOR
+    "    key: a tuple with one int or slice per top-level mode; anything "
+    "else is taken as a 1-tuple.\n\n"
+    "Returns:\n"
+    "    Tensor: a view over the same carrier.\n\n"
+    "Raises:\n"
+    "    TypeError: 'tensor must be a Tensor', 'View key must be an integer "
+    "or slice'.\n"
+    "    ValueError: 'View keys must include exactly one key per top-level "
+    "mode', 'View slices do not support steps', 'View slices must be "
+    "non-empty', 'Only whole slices are supported for non-leaf modes', "
+    "'View integer key is out of domain'.\n\n"
+    "Examples:\n"
+    "    >>> g = Generic([float(i) for i in range(50)])\n"
+    "    >>> x = Tensor(g, 0, Layout(Shape(5, 10), Stride(1, 5)))\n"
+    "    >>> v = view(x, (2, slice(2, 5)))\n"
+    "    >>> v.layout, v.offset, v.carrier is g, v[0]\n"
+    "    (3:5, 12, True, 12.0)\n");
+
+PyDoc_STRVAR(permute_doc,
+             "permute($module, tensor, /, *order)\n--\n\n"
+             "A view with the top-level modes reordered (each moved whole); "
+             "order is variadic or one list or tuple.\n\n"
+             "Args:\n" ARG_TENSOR
+             "    *order: a permutation of range(rank), exact ints.\n\n"
+             "Returns:\n"
+             "    Tensor: a view over the same carrier.\n\n"
+             "Raises:\n"
+             "    TypeError: 'tensor must be a Tensor', 'Permutation "
+             "dimensions must be integers'.\n"
+             "    ValueError: 'Permutation dimensions must reorder every "
+             "layout mode'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic(list(range(6))), 0, "
+             "Layout(Shape(2, 3), Stride(1, 2)))\n"
+             "    >>> permute(x, 1, 0).layout, permute(x, [1, 0])[2, 1]\n"
+             "    ((3,2):(2,1), 5)\n");
+
+PyDoc_STRVAR(
+    rearrange_doc,
+    "rearrange($module, tensor, output, selection=None)\n--\n\n"
+    "A view whose layout is Layout.rearrange(tensor.layout, output, "
+    "selection). String descriptions come with the einops module.\n\n"
+    "Args:\n" ARG_TENSOR
+    "    output: a Tree of Node.id(k) markers (and Node.Leaf singletons).\n"
+    "    selection: a Tree saying which pieces are extracted, or None for "
+    "every leaf of the layout.\n\n"
+    "Returns:\n"
+    "    Tensor: a view over the same carrier, at the same offset.\n\n"
+    "Raises:\n"
+    "    TypeError: 'tensor must be a Tensor', 'output must be a Tree', "
+    "'selection must be a Tree or None', 'String rearrange descriptions do "
+    "not accept an explicit selection'.\n"
+    "    ValueError: from Layout.rearrange.\n"
+    "    NotImplementedError: a str output (layout command strings).\n\n"
+    "Examples:\n"
+    "    >>> x = Tensor(Generic(list(range(24))), 0, Layout(Shape(2, 3, 4), "
+    "Stride(1, 2, 6)))\n"
+    "    >>> rearrange(x, Tree(Node.id(2), Node.id(0), Node.id(1))).layout\n"
+    "    (4,2,3):(6,1,2)\n");
+
+PyDoc_STRVAR(
+    reduce_doc,
+    "reduce($module, tensor, description=<unset>)\n--\n\n"
+    "out[i] = sum over j of tensor[i, j] for a two-mode tensor. The output "
+    "layout is canonical column-major over mode 0 (one nesting level "
+    "flattened). The description form comes with the einops module.\n\n"
+    "Args:\n" ARG_TENSOR
+    "    description: a layout command string (not yet supported); "
+    "omitted for the two-mode form.\n\n"
+    "Returns:\n"
+    "    Tensor: the sums.\n\n"
+    "Raises:\n"
+    "    TypeError: 'tensor must be a Tensor', 'description must be a str' "
+    "(None included).\n"
+    "    ValueError: 'tensor must have a two-mode layout'.\n"
+    "    NotImplementedError: a str description.\n\n"
+    "Examples:\n"
+    "    >>> x = Tensor(Generic([1, 2, 3, 4, 5, 6]), 0, Layout(Shape(2, 3), "
+    "Stride(1, 2)))\n"
+    "    >>> y = reduce(x)\n"
+    "    >>> y.layout, y[0], y[1]\n"
+    "    (2:1, 9, 12)\n");
+
+PyDoc_STRVAR(einsum_doc,
+             "einsum($module, lhs, rhs, description)\n--\n\n"
+             "A contraction described by a layout command string (comes "
+             "with the einops module).\n\n"
+             "Args:\n"
+             "    lhs: the left Tensor.\n"
+             "    rhs: the right Tensor.\n"
+             "    description: the command, such as 'a b, c b -> a c'.\n\n"
+             "Returns:\n"
+             "    Tensor: the contraction.\n\n"
+             "Raises:\n"
+             "    TypeError: 'description must be a str'.\n"
+             "    NotImplementedError: until the einops module exists.\n\n"
+             "Examples:\n"
+             "    >>> einsum(None, None, 1)\n"
+             "    Traceback (most recent call last):\n"
+             "    ...\n"
+             "    TypeError: description must be a str\n");
+
+PyDoc_STRVAR(is_grad_enabled_doc,
+             "is_grad_enabled($module, /)\n--\n\n"
+             "Whether operations record the autograd graph on this thread "
+             "(True by default in every thread).\n\n"
+             "Returns:\n"
+             "    bool: the grad mode of the calling thread.\n\n"
+             "Examples:\n"
+             "    >>> is_grad_enabled()\n"
+             "    True\n");
+
+PyDoc_STRVAR(set_grad_enabled_doc,
+             "set_grad_enabled($module, enabled)\n--\n\n"
+             "Sets the grad mode of the calling thread.\n\n"
+             "Args:\n"
+             "    enabled: any object; its truth value is used.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Examples:\n"
+             "    >>> set_grad_enabled(0)\n"
+             "    >>> is_grad_enabled()\n"
+             "    False\n"
+             "    >>> set_grad_enabled(True)\n");
+
+/* ------------------------------------------------------------ the table */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#define FK(f) ((PyCFunction)(void (*)(void))(f)), METH_FASTCALL | METH_KEYWORDS
+
+static PyMethodDef functional_methods[] = {
+    {"add", FK(fn_add), add_doc},
+    {"sub", FK(fn_sub), sub_doc},
+    {"elementwise_mul", FK(fn_elementwise_mul), elementwise_mul_doc},
+    {"div", FK(fn_div), div_doc},
+    {"matmul", FK(fn_matmul), matmul_doc},
+    {"mul", FK(fn_mul), mul_doc},
+    {"neg", FK(fn_neg), neg_doc},
+    {"pow", FK(fn_pow), pow_doc},
+    {"exp", FK(fn_exp), exp_doc},
+    {"relu", FK(fn_relu), relu_doc},
+    {"sigmoid", FK(fn_sigmoid), sigmoid_doc},
+    {"tanh", FK(fn_tanh), tanh_doc},
+    {"gelu", FK(fn_gelu), gelu_doc},
+    {"silu", FK(fn_silu), silu_doc},
+    {"softplus", FK(fn_softplus), softplus_doc},
+    {"elu", FK(fn_elu), elu_doc},
+    {"leaky_relu", FK(fn_leaky_relu), leaky_relu_doc},
+    {"view", FK(fn_view), view_doc},
+    {"permute", (PyCFunction)(void (*)(void))fn_permute, METH_FASTCALL,
+     permute_doc},
+    {"rearrange", FK(fn_rearrange), rearrange_doc},
+    {"reduce", FK(fn_reduce), reduce_doc},
+    {"einsum", FK(fn_einsum), einsum_doc},
+    {"is_grad_enabled", fn_is_grad_enabled, METH_NOARGS, is_grad_enabled_doc},
+    {"set_grad_enabled", FK(fn_set_grad_enabled), set_grad_enabled_doc},
+    {"execute_lowered_operation",
+     (PyCFunction)(void (*)(void))swpy_execute_lowered_operation, METH_FASTCALL,
+     swpy_execute_lowered_operation_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+int swpy_functional_init(PyObject *module, swpy_state *st) {
+    return PyModule_AddFunctions(module, functional_methods);
+}

@@ -1,0 +1,2034 @@
+/*
+ * The Operation type: Python-defined operations plugged into the library's
+ * operation class, the Python classes of the native operations, running
+ * operations on Python arguments, and the values of op.ctx.
+ *
+ * The library owns every rule of operations (recording, saved inputs and
+ * versions, dispatch metadata, the engine); this file converts arguments,
+ * adapts Python methods into an sw_op_class and keeps object identity
+ * through peers.
+ */
+#include "operation.h"
+
+#include <math.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define SWPY_T_PYSSIZET T_PYSSIZET
+#define SWPY_READONLY READONLY
+#else
+#define SWPY_T_PYSSIZET Py_T_PYSSIZET
+#define SWPY_READONLY Py_READONLY
+#endif
+
+#include "carrier.h"
+#include "errors.h"
+#include "gil.h"
+#include "layout.h"
+#include "recipe.h"
+#include "tensor.h"
+
+#define OP(o) (((OperationObject *)(o))->op)
+
+/* A failure status whose Python exception explains it (see swpy_raise). */
+#define HOOK_FAILED SW_ERUNTIME
+
+/* The peer hooks take the GIL back when the library runs without it. */
+static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
+
+/* ------------------------------------------------- native operation table */
+
+typedef enum op_backend {
+    BACKEND_GENERIC = 0, /* made by the Generic carrier's dispatch slot */
+    BACKEND_SHARED = 1,  /* sw_shared_op_new */
+    BACKEND_CPU = 2      /* made by the CPU carrier's dispatch slot */
+} op_backend;
+
+/* What a native operation's arguments are, and what its ctx holds. */
+typedef enum op_kind {
+    KIND_BINARY = 0,     /* (lhs, rhs) */
+    KIND_SCALAR = 1,     /* (tensor, scalar): ctx["scalar"] */
+    KIND_POW = 2,        /* (tensor, exponent): ctx["exponent"] */
+    KIND_UNARY = 3,      /* (tensor): Generic saves None per element */
+    KIND_UNARY_OUT = 4,  /* (tensor): Generic saves the outputs */
+    KIND_UNARY_SILU = 5, /* (tensor): Generic saves sigmoid(x) */
+    KIND_REDUCE = 6,     /* (tensor): ctx["output_layout"] */
+    KIND_MATMUL = 7,     /* (lhs, rhs): ctx["output_layout"] */
+    KIND_VIEW = 8,       /* (tensor, key) */
+    KIND_PERMUTE = 9,    /* (tensor, *order) */
+    KIND_REARRANGE = 10  /* (tensor, output, selection=None) */
+} op_kind;
+
+typedef struct op_def {
+    const char *tp_name;
+    const char *name; /* the canonical operation name */
+    op_backend backend;
+    op_kind kind;
+    const char *summary;
+    const char *example; /* doctest lines after the setup */
+} op_def;
+
+#define GENERIC_MODULE "strideweave.carriers.generic.ops."
+#define SHARED_MODULE "strideweave.carriers.shared_ops."
+#define CPU_MODULE "strideweave.carriers.cpu.ops."
+
+static const op_def op_defs[SWPY_NATIVE_OPS] = {
+    {GENERIC_MODULE "GenericAddOperation", "add", BACKEND_GENERIC, KIND_BINARY,
+     "Elementwise lhs + rhs with Python's +.",
+     ">>> op.forward(x, x)[1]\n    4.0\n"},
+    {GENERIC_MODULE "GenericSubOperation", "sub", BACKEND_GENERIC, KIND_BINARY,
+     "Elementwise lhs - rhs with Python's -.",
+     ">>> op.forward(x, x)[1]\n    0.0\n"},
+    {GENERIC_MODULE "GenericElementwiseMulOperation", "elementwise_mul",
+     BACKEND_GENERIC, KIND_BINARY, "Elementwise lhs * rhs with Python's *.",
+     ">>> op.forward(x, x)[1]\n    4.0\n"},
+    {GENERIC_MODULE "GenericDivOperation", "div", BACKEND_GENERIC, KIND_BINARY,
+     "Elementwise lhs / rhs with Python's true division.",
+     ">>> op.forward(x, x)[1]\n    1.0\n"},
+    {GENERIC_MODULE "GenericScalarMulOperation", "mul", BACKEND_GENERIC,
+     KIND_SCALAR,
+     "tensor * scalar per element; ctx['scalar'] keeps the scalar object.",
+     ">>> op.forward(x, 3)[1], op.ctx['scalar']\n    (6.0, 3)\n"},
+    {GENERIC_MODULE "GenericPowOperation", "pow", BACKEND_GENERIC, KIND_POW,
+     "tensor ** exponent per element with Python's **; ctx['exponent'] keeps "
+     "the exponent object.",
+     ">>> op.forward(x, 2)[1], op.ctx['exponent']\n    (4.0, 2)\n"},
+    {GENERIC_MODULE "GenericExpOperation", "exp", BACKEND_GENERIC,
+     KIND_UNARY_OUT,
+     "math.exp per element; ctx['saved_values'] holds the "
+     "outputs.",
+     ">>> round(op.forward(x)[0], 6)\n    2.718282\n"},
+    {GENERIC_MODULE "GenericReLUOperation", "relu", BACKEND_GENERIC, KIND_UNARY,
+     "max(0, x) per element (Python's max: a negative float gives int 0).",
+     ">>> op.forward(x)[1]\n    2.0\n"},
+    {GENERIC_MODULE "GenericSigmoidOperation", "sigmoid", BACKEND_GENERIC,
+     KIND_UNARY_OUT,
+     "The numerically stable logistic function per element; "
+     "ctx['saved_values'] holds the outputs.",
+     ">>> round(op.forward(x)[1], 6)\n    0.880797\n"},
+    {GENERIC_MODULE "GenericTanhOperation", "tanh", BACKEND_GENERIC,
+     KIND_UNARY_OUT,
+     "math.tanh per element; ctx['saved_values'] holds the outputs.",
+     ">>> round(op.forward(x)[1], 6)\n    0.964028\n"},
+    {GENERIC_MODULE "GenericGELUOperation", "gelu", BACKEND_GENERIC, KIND_UNARY,
+     "0.5*x*(1 + erf(x/sqrt(2))) per element, in floats.",
+     ">>> round(op.forward(x)[1], 6)\n    1.9545\n"},
+    {GENERIC_MODULE "GenericSiLUOperation", "silu", BACKEND_GENERIC,
+     KIND_UNARY_SILU,
+     "x*sigmoid(x) per element; ctx['saved_values'] holds "
+     "sigmoid(x).",
+     ">>> round(op.forward(x)[1], 6)\n    1.761594\n"},
+    {GENERIC_MODULE "GenericSoftplusOperation", "softplus", BACKEND_GENERIC,
+     KIND_UNARY, "log1p(exp(-|x|)) + max(x, 0) per element.",
+     ">>> round(op.forward(x)[1], 6)\n    2.126928\n"},
+    {GENERIC_MODULE "GenericELUOperation", "elu", BACKEND_GENERIC, KIND_UNARY,
+     "float(x) if x > 0 else expm1(x), per element (alpha 1).",
+     ">>> op.forward(x)[1]\n    2.0\n"},
+    {GENERIC_MODULE "GenericLeakyReLUOperation", "leaky_relu", BACKEND_GENERIC,
+     KIND_UNARY, "float(x) if x >= 0 else 0.01*x, per element.",
+     ">>> op.forward(x)[1]\n    2.0\n"},
+    {GENERIC_MODULE "GenericReduceSumOperation", "reduce", BACKEND_GENERIC,
+     KIND_REDUCE,
+     "out[i] = sum over j of tensor[i, j] for a two-mode tensor, with "
+     "Python's sum; the output layout is canonical column-major over mode 0.",
+     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
+     "Stride(1, 2)))\n    >>> r = op.forward(m)\n    >>> r[0], r[1], "
+     "op.ctx['output_layout'] == r.layout\n    (4.0, 6.0, True)\n"},
+    {GENERIC_MODULE "GenericMatmulOperation", "matmul", BACKEND_GENERIC,
+     KIND_MATMUL,
+     "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T) for "
+     "two-mode tensors.",
+     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
+     "Stride(1, 2)))\n    >>> op.forward(m, m)[0, 1]\n    14.0\n"},
+    {SHARED_MODULE "GenericViewOperation", "view", BACKEND_SHARED, KIND_VIEW,
+     "A view selecting one key per top-level mode (an int removes the mode, "
+     "a slice keeps part of it); used by every computing carrier.",
+     ">>> v = op.forward(x, slice(1, 2))\n    >>> v.carrier is x.carrier, "
+     "v.offset, v[0]\n    (True, 1, 2.0)\n"},
+    {SHARED_MODULE "PermuteOperation", "permute", BACKEND_SHARED, KIND_PERMUTE,
+     "A view with the top-level modes reordered; used by every computing "
+     "carrier.",
+     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
+     "Stride(1, 2)))\n    >>> op.forward(m, 1, 0)[0, 1], op.ctx['order']\n"
+     "    (2.0, (1, 0))\n"},
+    {SHARED_MODULE "RearrangeOperation", "rearrange", BACKEND_SHARED,
+     KIND_REARRANGE,
+     "A view whose layout is Layout.rearrange(layout, output, selection); "
+     "used by every computing carrier.",
+     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
+     "Stride(1, 2)))\n    >>> op.forward(m, Tree(Node.id(1), Node.id(0)))"
+     ".layout\n    (2,2):(2,1)\n"},
+    {CPU_MODULE "CPUAddOperation", "add", BACKEND_CPU, KIND_BINARY,
+     "Elementwise lhs + rhs in float32 (Int32 exact, overflow-checked).", NULL},
+    {CPU_MODULE "CPUSubOperation", "sub", BACKEND_CPU, KIND_BINARY,
+     "Elementwise lhs - rhs in float32 (Int32 exact, overflow-checked).", NULL},
+    {CPU_MODULE "CPUElementwiseMulOperation", "elementwise_mul", BACKEND_CPU,
+     KIND_BINARY,
+     "Elementwise lhs * rhs in float32 (Int32 exact, overflow-checked).", NULL},
+    {CPU_MODULE "CPUDivOperation", "div", BACKEND_CPU, KIND_BINARY,
+     "Elementwise lhs / rhs in float32.", NULL},
+    {CPU_MODULE "CPUScalarMulOperation", "mul", BACKEND_CPU, KIND_SCALAR,
+     "tensor * scalar per element; ctx['scalar'] is the float32 scalar.", NULL},
+    {CPU_MODULE "CPUPowOperation", "pow", BACKEND_CPU, KIND_POW,
+     "tensor ** exponent per element; ctx['exponent'] is the float32 "
+     "exponent.",
+     NULL},
+    {CPU_MODULE "CPUExpOperation", "exp", BACKEND_CPU, KIND_UNARY,
+     "expf per element.", NULL},
+    {CPU_MODULE "CPUReLUOperation", "relu", BACKEND_CPU, KIND_UNARY,
+     "max(x, 0) per element (Int32 exact).", NULL},
+    {CPU_MODULE "CPUSigmoidOperation", "sigmoid", BACKEND_CPU, KIND_UNARY,
+     "The numerically stable logistic function per element.", NULL},
+    {CPU_MODULE "CPUTanhOperation", "tanh", BACKEND_CPU, KIND_UNARY,
+     "tanhf per element.", NULL},
+    {CPU_MODULE "CPUGELUOperation", "gelu", BACKEND_CPU, KIND_UNARY,
+     "0.5*x*(1 + erf(x/sqrt(2))) per element.", NULL},
+    {CPU_MODULE "CPUSiLUOperation", "silu", BACKEND_CPU, KIND_UNARY,
+     "x*sigmoid(x) per element.", NULL},
+    {CPU_MODULE "CPUSoftplusOperation", "softplus", BACKEND_CPU, KIND_UNARY,
+     "log1p(exp(-|x|)) + max(x, 0) per element.", NULL},
+    {CPU_MODULE "CPUELUOperation", "elu", BACKEND_CPU, KIND_UNARY,
+     "x if x > 0 else expm1(x), per element.", NULL},
+    {CPU_MODULE "CPULeakyReLUOperation", "leaky_relu", BACKEND_CPU, KIND_UNARY,
+     "x if x >= 0 else 0.01*x, per element.", NULL},
+    {CPU_MODULE "CPUReduceSumOperation", "reduce", BACKEND_CPU, KIND_REDUCE,
+     "out[i] = sum over j of tensor[i, j] for a two-mode tensor.", NULL},
+    {CPU_MODULE "CPUMatmulOperation", "matmul", BACKEND_CPU, KIND_MATMUL,
+     "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T), a "
+     "blocked GEMM.",
+     NULL},
+};
+
+/* The table index of a native operation class, or -1. */
+static int native_index(const swpy_state *st, const sw_op_class *cls) {
+    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+        if (st->op_classes[i] == cls && cls != NULL) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The table index of the native class a Python class derives from, -1 if
+ * none, -2 for the fallback class of unknown native operations. */
+static int native_index_of_type(const swpy_state *st, PyTypeObject *type) {
+    PyObject *mro = type->tp_mro;
+    Py_ssize_t n = mro != NULL ? PyTuple_GET_SIZE(mro) : 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, k);
+        if (base == st->native_op_type) {
+            return -2;
+        }
+        for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+            if (st->op_types[i] == base) {
+                return i;
+            }
+        }
+    }
+    return -1;
+}
+
+/* A fresh native operation of table entry i, straight from its backend
+ * (not dispatched: no name and no carrier tag). */
+static sw_status native_new(swpy_state *st, int i, sw_op **out) {
+    const op_def *d = &op_defs[i];
+    sw_carrier *c = NULL;
+    switch (d->backend) {
+    case BACKEND_SHARED:
+        return sw_shared_op_new(d->name, out);
+    case BACKEND_GENERIC:
+        c = st->generic_template;
+        break;
+    case BACKEND_CPU:
+        c = st->cpu_template;
+        break;
+    }
+    const sw_carrier_class *cls = sw_carrier_get_class(c);
+    if (cls->dispatch_op == NULL) {
+        return sw_set_error(SW_ENOTIMPL, "carrier has no operations");
+    }
+    return cls->dispatch_op(c, d->name, out);
+}
+
+/* ------------------------------------------- Python-defined operations */
+
+static const sw_op_class python_op_class;
+
+static int is_python_op(const sw_op *op) {
+    return sw_op_get_class(op) == &python_op_class;
+}
+
+/* The object behind a slot of a Python operation, or NULL (with a status
+ * in *st_out's place) when it must not run Python code. */
+static PyObject *hook_self(sw_op *op, swpy_state **st) {
+    PyObject *self = sw_op_get_peer(op);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (self == NULL) {
+        sw_set_error(SW_ERUNTIME, "the Operation object is gone");
+        return NULL;
+    }
+    *st = swpy_state_of_type(Py_TYPE(self));
+    return *st != NULL ? self : NULL;
+}
+
+/* A view key back as a Python object (an int or a slice). */
+static PyObject *key_to_py(const sw_view_key *k) {
+    if (k->kind == SW_VIEW_INDEX) {
+        return PyLong_FromLongLong(k->index);
+    }
+    PyObject *start =
+        k->has_start ? PyLong_FromLongLong(k->start) : Py_NewRef(Py_None);
+    PyObject *stop =
+        k->has_stop ? PyLong_FromLongLong(k->stop) : Py_NewRef(Py_None);
+    PyObject *step =
+        k->has_step ? PyLong_FromLongLong(k->step) : Py_NewRef(Py_None);
+    PyObject *r = NULL;
+    if (start != NULL && stop != NULL && step != NULL) {
+        r = PySlice_New(start, stop, step);
+    }
+    Py_XDECREF(start);
+    Py_XDECREF(stop);
+    Py_XDECREF(step);
+    return r;
+}
+
+/* One argument of a library call as the Python object a Python operation
+ * sees (a new reference). */
+static PyObject *arg_to_py(swpy_state *st, const sw_arg *a) {
+    switch (a->kind) {
+    case SW_ARG_TENSOR:
+        return swpy_tensor_wrap(st, sw_tensor_retain(a->as.tensor));
+    case SW_ARG_F64:
+        return PyFloat_FromDouble(a->as.f);
+    case SW_ARG_I64:
+        return PyLong_FromLongLong(a->as.i);
+    case SW_ARG_BOOL:
+        return PyBool_FromLong(a->as.i != 0);
+    case SW_ARG_HOST:
+        return Py_NewRef((PyObject *)a->as.host);
+    case SW_ARG_KEYS: {
+        PyObject *t = PyTuple_New(a->as.keys.n);
+        for (int32_t i = 0; t != NULL && i < a->as.keys.n; i++) {
+            PyObject *k = key_to_py(&a->as.keys.keys[i]);
+            if (k == NULL) {
+                Py_CLEAR(t);
+                break;
+            }
+            PyTuple_SET_ITEM(t, i, k);
+        }
+        return t;
+    }
+    case SW_ARG_RECIPE:
+        if (a->as.recipe.n < 0) {
+            Py_RETURN_NONE;
+        }
+        return swpy_idtree_to_tree(st, a->as.recipe.tokens, a->as.recipe.n);
+    case SW_ARG_NONE:
+        break;
+    }
+    Py_RETURN_NONE;
+}
+
+static sw_status pyop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out) {
+    swpy_state *st = NULL;
+    PyObject *self = hook_self(op, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return HOOK_FAILED;
+    }
+    for (int32_t i = 0; i < nargs; i++) {
+        PyObject *a = arg_to_py(st, &args[i]);
+        if (a == NULL) {
+            Py_DECREF(tuple);
+            return HOOK_FAILED;
+        }
+        PyTuple_SET_ITEM(tuple, i, a);
+    }
+    Py_INCREF(self);
+    PyObject *method = PyObject_GetAttr(self, st->str_forward_hook);
+    PyObject *r = method != NULL ? PyObject_Call(method, tuple, NULL) : NULL;
+    Py_XDECREF(method);
+    Py_DECREF(self);
+    Py_DECREF(tuple);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    /* Not a Tensor: no result, which the library reports. */
+    if (swpy_is_tensor(st, r)) {
+        sw_tensor *t = swpy_tensor_of(r);
+        if (t == NULL) {
+            Py_DECREF(r);
+            return HOOK_FAILED;
+        }
+        /* The library's reference keeps the object alive as its peer. */
+        *out = sw_tensor_retain(t);
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+static sw_status pyop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                               sw_tensor **grads) {
+    swpy_state *st = NULL;
+    PyObject *self = hook_self(op, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *g = swpy_tensor_wrap(st, sw_tensor_retain(gradient));
+    if (g == NULL) {
+        return HOOK_FAILED;
+    }
+    Py_INCREF(self);
+    PyObject *r = PyObject_CallMethodOneArg(self, st->str_backward, g);
+    Py_DECREF(self);
+    Py_DECREF(g);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *seq = PySequence_Fast(
+        r, "Operation backward must return a sequence of gradients");
+    Py_DECREF(r);
+    if (seq == NULL) {
+        return HOOK_FAILED;
+    }
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError,
+                        "Operation backward returned wrong number of "
+                        "gradients");
+        return HOOK_FAILED;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        sw_tensor *input = sw_op_input(op, i);
+        if (item == Py_None) {
+            continue;
+        }
+        if (!swpy_is_tensor(st, item)) {
+            /* Gradients of inputs that take none are ignored. */
+            if (input == NULL || !sw_tensor_is_differentiable(input)) {
+                continue;
+            }
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError,
+                            "Tensor.backward requires a Tensor gradient");
+            return HOOK_FAILED;
+        }
+        sw_tensor *t = swpy_tensor_of(item);
+        if (t == NULL) {
+            Py_DECREF(seq);
+            return HOOK_FAILED;
+        }
+        grads[i] = sw_tensor_retain(t);
+    }
+    Py_DECREF(seq);
+    return SW_OK;
+}
+
+static const sw_op_class python_op_class = {
+    .version = SW_OP_CLASS_VERSION,
+    .name = "Operation",
+    .forward = pyop_forward,
+    .backward = pyop_backward,
+    .destroy = NULL,
+};
+
+/* ------------------------------------------------------- object basics */
+
+int swpy_is_operation(swpy_state *st, PyObject *o) {
+    return PyObject_TypeCheck(o, st->operation_type);
+}
+
+static sw_op *op_of(PyObject *self) {
+    sw_op *op = OP(self);
+    if (op == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the Operation object has been cleared");
+    }
+    return op;
+}
+
+/* Makes self the peer of op (owned from now on). */
+static void adopt(PyObject *self, sw_op *owned) {
+    OP(self) = owned;
+    sw_op_set_peer(owned, self, &peer_hooks);
+}
+
+PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned) {
+    PyObject *peer = sw_op_get_peer(owned);
+    if (peer != NULL) {
+        Py_INCREF(peer);
+        sw_op_unref(owned);
+        return peer;
+    }
+    int i = native_index(st, sw_op_get_class(owned));
+    PyTypeObject *type = i >= 0                ? st->op_types[i]
+                         : is_python_op(owned) ? st->operation_type
+                                               : st->native_op_type;
+    PyObject *self = type->tp_alloc(type, 0);
+    PyObject *ctx = self != NULL ? PyDict_New() : NULL;
+    if (ctx == NULL) {
+        Py_XDECREF(self);
+        sw_op_unref(owned);
+        return NULL;
+    }
+    ((OperationObject *)self)->ctx = ctx;
+    adopt(self, owned);
+    return self;
+}
+
+static PyObject *operation_tp_new(PyTypeObject *type, PyObject *args,
+                                  PyObject *kwds) {
+    swpy_state *st = swpy_state_of_type(type);
+    if (st == NULL) {
+        return NULL;
+    }
+    int i = native_index_of_type(st, type);
+    if (i == -2) {
+        PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances",
+                     type->tp_name);
+        return NULL;
+    }
+    sw_op *op = NULL;
+    sw_status s = i >= 0 ? native_new(st, i, &op)
+                         : sw_op_new(&python_op_class, NULL, &op);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    PyObject *self = type->tp_alloc(type, 0);
+    PyObject *ctx = self != NULL ? PyDict_New() : NULL;
+    if (ctx == NULL) {
+        Py_XDECREF(self);
+        sw_op_unref(op);
+        return NULL;
+    }
+    ((OperationObject *)self)->ctx = ctx;
+    adopt(self, op);
+    return self;
+}
+
+static int operation_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    if (PyTuple_GET_SIZE(args) != 0 ||
+        (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Operation() takes no arguments");
+        return -1;
+    }
+    return 0;
+}
+
+/* Lets go of the operation: the object stops being its peer. */
+static void operation_drop(PyObject *self) {
+    sw_op *op = OP(self);
+    if (op == NULL) {
+        return;
+    }
+    OP(self) = NULL;
+    sw_op_set_peer(op, NULL, NULL);
+    sw_op_unref(op);
+}
+
+static int operation_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((OperationObject *)self)->ctx);
+    return 0;
+}
+
+static int operation_clear(PyObject *self) {
+    /* An unreachable object is its operation's only holder: any library
+     * reference would keep it alive through its peer hook. */
+    operation_drop(self);
+    Py_CLEAR(((OperationObject *)self)->ctx);
+    return 0;
+}
+
+static void operation_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (((OperationObject *)self)->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+    operation_clear(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* ------------------------------------------------------ argument lists */
+
+/* The library arguments of one call, with the storage they point into. */
+typedef struct call_args {
+    sw_arg small[8];
+    sw_arg *items;
+    int32_t n, cap;
+    sw_view_key *keys;
+    rbuf output, selection;
+} call_args;
+
+static void call_args_init(call_args *a) {
+    a->items = a->small;
+    a->n = 0;
+    a->cap = 8;
+    a->keys = NULL;
+    rbuf_init(&a->output);
+    rbuf_init(&a->selection);
+}
+
+static void call_args_free(call_args *a) {
+    if (a->items != a->small) {
+        PyMem_Free(a->items);
+    }
+    PyMem_Free(a->keys);
+    rbuf_free(&a->output);
+    rbuf_free(&a->selection);
+    call_args_init(a);
+}
+
+static sw_arg *call_args_push(call_args *a) {
+    if (a->n == a->cap) {
+        if (a->cap > INT32_MAX / 2) {
+            PyErr_SetString(PyExc_ValueError, "too many operation arguments");
+            return NULL;
+        }
+        int32_t cap = a->cap * 2;
+        sw_arg *p = PyMem_Malloc((size_t)cap * sizeof *p);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memcpy(p, a->items, (size_t)a->n * sizeof *p);
+        if (a->items != a->small) {
+            PyMem_Free(a->items);
+        }
+        a->items = p;
+        a->cap = cap;
+    }
+    sw_arg *r = &a->items[a->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static void host_arg(sw_arg *out, PyObject *o) {
+    out->kind = SW_ARG_HOST;
+    out->as.host = o;
+}
+
+/*
+ * A scalar for a native operation: bool, int (int64; larger as a double),
+ * float, then anything with __index__ or __float__; other objects stay
+ * host objects, which the operations refuse with their own message.
+ */
+static int scalar_arg(PyObject *o, sw_arg *out) {
+    if (PyBool_Check(o)) {
+        out->kind = SW_ARG_BOOL;
+        out->as.i = o == Py_True;
+        return 0;
+    }
+    if (PyFloat_Check(o)) {
+        out->kind = SW_ARG_F64;
+        out->as.f = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (PyLong_Check(o) || PyIndex_Check(o)) {
+        PyObject *n = PyNumber_Index(o);
+        if (n == NULL) {
+            return -1;
+        }
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+        if (v == -1 && !overflow && PyErr_Occurred()) {
+            Py_DECREF(n);
+            return -1;
+        }
+        if (!overflow) {
+            out->kind = SW_ARG_I64;
+            out->as.i = (int64_t)v;
+        } else {
+            double d = PyLong_AsDouble(n);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                d = overflow > 0 ? INFINITY : -INFINITY;
+            }
+            out->kind = SW_ARG_F64;
+            out->as.f = d;
+        }
+        Py_DECREF(n);
+        return 0;
+    }
+    PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
+    if (nb != NULL && nb->nb_float != NULL) {
+        double d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        out->kind = SW_ARG_F64;
+        out->as.f = d;
+        return 0;
+    }
+    host_arg(out, o);
+    return 0;
+}
+
+/* A slice bound or step: None is absent. */
+static int slice_part(PyObject *o, int *has, int64_t *v) {
+    if (o == Py_None) {
+        *has = 0;
+        *v = 0;
+        return 0;
+    }
+    if (!PyIndex_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "slice indices must be integers or "
+                                         "None or have an __index__ method");
+        return -1;
+    }
+    *has = 1;
+    return swpy_index_arg(o, v);
+}
+
+/* The keys of a view: a tuple as it is, anything else as a 1-tuple. */
+static int view_keys_arg(call_args *a, sw_tensor *t, PyObject *key,
+                         sw_arg *out) {
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many view keys");
+        return -1;
+    }
+    a->keys = PyMem_Calloc((size_t)n + 1, sizeof *a->keys);
+    if (a->keys == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->kind = SW_ARG_KEYS;
+    out->as.keys.n = (int32_t)n;
+    out->as.keys.keys = a->keys;
+    /* A wrong count is the library's error, reported before the keys. */
+    if (t != NULL && n != sw_layout_rank(sw_tensor_layout(t))) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = items[i];
+        sw_view_key *vk = &a->keys[i];
+        if (PySlice_Check(k)) {
+            PySliceObject *s = (PySliceObject *)k;
+            vk->kind = SW_VIEW_SLICE;
+            if (slice_part(s->start, &vk->has_start, &vk->start) < 0 ||
+                slice_part(s->stop, &vk->has_stop, &vk->stop) < 0 ||
+                slice_part(s->step, &vk->has_step, &vk->step) < 0) {
+                return -1;
+            }
+        } else if (PyIndex_Check(k)) {
+            vk->kind = SW_VIEW_INDEX;
+            if (swpy_index_arg(k, &vk->index) < 0) {
+                return -1;
+            }
+        } else {
+            PyErr_SetString(PyExc_TypeError,
+                            "View key must be an integer or slice");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int is_tree(swpy_state *st, PyObject *o) {
+    return PyObject_TypeCheck(o, (PyTypeObject *)st->tree_type);
+}
+
+/* An exact int as a permutation entry; anything else is no integer,
+ * which the operation refuses ("Permutation dimensions must be
+ * integers"). */
+static void order_arg(PyObject *o, sw_arg *out) {
+    if (!PyLong_CheckExact(o)) {
+        out->kind = SW_ARG_NONE;
+        return;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    out->kind = SW_ARG_I64;
+    out->as.i = overflow ? -1 : (int64_t)v;
+}
+
+/* Pushes one library argument; NULL with an exception on failure. */
+static sw_arg *push_tensor_or(call_args *a, swpy_state *st, PyObject *o,
+                              int *is_tensor) {
+    *is_tensor = swpy_is_tensor(st, o);
+    sw_tensor *t = *is_tensor ? swpy_tensor_of(o) : NULL;
+    if (*is_tensor && t == NULL) {
+        return NULL;
+    }
+    sw_arg *out = call_args_push(a);
+    if (out != NULL && t != NULL) {
+        *out = sw_arg_tensor(t);
+    }
+    return out;
+}
+
+/* A permutation given as one list or tuple: one argument per entry. */
+static int order_list_arg(call_args *a, PyObject *o) {
+    PyObject *order = PySequence_Tuple(o);
+    if (order == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t k = 0; rc == 0 && k < PyTuple_GET_SIZE(order); k++) {
+        sw_arg *out = call_args_push(a);
+        if (out == NULL) {
+            rc = -1;
+        } else {
+            order_arg(PyTuple_GET_ITEM(order, k), out);
+        }
+    }
+    Py_DECREF(order);
+    return rc;
+}
+
+/* A rearrange output (i == 1) or selection (i == 2) tree. */
+static int tree_arg(swpy_state *st, call_args *a, PyObject *o, Py_ssize_t i,
+                    sw_arg *out) {
+    if (i == 2 && o == Py_None) {
+        out->kind = SW_ARG_NONE;
+        return 0;
+    }
+    if (!is_tree(st, o)) {
+        PyErr_SetString(PyExc_TypeError, i == 1 ? "output must be a Tree"
+                                                : "selection must be a Tree or "
+                                                  "None");
+        return -1;
+    }
+    rbuf *b = i == 1 ? &a->output : &a->selection;
+    if (swpy_idtree_recipe(st, b, o, i == 1, i == 1 ? "output" : "selection") <
+        0) {
+        return -1;
+    }
+    out->kind = SW_ARG_RECIPE;
+    out->as.recipe.n = b->ntok;
+    out->as.recipe.tokens = b->tok;
+    return 0;
+}
+
+/*
+ * The library arguments for a call of op (table entry idx, -1 if none).
+ * A Python operation gets tensors and host objects; a native one gets
+ * arguments converted for its kind. Returns 0 or -1.
+ */
+static int convert_args(swpy_state *st, sw_op *op, int idx, call_args *a,
+                        PyObject *const *args, Py_ssize_t nargs) {
+    int python = is_python_op(op);
+    op_kind kind = idx >= 0 ? op_defs[idx].kind : KIND_BINARY;
+    if (kind == KIND_VIEW || kind == KIND_PERMUTE || kind == KIND_REARRANGE) {
+        /* The tensor is checked before the keys and trees. */
+        if (nargs < 1 || !swpy_is_tensor(st, args[0])) {
+            PyErr_SetString(PyExc_TypeError, "tensor must be a Tensor");
+            return -1;
+        }
+        if (kind == KIND_REARRANGE && swpy_require_tree_types(st) < 0) {
+            return -1;
+        }
+    }
+    sw_tensor *first = NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *o = args[i];
+        if (kind == KIND_PERMUTE && nargs == 2 && i == 1 &&
+            (PyList_Check(o) || PyTuple_Check(o))) {
+            if (order_list_arg(a, o) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        int is_tensor = 0;
+        sw_arg *out = push_tensor_or(a, st, o, &is_tensor);
+        if (out == NULL) {
+            return -1;
+        }
+        if (is_tensor) {
+            if (i == 0) {
+                first = out->as.tensor;
+            }
+            continue;
+        }
+        int rc = 0;
+        if (python) {
+            host_arg(out, o);
+        } else if (kind == KIND_PERMUTE && i > 0) {
+            order_arg(o, out);
+        } else if (kind == KIND_VIEW && i == 1) {
+            rc = view_keys_arg(a, first, o, out);
+        } else if (kind == KIND_REARRANGE && (i == 1 || i == 2)) {
+            rc = tree_arg(st, a, o, i, out);
+        } else {
+            rc = scalar_arg(o, out);
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------- op.ctx */
+
+static int ctx_set(PyObject *ctx, PyObject *key, PyObject *value) {
+    if (value == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(ctx, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static double sigmoid(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* ctx["saved_values"] of a Generic unary operation. */
+static PyObject *saved_values(op_kind kind, sw_tensor *x, sw_tensor *r) {
+    int64_t n = sw_tensor_size(x);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; list != NULL && i < n; i++) {
+        PyObject *item = NULL;
+        sw_value v;
+        if (kind == KIND_UNARY) {
+            item = Py_NewRef(Py_None);
+        } else if (kind == KIND_UNARY_OUT) {
+            if (swpy_check(sw_tensor_get(r, i, &v)) == 0) {
+                item = swpy_value_to_py(sw_tensor_carrier(r), &v);
+            }
+        } else if (swpy_check(sw_tensor_get(x, i, &v)) == 0) {
+            PyObject *o = swpy_value_to_py(sw_tensor_carrier(x), &v);
+            double d = o != NULL ? PyFloat_AsDouble(o) : -1.0;
+            Py_XDECREF(o);
+            if (o != NULL && !(d == -1.0 && PyErr_Occurred())) {
+                item = PyFloat_FromDouble(sigmoid(d));
+            }
+        }
+        if (item == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+/* A CPU scalar as the kernel sees it: float32, widened back. */
+static PyObject *float32_of(PyObject *o) {
+    double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return Py_NewRef(o);
+    }
+    return PyFloat_FromDouble((double)(float)d);
+}
+
+/* The normalised order of a permute call's arguments. */
+static PyObject *order_of(PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs == 2 && (PyList_Check(args[1]) || PyTuple_Check(args[1]))) {
+        return PySequence_Tuple(args[1]);
+    }
+    PyObject *t = PyTuple_New(nargs - 1);
+    for (Py_ssize_t i = 1; t != NULL && i < nargs; i++) {
+        PyTuple_SET_ITEM(t, i - 1, Py_NewRef(args[i]));
+    }
+    return t;
+}
+
+/* The default rearrange selection of a layout: its shape's nesting with
+ * every leaf unnamed. */
+static PyObject *default_selection(swpy_state *st, const sw_layout *l) {
+    const sw_tree *shape = sw_layout_shape(l);
+    int32_t n = sw_tree_ntok(shape);
+    const int32_t *rec = sw_tree_recipe(shape);
+    return swpy_idtree_to_tree(st, rec, n);
+}
+
+/* Fills op.ctx of native table entry idx after a successful call. */
+static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
+                    PyObject *const *args, Py_ssize_t nargs, PyObject *result) {
+    const op_def *d = &op_defs[idx];
+    TensorObject *r = (TensorObject *)result;
+    PyObject *layout = r->layout;
+    sw_tensor *x = nargs > 0 && swpy_is_tensor(st, args[0])
+                       ? ((TensorObject *)args[0])->tensor
+                       : NULL;
+    switch (d->kind) {
+    case KIND_SCALAR:
+    case KIND_POW: {
+        if (nargs < 2) {
+            return 0;
+        }
+        PyObject *key =
+            d->kind == KIND_SCALAR ? st->str_scalar : st->str_exponent;
+        PyObject *v = d->backend == BACKEND_CPU ? float32_of(args[1])
+                                                : Py_NewRef(args[1]);
+        return ctx_set(ctx, key, v);
+    }
+    case KIND_UNARY:
+    case KIND_UNARY_OUT:
+    case KIND_UNARY_SILU:
+        if (d->backend != BACKEND_GENERIC || x == NULL) {
+            return 0;
+        }
+        return ctx_set(ctx, st->str_saved_values,
+                       saved_values(d->kind, x, r->tensor));
+    case KIND_REDUCE:
+    case KIND_MATMUL:
+        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
+    case KIND_VIEW:
+        if (x == NULL) {
+            return 0;
+        }
+        if (ctx_set(ctx, st->str_mapping_layout, Py_NewRef(layout)) < 0 ||
+            ctx_set(ctx, st->str_mapping_offset,
+                    PyLong_FromLongLong(sw_tensor_offset(r->tensor) -
+                                        sw_tensor_offset(x))) < 0) {
+            return -1;
+        }
+        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
+    case KIND_PERMUTE:
+        if (ctx_set(ctx, st->str_order, order_of(args, nargs)) < 0) {
+            return -1;
+        }
+        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
+    case KIND_REARRANGE: {
+        if (nargs < 2 || x == NULL) {
+            return 0;
+        }
+        PyObject *sel = nargs > 2 && args[2] != Py_None
+                            ? Py_NewRef(args[2])
+                            : default_selection(st, sw_tensor_layout(x));
+        if (ctx_set(ctx, st->str_output, Py_NewRef(args[1])) < 0 ||
+            ctx_set(ctx, st->str_selection, sel) < 0) {
+            return -1;
+        }
+        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
+    }
+    case KIND_BINARY:
+        break;
+    }
+    return 0;
+}
+
+static int kind_has_ctx(int idx) {
+    if (idx < 0) {
+        return 0;
+    }
+    const op_def *d = &op_defs[idx];
+    switch (d->kind) {
+    case KIND_BINARY:
+        return 0;
+    case KIND_UNARY:
+    case KIND_UNARY_OUT:
+    case KIND_UNARY_SILU:
+        return d->backend == BACKEND_GENERIC;
+    default:
+        return 1;
+    }
+}
+
+/* ------------------------------------------------------------- running */
+
+/* Whether a call may run without the GIL: a native CPU operation on CPU
+ * tensors only (nothing calls back into Python), and worth it. */
+static int runs_without_gil(int idx, const call_args *a) {
+    if (idx < 0 || op_defs[idx].backend != BACKEND_CPU) {
+        return 0;
+    }
+    int64_t work = 0;
+    for (int32_t i = 0; i < a->n; i++) {
+        if (a->items[i].kind != SW_ARG_TENSOR) {
+            continue;
+        }
+        sw_tensor *t = a->items[i].as.tensor;
+        if (!sw_carrier_is_cpu(sw_tensor_carrier(t))) {
+            return 0;
+        }
+        int64_t size = sw_tensor_size(t);
+        if (op_defs[idx].kind == KIND_MATMUL && work > 0) {
+            /* m*k and n*k: the product bounds the m*n*k work. */
+            work = size > INT64_MAX / work ? INT64_MAX : work * size;
+        } else if (size > work) {
+            work = size;
+        }
+    }
+    return swpy_bulk(work);
+}
+
+/* Marks the carriers of the tensor arguments busy (or not): release()
+ * must not free them while a kernel runs without the GIL. */
+static void mark_busy(PyObject *const *args, Py_ssize_t nargs, swpy_state *st,
+                      int enter) {
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!swpy_is_tensor(st, args[i])) {
+            continue;
+        }
+        PyObject *c = ((TensorObject *)args[i])->carrier;
+        if (enter) {
+            swpy_carrier_enter(c, NULL);
+        } else {
+            swpy_carrier_leave(c, NULL);
+        }
+    }
+}
+
+PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
+                      PyObject *const *args, Py_ssize_t nargs,
+                      swpy_run_mode mode) {
+    int python = is_python_op(op);
+    int idx = python ? -1 : native_index(st, sw_op_get_class(op));
+    call_args a;
+    call_args_init(&a);
+    if (nargs > INT32_MAX || convert_args(st, op, idx, &a, args, nargs) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "too many operation arguments");
+        }
+        call_args_free(&a);
+        return NULL;
+    }
+    sw_tensor *out = NULL;
+    sw_status s;
+    if (runs_without_gil(idx, &a)) {
+        mark_busy(args, nargs, st, 1);
+        SWPY_NOGIL_BEGIN
+        s = mode == SWPY_RUN_FORWARD
+                ? sw_op_forward(op, a.n, a.items, &out)
+                : sw_op_execute_lowered(op, a.n, a.items, &out);
+        SWPY_NOGIL_END
+        mark_busy(args, nargs, st, 0);
+    } else {
+        s = mode == SWPY_RUN_FORWARD
+                ? sw_op_forward(op, a.n, a.items, &out)
+                : sw_op_execute_lowered(op, a.n, a.items, &out);
+    }
+    call_args_free(&a);
+    if (swpy_check(s) < 0) {
+        sw_tensor_unref(s == SW_OK ? out : NULL);
+        return NULL;
+    }
+    PyObject *result = swpy_tensor_wrap(st, out);
+    if (result == NULL || !kind_has_ctx(idx)) {
+        return result;
+    }
+    PyObject *owner = NULL;
+    if (self == NULL && mode == SWPY_RUN_FORWARD &&
+        sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) == op) {
+        /* The operation outlives the call as the result's context. */
+        owner = swpy_op_wrap(st, sw_op_retain(op));
+        if (owner == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        self = owner;
+    }
+    if (self != NULL && fill_ctx(st, idx, ((OperationObject *)self)->ctx, args,
+                                 nargs, result) < 0) {
+        Py_CLEAR(result);
+    }
+    Py_XDECREF(owner);
+    return result;
+}
+
+PyObject *swpy_op_call_named(swpy_state *st, PyObject *tensor, const char *name,
+                             PyObject *const *args, Py_ssize_t nargs) {
+    sw_tensor *t = swpy_tensor_of(tensor);
+    if (t == NULL) {
+        return NULL;
+    }
+    sw_op *op = NULL;
+    sw_status s = sw_carrier_dispatch_op(sw_tensor_carrier(t), name, &op);
+    if (swpy_check(s) < 0) {
+        sw_op_unref(s == SW_OK ? op : NULL);
+        return NULL;
+    }
+    PyObject *r = swpy_op_run(st, op, NULL, args, nargs, SWPY_RUN_FORWARD);
+    sw_op_unref(op);
+    return r;
+}
+
+/* -------------------------------------------------------------- methods */
+
+static PyObject *operation_forward(PyObject *self, PyObject *const *args,
+                                   Py_ssize_t nargs) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    return swpy_op_run(st, op, self, args, nargs, SWPY_RUN_FORWARD);
+}
+
+static PyObject *operation_forward_hook(PyObject *self, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    if (is_python_op(op)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Operation._forward must be implemented");
+        return NULL;
+    }
+    return swpy_op_run(st, op, self, args, nargs, SWPY_RUN_LOWERED);
+}
+
+static PyObject *operation_execute_lowered(PyObject *self,
+                                           PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    return swpy_op_run(st, op, self, args, nargs, SWPY_RUN_LOWERED);
+}
+
+PyObject *swpy_execute_lowered_operation(PyObject *module,
+                                         PyObject *const *args,
+                                         Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(module);
+    if (nargs < 1 || !swpy_is_operation(st, args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "execute_lowered_operation requires an Operation");
+        return NULL;
+    }
+    sw_op *op = op_of(args[0]);
+    if (op == NULL) {
+        return NULL;
+    }
+    return swpy_op_run(st, op, args[0], args + 1, nargs - 1, SWPY_RUN_LOWERED);
+}
+
+static PyObject *operation_backward(PyObject *self, PyObject *gradient) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    if (is_python_op(op)) {
+        PyErr_SetString(PyExc_RuntimeError, "Tried to call pure virtual "
+                                            "function \"Operation::backward\"");
+        return NULL;
+    }
+    if (!swpy_is_tensor(st, gradient)) {
+        PyErr_SetString(PyExc_TypeError, "gradient must be a Tensor");
+        return NULL;
+    }
+    sw_tensor *g = swpy_tensor_of(gradient);
+    if (g == NULL) {
+        return NULL;
+    }
+    int32_t n = sw_op_ninputs(op);
+    sw_tensor *small[4];
+    sw_tensor **grads = small;
+    if (n > 4) {
+        grads = PyMem_Calloc((size_t)n, sizeof *grads);
+        if (grads == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    sw_status s = sw_op_backward(op, g, n, grads);
+    PyObject *r = NULL;
+    if (swpy_check(s) == 0) {
+        r = PyTuple_New(n);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (s != SW_OK) {
+            continue;
+        }
+        PyObject *item = NULL;
+        if (grads[i] == NULL) {
+            item = Py_NewRef(Py_None);
+        } else if (r != NULL) {
+            item = swpy_tensor_wrap(st, grads[i]);
+        } else {
+            sw_tensor_unref(grads[i]);
+        }
+        grads[i] = NULL;
+        if (r != NULL && item == NULL) {
+            Py_CLEAR(r);
+        } else if (r != NULL) {
+            PyTuple_SET_ITEM(r, i, item);
+        } else {
+            Py_XDECREF(item);
+        }
+    }
+    if (grads != small) {
+        PyMem_Free(grads);
+    }
+    return r;
+}
+
+static PyObject *operation_store_inputs(PyObject *self, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    if (nargs > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many inputs");
+        return NULL;
+    }
+    sw_tensor *small[8];
+    sw_tensor **in = small;
+    if (nargs > 8) {
+        in = PyMem_Calloc((size_t)nargs, sizeof *in);
+        if (in == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; ok && i < nargs; i++) {
+        if (!swpy_is_tensor(st, args[i])) {
+            PyErr_SetString(PyExc_TypeError,
+                            "Operation inputs must be Tensors");
+            ok = 0;
+        } else {
+            in[i] = swpy_tensor_of(args[i]);
+            ok = in[i] != NULL;
+        }
+    }
+    if (ok) {
+        ok = swpy_check(sw_op_store_inputs(op, (int32_t)nargs, in)) == 0;
+    }
+    if (in != small) {
+        PyMem_Free(in);
+    }
+    if (!ok) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *operation_inputs(PyObject *self, PyObject *unused) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    int32_t n = sw_op_ninputs(op);
+    PyObject *r = PyTuple_New(n);
+    for (int32_t i = 0; r != NULL && i < n; i++) {
+        PyObject *t =
+            swpy_tensor_wrap(st, sw_tensor_retain(sw_op_input(op, i)));
+        if (t == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyTuple_SET_ITEM(r, i, t);
+    }
+    return r;
+}
+
+static PyObject *operation_input_versions(PyObject *self, PyObject *unused) {
+    sw_op *op = op_of(self);
+    if (op == NULL) {
+        return NULL;
+    }
+    int32_t n = sw_op_ninputs(op);
+    PyObject *r = PyTuple_New(n);
+    for (int32_t i = 0; r != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(sw_op_input_version(op, i));
+        if (v == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyTuple_SET_ITEM(r, i, v);
+    }
+    return r;
+}
+
+static PyObject *operation_validate_input_versions(PyObject *self,
+                                                   PyObject *unused) {
+    sw_op *op = op_of(self);
+    if (op == NULL || swpy_check(sw_op_validate_input_versions(op)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *operation_get_ctx(PyObject *self, void *closure) {
+    PyObject *ctx = ((OperationObject *)self)->ctx;
+    if (ctx == NULL) {
+        ctx = PyDict_New();
+        ((OperationObject *)self)->ctx = ctx;
+    }
+    return Py_XNewRef(ctx);
+}
+
+static PyObject *operation_get_name(PyObject *self, void *closure) {
+    sw_op *op = op_of(self);
+    if (op == NULL) {
+        return NULL;
+    }
+    const char *name = sw_op_dispatch_name(op);
+    if (name == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_FromString(name);
+}
+
+/* The Python class of a carrier tag: a built-in backend's class, or one
+ * of the Python classes registered as tags. */
+static PyObject *tag_type(swpy_state *st, const void *tag) {
+    if (tag == NULL) {
+        Py_RETURN_NONE;
+    }
+    if (tag == st->cpu_class) {
+        return Py_NewRef((PyObject *)st->cpu_type);
+    }
+    if (tag == st->generic_class) {
+        return Py_NewRef((PyObject *)st->generic_type);
+    }
+    PyObject *key = PyLong_FromVoidPtr((void *)tag);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *type = PyDict_GetItemWithError(st->tag_types, key);
+    Py_DECREF(key);
+    if (type == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_SystemError,
+                        "strideweave: an operation of an unknown carrier "
+                        "class");
+    }
+    return Py_XNewRef(type);
+}
+
+static PyObject *operation_get_carrier_class(PyObject *self, void *closure) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (op == NULL || st == NULL) {
+        return NULL;
+    }
+    return tag_type(st, sw_op_dispatch_tag(op));
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+/* The route of a carrier with a Python class: self._dispatch_op(name). */
+static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
+                                sw_op **out) {
+    if (PyErr_Occurred()) {
+        return HOOK_FAILED;
+    }
+    PyObject *self = sw_carrier_get_peer(c);
+    if (self == NULL) {
+        return sw_set_error(SW_ERUNTIME, "the carrier object is gone");
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return HOOK_FAILED;
+    }
+    Py_INCREF(self);
+    PyObject *method = PyObject_GetAttr(self, st->str_dispatch_hook);
+    Py_DECREF(self);
+    if (method == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return HOOK_FAILED;
+        }
+        PyErr_Clear();
+        /* No _dispatch_op: the base's default. */
+        PyErr_Format(PyExc_NotImplementedError,
+                     "Carrier class does not support operation '%s'", name);
+        return SW_ENOTIMPL;
+    }
+    PyObject *r = PyObject_CallFunction(method, "s", name);
+    Py_DECREF(method);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    /* Not an Operation: no operation, which the library reports. */
+    if (swpy_is_operation(st, r) && OP(r) != NULL) {
+        *out = sw_op_retain(OP(r));
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+int swpy_carrier_install_dispatch(swpy_state *st, PyObject *self,
+                                  sw_carrier *c) {
+    PyObject *type = (PyObject *)Py_TYPE(self);
+    PyObject *key = PyLong_FromVoidPtr(type);
+    if (key == NULL || PyDict_SetItem(st->tag_types, key, type) < 0) {
+        Py_XDECREF(key);
+        return -1;
+    }
+    Py_DECREF(key);
+    sw_carrier_set_dispatch(c, route_dispatch, NULL, type);
+    return 0;
+}
+
+static int name_arg(PyObject *name, const char **out) {
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError,
+                     "operation name must be a str, not '%.200s'",
+                     Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    *out = PyUnicode_AsUTF8(name);
+    return *out == NULL ? -1 : 0;
+}
+
+PyObject *swpy_carrier_dispatch_op(PyObject *self, PyObject *name) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    const char *text = NULL;
+    if (st == NULL || name_arg(name, &text) < 0) {
+        return NULL;
+    }
+    sw_carrier *c = swpy_carrier_of(self, "Carrier");
+    if (c == NULL) {
+        return NULL;
+    }
+    sw_op *op = NULL;
+    sw_status s = sw_carrier_dispatch_op(c, text, &op);
+    if (swpy_check(s) < 0) {
+        sw_op_unref(s == SW_OK ? op : NULL);
+        return NULL;
+    }
+    return swpy_op_wrap(st, op);
+}
+
+PyObject *swpy_backend_dispatch_hook(PyObject *self, PyObject *name) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    const char *text = NULL;
+    if (st == NULL || name_arg(name, &text) < 0) {
+        return NULL;
+    }
+    sw_carrier *c = swpy_carrier_of(self, "Carrier");
+    if (c == NULL) {
+        return NULL;
+    }
+    /* The backend's own table, whatever route the carrier has. */
+    const sw_carrier_class *cls = sw_carrier_get_class(c);
+    if (cls->dispatch_op == NULL) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "Carrier class does not support operation '%s'", text);
+        return NULL;
+    }
+    sw_op *op = NULL;
+    sw_status s = cls->dispatch_op(c, text, &op);
+    if (swpy_check(s) < 0) {
+        sw_op_unref(s == SW_OK ? op : NULL);
+        return NULL;
+    }
+    return swpy_op_wrap(st, op);
+}
+
+/* ------------------------------------------------------- documentation */
+
+const char swpy_carrier_dispatch_op_doc[] =
+    "dispatch_op($self, operation_name, /)\n--\n\n"
+    "A fresh operation for a canonical name, tagged with the name and this "
+    "carrier's exact class.\n\n"
+    "Calls the _dispatch_op hook (a Python override when the class has one; "
+    "CPU and Generic have native tables), requires an Operation that was "
+    "never dispatched, and records _operation_name and "
+    "_dispatch_carrier_class on it. An instance method only.\n\n"
+    "Args:\n"
+    "    operation_name: the canonical name, such as 'add' or 'relu'.\n\n"
+    "Returns:\n"
+    "    Operation: the fresh operation.\n\n"
+    "Raises:\n"
+    "    NotImplementedError: \"Carrier class does not support operation "
+    "'<name>'\" (or the backend's own message).\n"
+    "    TypeError: 'Carrier._dispatch_op must return an Operation', "
+    "'Carrier._dispatch_op must return a fresh Operation instance'.\n\n"
+    "Examples:\n"
+    "    >>> op = Generic([1.0]).dispatch_op('relu')\n"
+    "    >>> type(op).__name__, op._operation_name, "
+    "op._dispatch_carrier_class is Generic\n"
+    "    ('GenericReLUOperation', 'relu', True)\n";
+
+const char swpy_generic_dispatch_hook_doc[] =
+    "_dispatch_op($self, name, /)\n--\n\n"
+    "A fresh operation from the Generic table (a hook: subclasses may "
+    "override it and reach this table through super()).\n\n"
+    "Args:\n"
+    "    name: the canonical operation name.\n\n"
+    "Returns:\n"
+    "    Operation: a fresh, undispatched operation.\n\n"
+    "Raises:\n"
+    "    NotImplementedError: \"Generic carrier does not support operation "
+    "'<name>'\".\n\n"
+    "Examples:\n"
+    "    >>> type(Generic([])._dispatch_op('add')).__name__\n"
+    "    'GenericAddOperation'\n";
+
+const char swpy_cpu_dispatch_hook_doc[] =
+    "_dispatch_op($self, name, /)\n--\n\n"
+    "A fresh operation from the CPU table (a hook: subclasses may override "
+    "it and reach this table through super()).\n\n"
+    "Args:\n"
+    "    name: the canonical operation name.\n\n"
+    "Returns:\n"
+    "    Operation: a fresh, undispatched operation.\n\n"
+    "Raises:\n"
+    "    NotImplementedError: \"CPU carrier does not support operation "
+    "'<name>'\".\n\n"
+    "Examples:\n"
+    "    >>> type(CPU(1)._dispatch_op('view')).__name__\n"
+    "    'GenericViewOperation'\n";
+
+const char swpy_execute_lowered_operation_doc[] =
+    "execute_lowered_operation($module, operation, /, *inputs)\n--\n\n"
+    "Runs operation._forward(*inputs) the way a composite carrier runs an "
+    "inner operation: no saved inputs, no autograd context.\n\n"
+    "Sealed: a Python override of _execute_lowered is not consulted.\n\n"
+    "Args:\n"
+    "    operation: the Operation to run.\n"
+    "    *inputs: its forward arguments.\n\n"
+    "Returns:\n"
+    "    Tensor: the result.\n\n"
+    "Raises:\n"
+    "    TypeError: 'Operation._forward must return a Tensor'.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave.carriers.operation_helpers import "
+    "execute_lowered_operation\n"
+    "    >>> x = Tensor(Generic([-1.0, 2.0]), 0, Layout(Shape(2), "
+    "Stride(1)))\n"
+    "    >>> op = GenericReLUOperation()\n"
+    "    >>> y = execute_lowered_operation(op, x)\n"
+    "    >>> y[0], y[1], y.autograd_ctx is None, op.inputs()\n"
+    "    (0, 2.0, True, ())\n";
+
+PyDoc_STRVAR(
+    operation_doc,
+    "Operation()\n--\n\n"
+    "An operation object: forward runs it and records the autograd context; "
+    "backward returns one gradient per saved input.\n\n"
+    "Subclass it in Python and implement _forward(*inputs) (returning a "
+    "Tensor) and backward(gradient) (returning one Tensor or None per "
+    "entry of inputs()). forward(*inputs) saves the Tensor inputs and "
+    "their versions when grad mode is on and some input is differentiable, "
+    "runs _forward, and makes a differentiable result's autograd_ctx this "
+    "operation. ctx is a dict for the operation's own state.\n\n"
+    "Returns:\n"
+    "    Operation: an operation whose hooks are its Python methods.\n\n"
+    "Examples:\n"
+    "    >>> class Double(Operation):\n"
+    "    ...     def _forward(self, x):\n"
+    "    ...         return Tensor(x.carrier.new_like([2 * x[i] for i in "
+    "range(x.size())]), 0, x.layout)\n"
+    "    ...     def backward(self, gradient):\n"
+    "    ...         return [gradient * 2]\n"
+    "    >>> x = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), Stride(1)))\n"
+    "    >>> op = Double()\n"
+    "    >>> y = op.forward(x)\n"
+    "    >>> y[1], y.autograd_ctx is op, op.inputs()[0] is x\n"
+    "    (4.0, True, True)\n");
+
+PyDoc_STRVAR(operation_forward_doc,
+             "forward($self, /, *inputs)\n--\n\n"
+             "Runs the operation and records the autograd context.\n\n"
+             "When grad mode is on and some input is a differentiable "
+             "Tensor, every Tensor input is saved with its version; a "
+             "differentiable result gets this operation as its "
+             "autograd_ctx. Positional arguments only.\n\n"
+             "Args:\n"
+             "    *inputs: the operation's arguments.\n\n"
+             "Returns:\n"
+             "    Tensor: the result.\n\n"
+             "Raises:\n"
+             "    TypeError: 'Operation._forward must return a Tensor', "
+             "'Operation._forward must be implemented'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([1.0, -1.0]), 0, Layout(Shape(2), "
+             "Stride(1)))\n"
+             "    >>> op = GenericReLUOperation()\n"
+             "    >>> y = op.forward(x)\n"
+             "    >>> y[0], y[1], y.autograd_ctx is op\n"
+             "    (1.0, 0, True)\n");
+
+PyDoc_STRVAR(operation_forward_hook_doc,
+             "_forward($self, /, *inputs)\n--\n\n"
+             "The computation (a hook: Python subclasses implement it).\n\n"
+             "On a native operation it runs the computation without "
+             "recording anything.\n\n"
+             "Args:\n"
+             "    *inputs: the operation's arguments.\n\n"
+             "Returns:\n"
+             "    Tensor: the result.\n\n"
+             "Raises:\n"
+             "    TypeError: 'Operation._forward must be implemented' when a "
+             "Python subclass has none.\n\n"
+             "Examples:\n"
+             "    >>> Operation()._forward()\n"
+             "    Traceback (most recent call last):\n"
+             "    ...\n"
+             "    TypeError: Operation._forward must be implemented\n");
+
+PyDoc_STRVAR(operation_backward_doc,
+             "backward($self, gradient, /)\n--\n\n"
+             "One gradient per saved input (a hook: Python subclasses "
+             "implement it).\n\n"
+             "Args:\n"
+             "    gradient: the gradient of the result, a Tensor with the "
+             "result's layout.\n\n"
+             "Returns:\n"
+             "    tuple: one Tensor (laid out like that input) or None per "
+             "entry of inputs().\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'Tried to call pure virtual function "
+             "\"Operation::backward\"' when a Python subclass has none.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> op = GenericScalarMulOperation()\n"
+             "    >>> y = op.forward(x, 2)\n"
+             "    >>> g = Tensor(Generic([1.0]), 0, y.layout)\n"
+             "    >>> op.backward(g)[0][0]\n"
+             "    2.0\n");
+
+PyDoc_STRVAR(operation_execute_lowered_doc,
+             "_execute_lowered($self, /, *inputs)\n--\n\n"
+             "Runs _forward(*inputs) without touching the saved inputs or "
+             "attaching an autograd context.\n\n"
+             "Args:\n"
+             "    *inputs: the operation's arguments.\n\n"
+             "Returns:\n"
+             "    Tensor: the result.\n\n"
+             "Raises:\n"
+             "    TypeError: 'Operation._forward must return a Tensor'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([2.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> y = GenericExpOperation()._execute_lowered(x)\n"
+             "    >>> round(y[0], 4), y.autograd_ctx\n"
+             "    (7.3891, None)\n");
+
+PyDoc_STRVAR(operation_store_inputs_doc,
+             "store_inputs($self, /, *inputs)\n--\n\n"
+             "Replaces the saved inputs with exactly these tensors (the "
+             "saved versions are kept).\n\n"
+             "Args:\n"
+             "    *inputs: Tensors.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    TypeError: 'Operation inputs must be Tensors'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> op = Operation()\n"
+             "    >>> op.store_inputs(x)\n"
+             "    >>> op.inputs()[0] is x\n"
+             "    True\n");
+
+PyDoc_STRVAR(operation_inputs_doc,
+             "inputs($self, /)\n--\n\n"
+             "The saved inputs (empty when no graph was recorded).\n\n"
+             "Returns:\n"
+             "    tuple: the saved Tensors, in argument order.\n\n"
+             "Examples:\n"
+             "    >>> Operation().inputs()\n"
+             "    ()\n");
+
+PyDoc_STRVAR(operation_input_versions_doc,
+             "input_versions($self, /)\n--\n\n"
+             "The versions of the saved inputs at forward time.\n\n"
+             "Returns:\n"
+             "    tuple[int, ...]: one version per saved input.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> op = GenericExpOperation()\n"
+             "    >>> _ = op.forward(x)\n"
+             "    >>> op.input_versions()\n"
+             "    (0,)\n");
+
+PyDoc_STRVAR(operation_validate_input_versions_doc,
+             "validate_input_versions($self, /)\n--\n\n"
+             "Checks that no saved input was written since forward.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Raises:\n"
+             "    RuntimeError: 'A tensor needed for gradient computation was "
+             "modified in-place: expected version X, got version Y'.\n\n"
+             "Examples:\n"
+             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
+             "Stride(1)))\n"
+             "    >>> op = GenericExpOperation()\n"
+             "    >>> _ = op.forward(x)\n"
+             "    >>> x[0] = 2.0\n"
+             "    >>> op.validate_input_versions()\n"
+             "    Traceback (most recent call last):\n"
+             "    ...\n"
+             "    RuntimeError: A tensor needed for gradient computation was "
+             "modified in-place: expected version 0, got version 1\n");
+
+PyDoc_STRVAR(operation_ctx_doc,
+             "The operation's state: a dict, the same object each time.\n\n"
+             "Returns:\n"
+             "    dict: the context (native operations fill it as the "
+             "reference documents, e.g. 'scalar', 'output_layout').\n\n"
+             "Examples:\n"
+             "    >>> op = Operation()\n"
+             "    >>> op.ctx['k'] = 1\n"
+             "    >>> op.ctx\n"
+             "    {'k': 1}\n");
+
+PyDoc_STRVAR(operation_name_doc,
+             "The canonical name the operation was dispatched under, or "
+             "None.\n\n"
+             "Returns:\n"
+             "    str | None: the name.\n\n"
+             "Examples:\n"
+             "    >>> Operation()._operation_name is None\n"
+             "    True\n");
+
+PyDoc_STRVAR(operation_carrier_class_doc,
+             "The exact class of the carrier that dispatched the operation, "
+             "or None.\n\n"
+             "Returns:\n"
+             "    type | None: the carrier class.\n\n"
+             "Examples:\n"
+             "    >>> CPU(1).dispatch_op('view')._dispatch_carrier_class is "
+             "CPU\n"
+             "    True\n");
+
+/* ------------------------------------------------------------ type specs */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#define FC(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef operation_methods[] = {
+    {"forward", FC(operation_forward), METH_FASTCALL, operation_forward_doc},
+    {"_forward", FC(operation_forward_hook), METH_FASTCALL,
+     operation_forward_hook_doc},
+    {"backward", operation_backward, METH_O, operation_backward_doc},
+    {"_execute_lowered", FC(operation_execute_lowered), METH_FASTCALL,
+     operation_execute_lowered_doc},
+    {"store_inputs", FC(operation_store_inputs), METH_FASTCALL,
+     operation_store_inputs_doc},
+    {"inputs", operation_inputs, METH_NOARGS, operation_inputs_doc},
+    {"input_versions", operation_input_versions, METH_NOARGS,
+     operation_input_versions_doc},
+    {"validate_input_versions", operation_validate_input_versions, METH_NOARGS,
+     operation_validate_input_versions_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef operation_getset[] = {
+    {"ctx", operation_get_ctx, NULL, operation_ctx_doc, NULL},
+    {"_operation_name", operation_get_name, NULL, operation_name_doc, NULL},
+    {"_dispatch_carrier_class", operation_get_carrier_class, NULL,
+     operation_carrier_class_doc, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef operation_members[] = {
+    {"__weaklistoffset__", SWPY_T_PYSSIZET,
+     offsetof(OperationObject, weakreflist), SWPY_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot operation_slots[] = {
+    {Py_tp_doc, (void *)operation_doc},   {Py_tp_new, operation_tp_new},
+    {Py_tp_init, operation_tp_init},      {Py_tp_dealloc, operation_dealloc},
+    {Py_tp_traverse, operation_traverse}, {Py_tp_clear, operation_clear},
+    {Py_tp_methods, operation_methods},   {Py_tp_getset, operation_getset},
+    {Py_tp_members, operation_members},   {0, NULL},
+};
+
+static PyType_Spec operation_spec = {
+    .name = "strideweave.carriers.operation_helpers.Operation",
+    .basicsize = sizeof(OperationObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = operation_slots,
+};
+
+PyDoc_STRVAR(native_op_doc,
+             "A native operation of a class the binding does not name.\n\n"
+             "Returns:\n"
+             "    NativeOperation: not constructible from Python.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import _native\n"
+             "    >>> issubclass(_native.NativeOperation, Operation)\n"
+             "    True\n");
+
+static PyType_Slot native_op_slots[] = {
+    {Py_tp_doc, (void *)native_op_doc},
+    {Py_tp_traverse, operation_traverse},
+    {Py_tp_clear, operation_clear},
+    {0, NULL},
+};
+
+static PyType_Spec native_op_spec = {
+    .name = "strideweave.carriers.operation_helpers.NativeOperation",
+    .basicsize = sizeof(OperationObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = native_op_slots,
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* The docstring of table entry i (a new string; CPython copies it). */
+static char *op_doc(const op_def *d) {
+    const char *name = strrchr(d->tp_name, '.') + 1;
+    const char *fmt =
+        d->example != NULL
+            ? "%s()\n--\n\n%s\n\nA fresh, undispatched operation: "
+              "forward(*inputs) runs it and records the autograd context, "
+              "backward(gradient) returns one gradient per saved input. "
+              "Dispatch through a carrier gives the same class, tagged with "
+              "the name '%s'.\n\nReturns:\n    %s: the operation.\n\n"
+              "Examples:\n    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
+              "Layout(Shape(2), Stride(1)))\n    >>> op = %s()\n    %s"
+            : "%s()\n--\n\n%s\n\nThe CPU carrier's native operation for "
+              "'%s' (not exported at the top level).\n\nReturns:\n    %s: "
+              "the operation.\n\nExamples:\n    >>> op = "
+              "CPU(1).dispatch_op('%s')\n    >>> type(op).__name__ == "
+              "'%s'\n    True\n";
+    char *buf = PyMem_Malloc(4096);
+    if (buf == NULL) {
+        return NULL;
+    }
+    if (d->example != NULL) {
+        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, name,
+                      d->example);
+    } else {
+        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, d->name,
+                      name);
+    }
+    return buf;
+}
+
+static int intern(PyObject **slot, const char *text) {
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+/* Slot values are void *; see the note in layout.c. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+static const PyType_Slot op_type_slots[] = {
+    {Py_tp_doc, NULL},
+    {Py_tp_traverse, operation_traverse},
+    {Py_tp_clear, operation_clear},
+    {0, NULL},
+};
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* Makes the Python class of table entry i and finds its native class. */
+static int make_op_type(PyObject *module, swpy_state *st, int i) {
+    const op_def *d = &op_defs[i];
+    char *doc = op_doc(d);
+    if (doc == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyType_Slot slots[sizeof op_type_slots / sizeof op_type_slots[0]];
+    memcpy(slots, op_type_slots, sizeof slots);
+    slots[0].pfunc = doc;
+    PyType_Spec spec = {
+        .name = d->tp_name,
+        .basicsize = sizeof(OperationObject),
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+                 Py_TPFLAGS_IMMUTABLETYPE,
+        .slots = slots,
+    };
+    PyObject *type =
+        PyType_FromModuleAndSpec(module, &spec, (PyObject *)st->operation_type);
+    PyMem_Free(doc);
+    if (type == NULL) {
+        return -1;
+    }
+    st->op_types[i] = (PyTypeObject *)type;
+    /* The native class: from an operation made once now. A backend that
+     * lacks it leaves NULL (its Python class then raises its error). */
+    sw_op *op = NULL;
+    if (native_new(st, i, &op) == SW_OK) {
+        st->op_classes[i] = sw_op_get_class(op);
+        sw_op_unref(op);
+    } else {
+        sw_clear_error();
+    }
+    return PyModule_AddType(module, st->op_types[i]);
+}
+
+int swpy_operation_init_types(PyObject *module, swpy_state *st) {
+    if (intern(&st->str_forward_hook, "_forward") < 0 ||
+        intern(&st->str_backward, "backward") < 0 ||
+        intern(&st->str_dispatch_hook, "_dispatch_op") < 0 ||
+        intern(&st->str_scalar, "scalar") < 0 ||
+        intern(&st->str_exponent, "exponent") < 0 ||
+        intern(&st->str_output_layout, "output_layout") < 0 ||
+        intern(&st->str_mapping_layout, "mapping_layout") < 0 ||
+        intern(&st->str_mapping_offset, "mapping_offset") < 0 ||
+        intern(&st->str_order, "order") < 0 ||
+        intern(&st->str_output, "output") < 0 ||
+        intern(&st->str_selection, "selection") < 0 ||
+        intern(&st->str_saved_values, "saved_values") < 0) {
+        return -1;
+    }
+    st->tag_types = PyDict_New();
+    if (st->tag_types == NULL) {
+        return -1;
+    }
+    /* Library carriers that name the backends and make their operations. */
+    sw_status s = sw_cpu_new(0, SW_DTYPE_FLOAT32, 1, 0, &st->cpu_template);
+    if (s == SW_OK) {
+        s = sw_generic_new_doubles(0, NULL, 1, &st->generic_template);
+    }
+    if (s != SW_OK) {
+        swpy_raise(s);
+        return -1;
+    }
+    st->cpu_class = sw_carrier_get_class(st->cpu_template);
+    st->generic_class = sw_carrier_get_class(st->generic_template);
+    PyObject *type = PyType_FromModuleAndSpec(module, &operation_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    st->operation_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->operation_type) < 0) {
+        return -1;
+    }
+    type = PyType_FromModuleAndSpec(module, &native_op_spec,
+                                    (PyObject *)st->operation_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->native_op_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->native_op_type) < 0) {
+        return -1;
+    }
+    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+        if (make_op_type(module, st, i) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void swpy_operation_free_state(swpy_state *st) {
+    sw_carrier_unref(st->cpu_template);
+    sw_carrier_unref(st->generic_template);
+    st->cpu_template = NULL;
+    st->generic_template = NULL;
+}

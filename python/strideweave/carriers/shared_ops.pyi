@@ -1,0 +1,9 @@
+"""The carrier-neutral layout operations: view, permute and rearrange."""
+
+from strideweave.carriers.operation_helpers import Operation
+
+__all__ = ["GenericViewOperation", "PermuteOperation", "RearrangeOperation"]
+
+class GenericViewOperation(Operation): ...
+class PermuteOperation(Operation): ...
+class RearrangeOperation(Operation): ...

@@ -1,0 +1,116 @@
+"""Every operation name: the operation classes and the functional forms.
+
+``__all__`` is the sorted list of the operation names that
+``strideweave`` re-exports after its core names. The objects are the same
+as in their home modules (``strideweave.functional``,
+``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``,
+``strideweave.carriers.operation_helpers``).
+
+Examples:
+    >>> import strideweave
+    >>> import strideweave.operation
+    >>> strideweave.operation.add is strideweave.add
+    True
+"""
+
+from strideweave.carriers.generic.ops import (
+    GenericAddOperation,
+    GenericDivOperation,
+    GenericElementwiseMulOperation,
+    GenericELUOperation,
+    GenericExpOperation,
+    GenericGELUOperation,
+    GenericLeakyReLUOperation,
+    GenericMatmulOperation,
+    GenericPowOperation,
+    GenericReduceSumOperation,
+    GenericReLUOperation,
+    GenericScalarMulOperation,
+    GenericSigmoidOperation,
+    GenericSiLUOperation,
+    GenericSoftplusOperation,
+    GenericSubOperation,
+    GenericTanhOperation,
+)
+from strideweave.carriers.operation_helpers import Operation
+from strideweave.carriers.shared_ops import (
+    GenericViewOperation,
+    PermuteOperation,
+    RearrangeOperation,
+)
+from strideweave.functional import (
+    add,
+    div,
+    einsum,
+    elementwise_mul,
+    elu,
+    exp,
+    gelu,
+    is_grad_enabled,
+    leaky_relu,
+    matmul,
+    mul,
+    neg,
+    no_grad,
+    permute,
+    pow,
+    rearrange,
+    reduce,
+    relu,
+    set_grad_enabled,
+    sigmoid,
+    silu,
+    softplus,
+    sub,
+    tanh,
+    view,
+)
+
+__all__ = [
+    "GenericAddOperation",
+    "GenericDivOperation",
+    "GenericELUOperation",
+    "GenericElementwiseMulOperation",
+    "GenericExpOperation",
+    "GenericGELUOperation",
+    "GenericLeakyReLUOperation",
+    "GenericMatmulOperation",
+    "GenericPowOperation",
+    "GenericReLUOperation",
+    "GenericReduceSumOperation",
+    "GenericScalarMulOperation",
+    "GenericSiLUOperation",
+    "GenericSigmoidOperation",
+    "GenericSoftplusOperation",
+    "GenericSubOperation",
+    "GenericTanhOperation",
+    "GenericViewOperation",
+    "Operation",
+    "PermuteOperation",
+    "RearrangeOperation",
+    "add",
+    "div",
+    "einsum",
+    "elementwise_mul",
+    "elu",
+    "exp",
+    "gelu",
+    "is_grad_enabled",
+    "leaky_relu",
+    "matmul",
+    "mul",
+    "neg",
+    "no_grad",
+    "permute",
+    "pow",
+    "rearrange",
+    "reduce",
+    "relu",
+    "set_grad_enabled",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "sub",
+    "tanh",
+    "view",
+]

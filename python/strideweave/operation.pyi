@@ -1,0 +1,187 @@
+"""Every operation name: the operation classes and the functional forms."""
+
+from strideweave.carriers.generic.ops import (
+    GenericAddOperation as GenericAddOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericDivOperation as GenericDivOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericElementwiseMulOperation as GenericElementwiseMulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericELUOperation as GenericELUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericExpOperation as GenericExpOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericGELUOperation as GenericGELUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericLeakyReLUOperation as GenericLeakyReLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericMatmulOperation as GenericMatmulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericPowOperation as GenericPowOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericReduceSumOperation as GenericReduceSumOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericReLUOperation as GenericReLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericScalarMulOperation as GenericScalarMulOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSigmoidOperation as GenericSigmoidOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSiLUOperation as GenericSiLUOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSoftplusOperation as GenericSoftplusOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericSubOperation as GenericSubOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericTanhOperation as GenericTanhOperation,
+)
+from strideweave.carriers.operation_helpers import Operation as Operation
+from strideweave.carriers.shared_ops import (
+    GenericViewOperation as GenericViewOperation,
+)
+from strideweave.carriers.shared_ops import (
+    PermuteOperation as PermuteOperation,
+)
+from strideweave.carriers.shared_ops import (
+    RearrangeOperation as RearrangeOperation,
+)
+from strideweave.functional import (
+    add as add,
+)
+from strideweave.functional import (
+    div as div,
+)
+from strideweave.functional import (
+    einsum as einsum,
+)
+from strideweave.functional import (
+    elementwise_mul as elementwise_mul,
+)
+from strideweave.functional import (
+    elu as elu,
+)
+from strideweave.functional import (
+    exp as exp,
+)
+from strideweave.functional import (
+    gelu as gelu,
+)
+from strideweave.functional import (
+    is_grad_enabled as is_grad_enabled,
+)
+from strideweave.functional import (
+    leaky_relu as leaky_relu,
+)
+from strideweave.functional import (
+    matmul as matmul,
+)
+from strideweave.functional import (
+    mul as mul,
+)
+from strideweave.functional import (
+    neg as neg,
+)
+from strideweave.functional import (
+    no_grad as no_grad,
+)
+from strideweave.functional import (
+    permute as permute,
+)
+from strideweave.functional import (
+    pow as pow,
+)
+from strideweave.functional import (
+    rearrange as rearrange,
+)
+from strideweave.functional import (
+    reduce as reduce,
+)
+from strideweave.functional import (
+    relu as relu,
+)
+from strideweave.functional import (
+    set_grad_enabled as set_grad_enabled,
+)
+from strideweave.functional import (
+    sigmoid as sigmoid,
+)
+from strideweave.functional import (
+    silu as silu,
+)
+from strideweave.functional import (
+    softplus as softplus,
+)
+from strideweave.functional import (
+    sub as sub,
+)
+from strideweave.functional import (
+    tanh as tanh,
+)
+from strideweave.functional import (
+    view as view,
+)
+
+__all__ = [
+    "GenericAddOperation",
+    "GenericDivOperation",
+    "GenericELUOperation",
+    "GenericElementwiseMulOperation",
+    "GenericExpOperation",
+    "GenericGELUOperation",
+    "GenericLeakyReLUOperation",
+    "GenericMatmulOperation",
+    "GenericPowOperation",
+    "GenericReLUOperation",
+    "GenericReduceSumOperation",
+    "GenericScalarMulOperation",
+    "GenericSiLUOperation",
+    "GenericSigmoidOperation",
+    "GenericSoftplusOperation",
+    "GenericSubOperation",
+    "GenericTanhOperation",
+    "GenericViewOperation",
+    "Operation",
+    "PermuteOperation",
+    "RearrangeOperation",
+    "add",
+    "div",
+    "einsum",
+    "elementwise_mul",
+    "elu",
+    "exp",
+    "gelu",
+    "is_grad_enabled",
+    "leaky_relu",
+    "matmul",
+    "mul",
+    "neg",
+    "no_grad",
+    "permute",
+    "pow",
+    "rearrange",
+    "reduce",
+    "relu",
+    "set_grad_enabled",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "sub",
+    "tanh",
+    "view",
+]

@@ -1,0 +1,116 @@
+"""Threads: CPU kernels run without the GIL (two Python threads make
+progress together), and concurrent operations on shared inputs are safe."""
+
+import threading
+import time
+
+import strideweave as sw
+from helpers_ops import L, logical
+from strideweave import CPU, Tensor
+
+
+def big(n):
+    c = CPU(n)
+    for i in range(0, n, 1009):
+        c[i] = float(i % 7)
+    return Tensor(c, 0, L([n], [1]))
+
+
+def test_python_runs_while_a_cpu_kernel_runs():
+    """A spinning Python thread keeps running during one long native call:
+    with the GIL held for the whole call it could not run at all in the
+    middle of it."""
+    x = big(1 << 22)
+    sw.exp(x)  # warm up
+    stamps = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            if len(stamps) > 1_000_000:
+                del stamps[:500_000]
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        time.sleep(0.01)
+        best = 0
+        for _ in range(20):
+            start = time.perf_counter()
+            y = sw.exp(sw.add(x, x))
+            end = time.perf_counter()
+            # Only the inner part of the call counts: a thread switch just
+            # before the call enters C could let the spinner run briefly.
+            margin = (end - start) * 0.25
+            inside = [s for s in stamps[-200_000:] if start + margin < s < end - margin]
+            best = max(best, len(inside))
+            if best > 0:
+                break
+    finally:
+        stop.set()
+        spinner.join()
+    assert best > 0
+    assert y.size() == x.size()
+
+
+def test_concurrent_operations_on_shared_inputs():
+    x = big(1 << 16)
+    errors = []
+    results = []
+
+    def work():
+        try:
+            for _ in range(20):
+                y = sw.relu(sw.add(sw.mul(x, 2), x))
+                results.append(y[1009 * 3])
+                y.backward(Tensor(CPU(0).new_like([1.0] * y.size()), 0, y.layout))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert set(results) == {3.0 * ((1009 * 3) % 7)}
+    assert logical(x.grad)[1009] == 80 * 3.0
+
+
+def test_release_waits_for_running_kernels():
+    x = big(1 << 22)
+    done = threading.Event()
+    outcome = []
+
+    def work():
+        try:
+            for _ in range(5):
+                sw.exp(x)
+        except RuntimeError as e:
+            # Released between two calls: the next call says so.
+            outcome.append(str(e))
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        try:
+            x.carrier.release()
+            outcome.append("released")
+            break
+        except RuntimeError as e:
+            outcome.append(str(e))
+    t.join()
+    if not x.carrier.is_released():
+        x.carrier.release()
+    assert x.carrier.is_released()
+    assert all(
+        o
+        in (
+            "released",
+            "Carrier is in use by another thread and cannot be released now",
+            "tensor carrier is released",
+        )
+        for o in outcome
+    )
