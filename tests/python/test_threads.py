@@ -4,6 +4,7 @@ progress together), and concurrent operations on shared inputs are safe."""
 import threading
 import time
 
+import pytest
 import strideweave as sw
 from helpers_ops import L, logical
 from strideweave import CPU, Tensor
@@ -114,3 +115,120 @@ def test_release_waits_for_running_kernels():
         )
         for o in outcome
     )
+
+
+def ones(t):
+    return Tensor(CPU(0).new_like([1.0] * t.size()), 0, t.layout)
+
+
+def test_python_runs_while_backward_runs():
+    """The reverse pass of a large CPU graph runs without the GIL."""
+    n = 768
+    a = big(n * n)
+    a = Tensor(a.carrier, 0, L([n, n], [n, 1]))
+    b = Tensor(big(n * n).carrier, 0, L([n, n], [1, n]))
+    stamps = []
+    stop = threading.Event()
+
+    def spin():
+        # A few stamps a millisecond at most: a long pass (slow builds)
+        # keeps all of them.
+        k = 0
+        while not stop.is_set():
+            k += 1
+            if k % 256 == 0:
+                stamps.append(time.perf_counter())
+                if len(stamps) > 2_000_000:
+                    del stamps[:1_000_000]
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        time.sleep(0.01)
+        best = 0
+        for _ in range(10):
+            y = sw.matmul(a, b)
+            g = ones(y)
+            start = time.perf_counter()
+            y.backward(g)
+            end = time.perf_counter()
+            margin = (end - start) * 0.25
+            inside = [s for s in stamps if start + margin < s < end - margin]
+            best = max(best, len(inside))
+            if best > 0:
+                break
+    finally:
+        stop.set()
+        spinner.join()
+    assert best > 0
+    assert a.grad is not None and b.grad is not None
+
+
+def test_python_operations_in_a_pass_without_the_gil():
+    from strideweave import Generic, Operation
+
+    class Twice(Operation):
+        def _forward(self, t):
+            return sw.mul(t, 2)
+
+        def backward(self, gradient):
+            # Generic values and a nested CPU operation, from the callback.
+            g = Tensor(Generic([2.0] * gradient.size()), 0, gradient.layout)
+            assert logical(sw.mul(g, 1)) == [2.0] * gradient.size()
+            return [sw.mul(gradient, 2)]
+
+    x = big(1 << 16)
+    y = sw.exp(Twice().forward(x))
+    y.backward(ones(y))
+    import math
+
+    assert logical(x.grad)[1009] == pytest.approx(2 * math.exp(2 * 1.0), rel=1e-5)
+
+
+def test_python_backward_exceptions_propagate_unchanged():
+    from strideweave import Operation
+
+    class Boom(ValueError):
+        pass
+
+    class Fails(Operation):
+        def _forward(self, t):
+            return sw.mul(t, 1)
+
+        def backward(self, gradient):
+            raise Boom("from backward")
+
+    x = big(1 << 16)
+    y = sw.exp(Fails().forward(x))
+    with pytest.raises(Boom, match="from backward"):
+        y.backward(ones(y))
+
+
+def test_concurrent_backward_through_python_operations():
+    from strideweave import Operation
+
+    class Same(Operation):
+        def _forward(self, t):
+            return sw.mul(t, 1)
+
+        def backward(self, gradient):
+            return [gradient]
+
+    x = big(1 << 16)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(10):
+                y = sw.add(Same().forward(x), x)
+                y.backward(ones(y))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert logical(x.grad)[1009] == 80.0

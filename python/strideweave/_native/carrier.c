@@ -336,7 +336,7 @@ static int optional_hook(PyObject *self, PyObject *name, PyObject **out) {
     return -1;
 }
 
-static int64_t hook_size(sw_carrier *c) {
+static int64_t hook_size_body(sw_carrier *c) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -352,7 +352,7 @@ static int64_t hook_size(sw_carrier *c) {
     return rc < 0 ? 0 : n;
 }
 
-static sw_status hook_get(sw_carrier *c, int64_t i, sw_value *out) {
+static sw_status hook_get_body(sw_carrier *c, int64_t i, sw_value *out) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -371,7 +371,7 @@ static sw_status hook_get(sw_carrier *c, int64_t i, sw_value *out) {
     return SW_OK;
 }
 
-static sw_status hook_set(sw_carrier *c, int64_t i, const sw_value *v) {
+static sw_status hook_set_body(sw_carrier *c, int64_t i, const sw_value *v) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -401,7 +401,7 @@ static sw_status hook_set(sw_carrier *c, int64_t i, const sw_value *v) {
     return SW_OK;
 }
 
-static sw_dtype hook_dtype(sw_carrier *c) {
+static sw_dtype hook_dtype_body(sw_carrier *c) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -422,7 +422,7 @@ static sw_dtype hook_dtype(sw_carrier *c) {
     return rc == 1 ? d : SW_DTYPE_ANY;
 }
 
-static int hook_is_mutable(sw_carrier *c) {
+static int hook_is_mutable_body(sw_carrier *c) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -442,7 +442,7 @@ static int hook_is_mutable(sw_carrier *c) {
     return truth > 0;
 }
 
-static void hook_release(sw_carrier *c) {
+static void hook_release_body(sw_carrier *c) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -500,9 +500,9 @@ static PyObject *call_with_kwargs(PyObject *self, PyObject *name,
     return r;
 }
 
-static sw_status hook_allocate_like(sw_carrier *c, int64_t size, int mutable_,
-                                    sw_dtype dtype, int empty,
-                                    sw_carrier **out) {
+static sw_status hook_allocate_like_body(sw_carrier *c, int64_t size,
+                                         int mutable_, sw_dtype dtype,
+                                         int empty, sw_carrier **out) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -526,8 +526,9 @@ static sw_status hook_allocate_like(sw_carrier *c, int64_t size, int mutable_,
     return hook_result(self, "allocate_like", r, out);
 }
 
-static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
-                               int mutable_, sw_dtype dtype, sw_carrier **out) {
+static sw_status hook_new_like_body(sw_carrier *c, int64_t n,
+                                    const sw_value *values, int mutable_,
+                                    sw_dtype dtype, sw_carrier **out) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
     if (self == NULL) {
@@ -559,7 +560,7 @@ static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
      * it differs from the carrier's, so that hooks written to the base
      * signature keep working.
      */
-    if (kwargs != NULL && dtype != hook_dtype(c) && !PyErr_Occurred()) {
+    if (kwargs != NULL && dtype != hook_dtype_body(c) && !PyErr_Occurred()) {
         PyObject *dt = swpy_dtype_to_py(st, dtype);
         if (dt == NULL || PyDict_SetItem(kwargs, st->str_dtype, dt) < 0) {
             Py_CLEAR(kwargs);
@@ -573,6 +574,67 @@ static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
     Py_XDECREF(args);
     Py_XDECREF(kwargs);
     return hook_result(self, "new_like", r, out);
+}
+
+/* The slots as the library calls them: each takes the GIL for its
+ * whole body (see gil.h). */
+
+static int64_t hook_size(sw_carrier *c) {
+    swpy_gil g = swpy_gil_ensure();
+    int64_t r = hook_size_body(c);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status hook_get(sw_carrier *c, int64_t i, sw_value *out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_get_body(c, i, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status hook_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_set_body(c, i, v);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_dtype hook_dtype(sw_carrier *c) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_dtype r = hook_dtype_body(c);
+    swpy_gil_release(g);
+    return r;
+}
+
+static int hook_is_mutable(sw_carrier *c) {
+    swpy_gil g = swpy_gil_ensure();
+    int r = hook_is_mutable_body(c);
+    swpy_gil_release(g);
+    return r;
+}
+
+static void hook_release(sw_carrier *c) {
+    swpy_gil g = swpy_gil_ensure();
+    hook_release_body(c);
+    swpy_gil_release(g);
+}
+
+static sw_status hook_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                    sw_dtype dtype, int empty,
+                                    sw_carrier **out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_allocate_like_body(c, size, mutable_, dtype, empty, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
+                               int mutable_, sw_dtype dtype, sw_carrier **out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_new_like_body(c, n, values, mutable_, dtype, out);
+    swpy_gil_release(g);
+    return r;
 }
 
 static const sw_carrier_class python_class = {

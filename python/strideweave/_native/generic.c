@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "gil.h"
 #include "layout.h"
 #include "operation.h"
 #include "tensor.h"
@@ -23,7 +24,7 @@
 /* A failure status whose Python exception explains it (see swpy_raise). */
 #define HOST_FAILED SW_ERUNTIME
 
-static int64_t host_length(void *store) {
+static int64_t host_length_body(void *store) {
     if (PyErr_Occurred()) {
         return -(int64_t)HOST_FAILED;
     }
@@ -35,7 +36,7 @@ static int64_t host_length(void *store) {
     return n < 0 ? -(int64_t)HOST_FAILED : (int64_t)n;
 }
 
-static sw_status host_get(void *store, int64_t i, sw_value *out) {
+static sw_status host_get_body(void *store, int64_t i, sw_value *out) {
     PyObject *seq = store, *r;
     if (PyErr_Occurred()) {
         return HOST_FAILED;
@@ -62,7 +63,7 @@ static sw_status host_get(void *store, int64_t i, sw_value *out) {
     return SW_OK;
 }
 
-static sw_status host_set(void *store, int64_t i, const sw_value *v) {
+static sw_status host_set_body(void *store, int64_t i, const sw_value *v) {
     if (PyErr_Occurred()) {
         return HOST_FAILED;
     }
@@ -80,8 +81,8 @@ static sw_status host_set(void *store, int64_t i, const sw_value *v) {
 }
 
 /* A new list of n values; empty slots (and NULL values) are None. */
-static sw_status host_make(const sw_host_ops *ops, int64_t n,
-                           const sw_value *values, void **out) {
+static sw_status host_make_body(const sw_host_ops *ops, int64_t n,
+                                const sw_value *values, void **out) {
     if (n > PY_SSIZE_T_MAX) {
         PyErr_NoMemory();
         return HOST_FAILED;
@@ -103,11 +104,11 @@ static sw_status host_make(const sw_host_ops *ops, int64_t n,
     return SW_OK;
 }
 
-static void host_drop(void *store) {
+static void host_drop_body(void *store) {
     Py_DECREF((PyObject *)store);
 }
 
-static void host_release_value(void *host) {
+static void host_release_value_body(void *host) {
     Py_DECREF((PyObject *)host);
 }
 
@@ -210,8 +211,8 @@ static PyObject *unary_value(sw_vop op, PyObject *x) {
     return NULL;
 }
 
-static sw_status host_apply(sw_vop op, const sw_value *a, const sw_value *b,
-                            sw_value *out) {
+static sw_status host_apply_body(sw_vop op, const sw_value *a,
+                                 const sw_value *b, sw_value *out) {
     if (PyErr_Occurred()) {
         return HOST_FAILED;
     }
@@ -252,7 +253,7 @@ static sw_status host_apply(sw_vop op, const sw_value *a, const sw_value *b,
     return SW_OK;
 }
 
-static sw_status host_to_number(const sw_value *v, sw_value *out) {
+static sw_status host_to_number_body(const sw_value *v, sw_value *out) {
     if (PyErr_Occurred()) {
         return HOST_FAILED;
     }
@@ -268,6 +269,65 @@ static sw_status host_to_number(const sw_value *v, sw_value *out) {
     }
     *out = sw_value_f64(d);
     return SW_OK;
+}
+
+/* The slots as the library calls them: each takes the GIL for its
+ * whole body (see gil.h). */
+
+static int64_t host_length(void *store) {
+    swpy_gil g = swpy_gil_ensure();
+    int64_t r = host_length_body(store);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status host_get(void *store, int64_t i, sw_value *out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = host_get_body(store, i, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status host_set(void *store, int64_t i, const sw_value *v) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = host_set_body(store, i, v);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status host_make(const sw_host_ops *ops, int64_t n,
+                           const sw_value *values, void **out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = host_make_body(ops, n, values, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static void host_drop(void *store) {
+    swpy_gil g = swpy_gil_ensure();
+    host_drop_body(store);
+    swpy_gil_release(g);
+}
+
+static void host_release_value(void *host) {
+    swpy_gil g = swpy_gil_ensure();
+    host_release_value_body(host);
+    swpy_gil_release(g);
+}
+
+static sw_status host_apply(sw_vop op, const sw_value *a, const sw_value *b,
+                            sw_value *out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = host_apply_body(op, a, b, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status host_to_number(const sw_value *v, sw_value *out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = host_to_number_body(v, out);
+    swpy_gil_release(g);
+    return r;
 }
 
 const sw_host_ops swpy_host_ops = {

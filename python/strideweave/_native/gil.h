@@ -2,15 +2,14 @@
  * Running library code without the GIL, and peer hooks that stay safe
  * while doing so.
  *
- * The binding releases the GIL around native kernels only: code in which
- * no Python callback (a Python carrier's hook, a Generic store, a Python
- * operation, a dispatch route) can run. One kind of callback remains: the
- * peer hooks (see sw_peer_hooks in base.h), which the library calls when a
- * reference count of a carrier, tensor or operation with a Python peer
- * crosses 1 <-> 2, for example when a recorded forward saves its inputs.
- * Those hooks take the GIL back for the one Py_INCREF or Py_DECREF they
- * do: SWPY_NOGIL_BEGIN remembers the thread state of the current thread
- * in a thread-local variable, and the hooks restore it when it is set.
+ * The binding releases the GIL around library calls that run kernels
+ * (native operations, the reverse pass). Every function the binding hands
+ * to the library (sw_carrier_class slots of Python carriers, sw_host_ops of
+ * Generic stores, sw_op_class slots of Python operations, dispatch routes,
+ * sw_peer_hooks) takes the GIL back for its whole body with
+ * swpy_gil_ensure/swpy_gil_release: SWPY_NOGIL_BEGIN remembers the thread
+ * state of the current thread in a thread-local variable, and the
+ * callbacks restore it when it is set.
  */
 #ifndef SWPY_GIL_H
 #define SWPY_GIL_H
@@ -31,6 +30,52 @@ extern _Thread_local PyThreadState *swpy_nogil_state;
     swpy_nogil_state = NULL;                                                   \
     PyEval_RestoreThread(swpy_saved_);                                         \
     }
+
+/*
+ * Taking the GIL back inside a callback from the library (a Python
+ * carrier's hook, a Generic store operation, a Python operation's slot, a
+ * dispatch route, a peer hook). Every such callback runs its whole body
+ * between swpy_gil_ensure and swpy_gil_release:
+ *
+ *   - on a thread that runs library code inside SWPY_NOGIL_BEGIN/END, the
+ *     saved thread state is restored (the exact one, which keeps this
+ *     right in sub-interpreters) and saved again afterwards;
+ *   - on a thread unknown to Python, PyGILState_Ensure makes one (the
+ *     library starts no threads of its own; this is a safety net);
+ *   - otherwise the thread already holds the GIL (the library call was
+ *     made with it) and nothing happens, which is what the re-entrant
+ *     PyGILState_Ensure would do in the main interpreter, without its
+ *     wrong thread state in a sub-interpreter.
+ *
+ * The error indicator lives in the thread state, so a Python exception
+ * raised by the callback stays pending for the caller (see swpy_raise).
+ */
+typedef struct {
+    PyThreadState *restored; /* the state taken back, or NULL */
+    int gilstate;            /* PyGILState_Ensure was used */
+    PyGILState_STATE state;
+} swpy_gil;
+
+static inline swpy_gil swpy_gil_ensure(void) {
+    swpy_gil g = {swpy_nogil_state, 0, PyGILState_LOCKED};
+    if (g.restored != NULL) {
+        swpy_nogil_state = NULL;
+        PyEval_RestoreThread(g.restored);
+    } else if (PyGILState_GetThisThreadState() == NULL) {
+        g.state = PyGILState_Ensure();
+        g.gilstate = 1;
+    }
+    return g;
+}
+
+static inline void swpy_gil_release(swpy_gil g) {
+    if (g.restored != NULL) {
+        PyEval_SaveThread();
+        swpy_nogil_state = g.restored;
+    } else if (g.gilstate) {
+        PyGILState_Release(g.state);
+    }
+}
 
 /* The peer hooks: Py_INCREF and Py_DECREF with the GIL taken back when
  * this thread runs without it. */

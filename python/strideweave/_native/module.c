@@ -19,30 +19,16 @@
 _Thread_local PyThreadState *swpy_nogil_state = NULL;
 
 void swpy_peer_incref(void *peer) {
-    PyThreadState *ts = swpy_nogil_state;
-    if (ts == NULL) {
-        Py_INCREF((PyObject *)peer);
-        return;
-    }
-    swpy_nogil_state = NULL;
-    PyEval_RestoreThread(ts);
+    swpy_gil g = swpy_gil_ensure();
     Py_INCREF((PyObject *)peer);
-    PyEval_SaveThread();
-    swpy_nogil_state = ts;
+    swpy_gil_release(g);
 }
 
 void swpy_peer_decref(void *peer) {
-    PyThreadState *ts = swpy_nogil_state;
-    if (ts == NULL) {
-        Py_DECREF((PyObject *)peer);
-        return;
-    }
     /* The object may go now: its deallocator runs Python code. */
-    swpy_nogil_state = NULL;
-    PyEval_RestoreThread(ts);
+    swpy_gil g = swpy_gil_ensure();
     Py_DECREF((PyObject *)peer);
-    PyEval_SaveThread();
-    swpy_nogil_state = ts;
+    swpy_gil_release(g);
 }
 
 swpy_state *swpy_state_of_type(PyTypeObject *type) {
@@ -286,6 +272,12 @@ static PyMethodDef module_methods[] = {
 
 static int module_exec(PyObject *module) {
     swpy_state *st = swpy_module_state(module);
+    atomic_init(&st->backward_owner, 0);
+    st->backward_lock = PyThread_allocate_lock();
+    if (st->backward_lock == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (swpy_layout_init_types(module, st) < 0 ||
         swpy_carrier_init_types(module, st) < 0 ||
         swpy_tensor_init_type(module, st) < 0 ||
@@ -391,6 +383,10 @@ static void module_free(void *module) {
     swpy_state *st = swpy_module_state((PyObject *)module);
     if (st != NULL) {
         swpy_operation_free_state(st);
+        if (st->backward_lock != NULL) {
+            PyThread_free_lock(st->backward_lock);
+            st->backward_lock = NULL;
+        }
     }
 }
 

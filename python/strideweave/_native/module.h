@@ -12,6 +12,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pythread.h>
+#include <stdatomic.h>
 
 #include "strideweave/carrier.h"
 #include "strideweave/op.h"
@@ -68,6 +70,12 @@ typedef struct swpy_state {
     const sw_carrier_class *generic_class;
     sw_carrier *cpu_template;
     sw_carrier *generic_template;
+    /* Serialises reverse passes and .grad writes of this interpreter:
+     * a pass runs without the GIL, and the library wants writes to one
+     * tensor serialised. Re-entrant through backward_owner (the thread
+     * identifier of the holder, 0 when free). */
+    PyThread_type_lock backward_lock;
+    _Atomic unsigned long backward_owner;
     /* Python carrier classes used as dispatch tags: kept alive for as long
      * as operations may name them. */
     PyObject *tag_types;

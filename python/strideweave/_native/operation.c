@@ -332,8 +332,8 @@ static PyObject *arg_to_py(swpy_state *st, const sw_arg *a) {
     Py_RETURN_NONE;
 }
 
-static sw_status pyop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
-                              sw_tensor **out) {
+static sw_status pyop_forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
+                                   sw_tensor **out) {
     swpy_state *st = NULL;
     PyObject *self = hook_self(op, &st);
     if (self == NULL) {
@@ -374,8 +374,8 @@ static sw_status pyop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return SW_OK;
 }
 
-static sw_status pyop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
-                               sw_tensor **grads) {
+static sw_status pyop_backward_body(sw_op *op, sw_tensor *gradient, int32_t n,
+                                    sw_tensor **grads) {
     swpy_state *st = NULL;
     PyObject *self = hook_self(op, &st);
     if (self == NULL) {
@@ -430,6 +430,25 @@ static sw_status pyop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
     }
     Py_DECREF(seq);
     return SW_OK;
+}
+
+/* The slots as the library calls them: each takes the GIL for its
+ * whole body (see gil.h). */
+
+static sw_status pyop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = pyop_forward_body(op, nargs, args, out);
+    swpy_gil_release(g);
+    return r;
+}
+
+static sw_status pyop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
+                               sw_tensor **grads) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = pyop_backward_body(op, gradient, n, grads);
+    swpy_gil_release(g);
+    return r;
 }
 
 static const sw_op_class python_op_class = {
@@ -1420,8 +1439,8 @@ static PyObject *operation_get_carrier_class(PyObject *self, void *closure) {
 /* ------------------------------------------------------------- dispatch */
 
 /* The route of a carrier with a Python class: self._dispatch_op(name). */
-static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
-                                sw_op **out) {
+static sw_status route_dispatch_body(sw_carrier *c, const char *name, void *ctx,
+                                     sw_op **out) {
     if (PyErr_Occurred()) {
         return HOOK_FAILED;
     }
@@ -1457,6 +1476,17 @@ static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
     }
     Py_DECREF(r);
     return SW_OK;
+}
+
+/* The slots as the library calls them: each takes the GIL for its
+ * whole body (see gil.h). */
+
+static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
+                                sw_op **out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = route_dispatch_body(c, name, ctx, out);
+    swpy_gil_release(g);
+    return r;
 }
 
 int swpy_carrier_install_dispatch(swpy_state *st, PyObject *self,

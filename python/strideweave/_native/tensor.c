@@ -454,6 +454,9 @@ static PyObject *tensor_get_grad(PyObject *self, void *closure) {
     return swpy_tensor_wrap(st, sw_tensor_retain(g));
 }
 
+static int autograd_lock(swpy_state *st);
+static void autograd_unlock(swpy_state *st, int nested);
+
 static int tensor_set_grad(PyObject *self, PyObject *value, void *closure) {
     sw_tensor *t = swpy_tensor_of(self);
     swpy_state *st = swpy_state_of_type(Py_TYPE(self));
@@ -477,7 +480,11 @@ static int tensor_set_grad(PyObject *self, PyObject *value, void *closure) {
             return -1;
         }
     }
-    return swpy_check(sw_tensor_set_grad(t, g));
+    /* Not while a reverse pass of another thread accumulates into it. */
+    int nested = autograd_lock(st);
+    sw_status s = sw_tensor_set_grad(t, g);
+    autograd_unlock(st, nested);
+    return swpy_check(s);
 }
 
 static PyObject *tensor_retain_grad(PyObject *self, PyObject *const *args,
@@ -520,6 +527,52 @@ static int gradient_arg(swpy_state *st, PyObject *o, sw_tensor **out) {
     return *out == NULL ? -1 : 0;
 }
 
+/* Takes st->backward_lock unless this thread holds it already (returns 1
+ * then); waits for it without the GIL. */
+static int autograd_lock(swpy_state *st) {
+    unsigned long me = PyThread_get_thread_ident();
+    if (atomic_load(&st->backward_owner) == me) {
+        return 1;
+    }
+    if (!PyThread_acquire_lock(st->backward_lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS;
+        PyThread_acquire_lock(st->backward_lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS;
+    }
+    atomic_store(&st->backward_owner, me);
+    return 0;
+}
+
+static void autograd_unlock(swpy_state *st, int nested) {
+    if (!nested) {
+        atomic_store(&st->backward_owner, 0);
+        PyThread_release_lock(st->backward_lock);
+    }
+}
+
+/*
+ * sw_tensor_backward, one pass at a time per interpreter (two passes may
+ * accumulate into the same leaf). A pass that starts on a CPU tensor runs
+ * without the GIL: its kernels run while other Python threads go on, and
+ * every callback it may make (Python operations, carriers and stores,
+ * dispatch routes, peer hooks) takes the GIL back itself (see gil.h). A
+ * pass that starts on any other carrier keeps the GIL: its per-value
+ * callbacks would otherwise take it back once a value.
+ */
+static sw_status run_backward(swpy_state *st, sw_tensor *t, sw_tensor *g) {
+    int nested = autograd_lock(st);
+    sw_status s;
+    if (sw_carrier_is_cpu(sw_tensor_carrier(t))) {
+        SWPY_NOGIL_BEGIN
+        s = sw_tensor_backward(t, g);
+        SWPY_NOGIL_END
+    } else {
+        s = sw_tensor_backward(t, g);
+    }
+    autograd_unlock(st, nested);
+    return s;
+}
+
 static PyObject *tensor_backward(PyObject *self, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *kwnames) {
     sw_tensor *t = swpy_tensor_of(self);
@@ -546,7 +599,7 @@ static PyObject *tensor_backward(PyObject *self, PyObject *const *args,
     }
     sw_tensor *g = NULL;
     if (gradient_arg(st, gradient, &g) < 0 ||
-        swpy_check(sw_tensor_backward(t, g)) < 0) {
+        swpy_check(run_backward(st, t, g)) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -620,7 +673,7 @@ static PyObject *tensor_backwards_traversal(PyObject *cls,
         s = sw_tensor_set_autograd_ctx(seed, op);
     }
     if (s == SW_OK) {
-        s = sw_tensor_backward(seed, g);
+        s = run_backward(st, seed, g);
     }
     sw_tensor_unref(seed);
     if (swpy_check(s) < 0) {
