@@ -232,3 +232,43 @@ def test_concurrent_backward_through_python_operations():
         t.join()
     assert errors == []
     assert logical(x.grad)[1009] == 80.0
+
+
+def test_release_refused_while_another_thread_runs_backward():
+    """A carrier cannot be released from another thread while a reverse
+    pass (which runs without the GIL) may read it; the pass holds the
+    interpreter's backward lock while a Python backward runs inside it."""
+    from strideweave import Operation
+
+    inside, attempted = threading.Event(), threading.Event()
+    outcome = []
+
+    class Gate(Operation):
+        def _forward(self, t):
+            return sw.mul(t, 1)
+
+        def backward(self, gradient):
+            inside.set()
+            attempted.wait(timeout=30)
+            return [sw.mul(gradient, 1)]
+
+    x = big(1 << 12)
+    y = sw.exp(Gate().forward(x))
+
+    def release_during_pass():
+        inside.wait(timeout=30)
+        try:
+            x.carrier.release()
+            outcome.append("released")
+        except RuntimeError as error:
+            outcome.append(str(error))
+        attempted.set()
+
+    other = threading.Thread(target=release_during_pass)
+    other.start()
+    y.backward(ones(y))
+    other.join()
+    assert outcome == ["Carrier is in use by another thread and cannot be released now"]
+    assert x.grad is not None
+    x.carrier.release()  # the pass is over: releasing works again
+    assert x.carrier.is_released()

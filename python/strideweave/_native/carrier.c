@@ -937,6 +937,16 @@ static PyObject *carrier_release(PyObject *self, PyObject *unused) {
                         "released now");
         return NULL;
     }
+    /* A reverse pass on another thread runs without the GIL and may be
+     * reading this carrier's storage. */
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    unsigned long owner = st ? atomic_load(&st->backward_owner) : 0;
+    if (owner != 0 && owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Carrier is in use by another thread and cannot be "
+                        "released now");
+        return NULL;
+    }
     if (swpy_check(sw_carrier_release_storage(c)) < 0) {
         return NULL;
     }
