@@ -27,6 +27,7 @@
 #include "strideweave/carrier.h"
 #include "strideweave/layout.h"
 #include "strideweave/tensor.h"
+#include "check.h"
 #include "tap.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -38,10 +39,6 @@ static max_align_t sentinel_storage[1];
 static char tmp_dir[512];   /* TMPDIR while the program runs */
 static char named_dir[512]; /* where named files go */
 
-static const char *S(sw_status st) {
-    return sw_status_name(st);
-}
-
 static sw_value sentinel_value(void) {
     sw_value v;
     memset(&v, 0, sizeof v);
@@ -52,24 +49,6 @@ static sw_value sentinel_value(void) {
 
 static bool value_untouched(const sw_value *v) {
     return v->kind == SW_VALUE_I64 && v->as.i == SENT_INT64 && v->ops == NULL;
-}
-
-static void leak_check(int64_t base, const char *what) {
-    is_int(sw_debug_live_allocs(), base, "%s: no library allocation leaked",
-           what);
-}
-
-static void expect_fail(sw_status st, sw_status want, const char *msg,
-                        const char *name) {
-    is_int(st, want, "%s fails with %s (got %s)", name, S(want), S(st));
-    if (st != SW_OK) {
-        if (msg)
-            is_str(sw_errmsg(), msg, "%s: message", name);
-        else
-            ok(strlen(sw_errmsg()) > 0, "%s sets a message ('%s')", name,
-               sw_errmsg());
-    }
-    sw_clear_error();
 }
 
 /*
@@ -85,15 +64,6 @@ static void expect_os_fail(sw_status st, int err, const char *name) {
            sw_errmsg());
     }
     sw_clear_error();
-}
-
-static bool expect_ok(sw_status st, const char *name) {
-    if (!ok(st == SW_OK, "%s succeeds", name)) {
-        diag("status %s: %s", S(st), sw_errmsg());
-        sw_clear_error();
-        return false;
-    }
-    return true;
 }
 
 static bool exists(const char *path) {

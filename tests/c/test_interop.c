@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "strideweave/strideweave.h"
+#include "check.h"
 #include "tap.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -36,37 +37,6 @@ static max_align_t sentinel_storage[2];
 #define SENT_PTR ((void *)&sentinel_storage[1])
 
 static char tmp_dir[512];
-
-static const char *S(sw_status st) {
-    return sw_status_name(st);
-}
-
-static void leak_check(int64_t base, const char *what) {
-    is_int(sw_debug_live_allocs(), base, "%s: no library allocation leaked",
-           what);
-}
-
-static void expect_fail(sw_status st, sw_status want, const char *msg,
-                        const char *name) {
-    is_int(st, want, "%s fails with %s (got %s)", name, S(want), S(st));
-    if (st != SW_OK) {
-        if (msg)
-            is_str(sw_errmsg(), msg, "%s: message", name);
-        else
-            ok(strlen(sw_errmsg()) > 0, "%s sets a message ('%s')", name,
-               sw_errmsg());
-    }
-    sw_clear_error();
-}
-
-static bool expect_ok(sw_status st, const char *name) {
-    if (!ok(st == SW_OK, "%s succeeds", name)) {
-        diag("status %s: %s", S(st), sw_errmsg());
-        sw_clear_error();
-        return false;
-    }
-    return true;
-}
 
 static int count_entries(const char *dir) {
     DIR *d = opendir(dir);

@@ -19,6 +19,7 @@
 #include "strideweave/carrier.h"
 #include "strideweave/layout.h"
 #include "strideweave/tensor.h"
+#include "check.h"
 #include "tap.h"
 
 enum { LEAF = SW_TOK_LEAF, PUSH = SW_TOK_PUSH, POP = SW_TOK_POP };
@@ -28,10 +29,6 @@ enum { LEAF = SW_TOK_LEAF, PUSH = SW_TOK_PUSH, POP = SW_TOK_POP };
 static max_align_t sentinel_storage[2];
 #define SENT_TENSOR ((sw_tensor *)(void *)&sentinel_storage[0])
 #define SENT_INT64 INT64_C(-777777)
-
-static const char *S(sw_status st) {
-    return sw_status_name(st);
-}
 
 static sw_value sentinel_value(void) {
     sw_value v;
@@ -43,34 +40,6 @@ static sw_value sentinel_value(void) {
 
 static bool value_untouched(const sw_value *v) {
     return v->kind == SW_VALUE_I64 && v->as.i == SENT_INT64 && v->ops == NULL;
-}
-
-static void leak_check(int64_t base, const char *what) {
-    is_int(sw_debug_live_allocs(), base, "%s: no library allocation leaked",
-           what);
-}
-
-/* Checks a rejected call: its status and exact message (NULL: any). */
-static void expect_fail(sw_status st, sw_status want, const char *msg,
-                        const char *name) {
-    is_int(st, want, "%s fails with %s (got %s)", name, S(want), S(st));
-    if (st != SW_OK) {
-        if (msg)
-            is_str(sw_errmsg(), msg, "%s: message", name);
-        else
-            ok(strlen(sw_errmsg()) > 0, "%s sets a message ('%s')", name,
-               sw_errmsg());
-    }
-    sw_clear_error();
-}
-
-static bool expect_ok(sw_status st, const char *name) {
-    if (!ok(st == SW_OK, "%s succeeds", name)) {
-        diag("status %s: %s", S(st), sw_errmsg());
-        sw_clear_error();
-        return false;
-    }
-    return true;
 }
 
 /* Parses a layout that the test relies on; a failure is itself a failure. */
