@@ -285,6 +285,16 @@ SW_API sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
                                     sw_carrier *destination, sw_tensor **out);
 
 /*
+ * The same move run by lowered execution (sw_op_execute_lowered): the same
+ * checks, transfer and release of the source, but no saved inputs and no
+ * autograd node. Composite carriers run their residency transitions this
+ * way.
+ */
+SW_API sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
+                                            sw_carrier *destination,
+                                            sw_tensor **out);
+
+/*
  * move(tensor, destination): SW_ETYPE "tensor must be a Tensor" for a NULL
  * tensor, then the class from sw_move_dispatch for the exact pair, run by
  * sw_move_op_forward on a fresh operation.

@@ -31,4 +31,10 @@ sw_status sw_carrier_fail_immutable(void);
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);
 
+/* Scatter onto an Evictable: delegated to its primary under owner access
+ * (src/carrier/evictable.c); NULL arguments are reported in its order. */
+sw_status sw_evictable_scatter(sw_carrier *c, const sw_tensor *src,
+                               const sw_tensor *onto, const sw_layout *mapping,
+                               int64_t mapping_offset);
+
 #endif /* SW_CARRIER_INTERNAL_H */

@@ -10,6 +10,7 @@
 
 #include "carrier/internal.h"
 #include "layout/internal.h"
+#include "strideweave/evictable.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
 
@@ -33,6 +34,9 @@ typedef struct export_block {
 static sw_status storage_info(const sw_tensor *t, void **pointer,
                               int32_t *device_type, int32_t *device_id) {
     sw_carrier *c = t->carrier;
+    if (sw_carrier_is_evictable(c))
+        return sw_fail(SW_EBUFFER,
+                       "DLPack is not supported for Evictable carrier");
     if (!sw_carrier_is_cpu(c))
         return sw_fail(SW_EBUFFER, "DLPack is not supported for this carrier");
     void *p = sw_cpu_data(c);

@@ -3,6 +3,7 @@
 
 #include "carrier/internal.h"
 #include "layout/internal.h"
+#include "strideweave/evictable.h"
 #include "tensor/internal.h"
 
 static void tensor_destroy(sw_object *o) {
@@ -164,6 +165,8 @@ static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
 sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
                              const sw_tensor *onto, const sw_layout *mapping,
                              int64_t mapping_offset) {
+    if (c && c->cls == sw_evictable_class())
+        return sw_evictable_scatter(c, src, onto, mapping, mapping_offset);
     if (!src || !onto || !mapping)
         return sw_fail(SW_ETYPE, "scatter needs a source, a target and a "
                                  "mapping");
