@@ -12,9 +12,10 @@ Examples:
     (6, 6, 5)
 """
 
-from strideweave.carriers import CPU, Carrier, DType, FileBacked, Generic
+from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.operation import (
+    EvictableOperation,
     GenericAddOperation,
     GenericDivOperation,
     GenericElementwiseMulOperation,
@@ -74,6 +75,7 @@ __all__ = [
     "CPU",
     "Carrier",
     "DType",
+    "Evictable",
     "FileBacked",
     "Generic",
     "Layout",
@@ -83,6 +85,7 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "EvictableOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",

@@ -3,6 +3,7 @@
 from strideweave.carriers import CPU as CPU
 from strideweave.carriers import Carrier as Carrier
 from strideweave.carriers import DType as DType
+from strideweave.carriers import Evictable as Evictable
 from strideweave.carriers import FileBacked as FileBacked
 from strideweave.carriers import Generic as Generic
 from strideweave.core.layout import Layout as Layout
@@ -11,6 +12,9 @@ from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride
 from strideweave.core.layout import Tiler as Tiler
 from strideweave.core.layout import Tree as Tree
+from strideweave.operation import (
+    EvictableOperation as EvictableOperation,
+)
 from strideweave.operation import (
     GenericAddOperation as GenericAddOperation,
 )
@@ -157,6 +161,7 @@ __all__ = [
     "CPU",
     "Carrier",
     "DType",
+    "Evictable",
     "FileBacked",
     "Generic",
     "Layout",
@@ -166,6 +171,7 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "EvictableOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",

@@ -55,6 +55,8 @@ from strideweave.carriers.cpu.ops import (
 from strideweave.carriers.cpu.ops import (
     CPUTanhOperation as CPUTanhOperation,
 )
+from strideweave.carriers.evictable import Evictable as Evictable
+from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.file_backed.carrier import FileBacked as FileBacked
 from strideweave.carriers.generic.carrier import Generic as Generic
 from strideweave.carriers.generic.ops import (

@@ -13,6 +13,7 @@ Examples:
     True
 """
 
+from strideweave.carriers.evictable import EvictableOperation
 from strideweave.carriers.generic.ops import (
     GenericAddOperation,
     GenericDivOperation,
@@ -67,6 +68,7 @@ from strideweave.functional import (
 )
 
 __all__ = [
+    "EvictableOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",

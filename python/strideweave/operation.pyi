@@ -1,5 +1,6 @@
 """Every operation name: the operation classes and the functional forms."""
 
+from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.generic.ops import (
     GenericAddOperation as GenericAddOperation,
 )
@@ -138,6 +139,7 @@ from strideweave.functional import (
 )
 
 __all__ = [
+    "EvictableOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",

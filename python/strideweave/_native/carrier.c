@@ -25,6 +25,8 @@
 #include "gil.h"
 #include "operation.h"
 
+#include "strideweave/evictable.h"
+
 #define CARRIER(o) (((CarrierObject *)(o))->carrier)
 
 /* ------------------------------------------------------------ arguments */
@@ -197,6 +199,10 @@ static int is_numeric_backend(const sw_carrier *c) {
 }
 
 int swpy_value_for(sw_carrier *dest, PyObject *v, sw_value *out) {
+    /* A hierarchy stores values the way its primary does. */
+    while (sw_carrier_is_evictable(dest)) {
+        dest = sw_evictable_primary(dest);
+    }
     int numeric = is_numeric_backend(dest);
     sw_dtype dtype = numeric ? sw_carrier_dtype(dest) : SW_DTYPE_ANY;
     return swpy_value_convert(numeric, dtype, 0, v, out);
@@ -696,7 +702,7 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     }
     PyTypeObject *type = Py_TYPE(self);
     if (type != st->cpu_type && type != st->generic_type &&
-        type != st->file_type) {
+        type != st->file_type && type != st->evictable_type) {
         return swpy_carrier_install_dispatch(st, self, owned);
     }
     return 0;
@@ -725,10 +731,11 @@ PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned) {
         sw_carrier_unref(owned);
         return peer;
     }
-    PyTypeObject *type = sw_carrier_is_cpu(owned)       ? st->cpu_type
-                         : sw_carrier_is_generic(owned) ? st->generic_type
-                         : sw_carrier_is_file(owned)    ? st->file_type
-                                                        : NULL;
+    PyTypeObject *type = sw_carrier_is_cpu(owned)         ? st->cpu_type
+                         : sw_carrier_is_generic(owned)   ? st->generic_type
+                         : sw_carrier_is_file(owned)      ? st->file_type
+                         : sw_carrier_is_evictable(owned) ? st->evictable_type
+                                                          : NULL;
     if (type == NULL) {
         sw_carrier_unref(owned);
         PyErr_SetString(PyExc_SystemError,
@@ -776,7 +783,8 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
     }
     if (PyType_IsSubtype(type, st->cpu_type) ||
         PyType_IsSubtype(type, st->generic_type) ||
-        PyType_IsSubtype(type, st->file_type)) {
+        PyType_IsSubtype(type, st->file_type) ||
+        PyType_IsSubtype(type, st->evictable_type)) {
         /* Carrier.__new__(CPU): the built-in backends make their own. */
         PyErr_Format(PyExc_TypeError,
                      "Carrier.__new__(%.200s) is not safe, use "

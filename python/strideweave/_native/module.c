@@ -9,6 +9,7 @@
 
 #include "carrier.h"
 #include "errors.h"
+#include "evictable.h"
 #include "gil.h"
 #include "functional.h"
 #include "layout.h"
@@ -282,6 +283,7 @@ static int module_exec(PyObject *module) {
         swpy_carrier_init_types(module, st) < 0 ||
         swpy_tensor_init_type(module, st) < 0 ||
         swpy_operation_init_types(module, st) < 0 ||
+        swpy_evictable_init_types(module, st) < 0 ||
         swpy_functional_init(module, st) < 0) {
         return -1;
     }
@@ -308,6 +310,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->cpu_type);
     Py_VISIT(st->generic_type);
     Py_VISIT(st->file_type);
+    Py_VISIT(st->evictable_type);
+    Py_VISIT(st->evictable_op_type);
     Py_VISIT(st->tensor_type);
     Py_VISIT(st->dtype_enum);
     for (int d = 0; d < SW_DTYPE_COUNT; d++) {
@@ -340,6 +344,8 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->cpu_type);
     Py_CLEAR(st->generic_type);
     Py_CLEAR(st->file_type);
+    Py_CLEAR(st->evictable_type);
+    Py_CLEAR(st->evictable_op_type);
     Py_CLEAR(st->tensor_type);
     Py_CLEAR(st->dtype_enum);
     for (int d = 0; d < SW_DTYPE_COUNT; d++) {

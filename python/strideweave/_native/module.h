@@ -36,6 +36,7 @@ typedef struct swpy_state {
     PyTypeObject *cpu_type;
     PyTypeObject *generic_type;
     PyTypeObject *file_type;
+    PyTypeObject *evictable_type;
     PyTypeObject *tensor_type;
     /* Registered by strideweave.carriers.dtype; NULL until then. The
      * members are indexed by sw_dtype. */
@@ -58,6 +59,8 @@ typedef struct swpy_state {
     PyTypeObject *operation_type;
     /* The class of native operations of no known kind (a fallback). */
     PyTypeObject *native_op_type;
+    /* EvictableOperation, the adapter of Evictable carriers. */
+    PyTypeObject *evictable_op_type;
     /* One Python class per known native operation class, and that class
      * (NULL when the library does not provide it), indexed like the table
      * in operation.c. */

@@ -29,6 +29,8 @@
 #include "recipe.h"
 #include "tensor.h"
 
+#include "strideweave/evictable.h"
+
 #define OP(o) (((OperationObject *)(o))->op)
 
 /* A failure status whose Python exception explains it (see swpy_raise). */
@@ -488,9 +490,14 @@ PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned) {
         return peer;
     }
     int i = native_index(st, sw_op_get_class(owned));
-    PyTypeObject *type = i >= 0                ? st->op_types[i]
-                         : is_python_op(owned) ? st->operation_type
-                                               : st->native_op_type;
+    PyTypeObject *type = i >= 0                      ? st->op_types[i]
+                         : is_python_op(owned)       ? st->operation_type
+                         : sw_op_is_evictable(owned) ? st->evictable_op_type
+                                                     : st->native_op_type;
+    return swpy_op_new_object(type, owned);
+}
+
+PyObject *swpy_op_new_object(PyTypeObject *type, sw_op *owned) {
     PyObject *self = type->tp_alloc(type, 0);
     PyObject *ctx = self != NULL ? PyDict_New() : NULL;
     if (ctx == NULL) {
@@ -1106,11 +1113,18 @@ static void mark_busy(PyObject *const *args, Py_ssize_t nargs, swpy_state *st,
 PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
                       PyObject *const *args, Py_ssize_t nargs,
                       swpy_run_mode mode) {
-    int python = is_python_op(op);
-    int idx = python ? -1 : native_index(st, sw_op_get_class(op));
+    /* An Evictable adapter takes the arguments of the operation it wraps,
+     * which also keeps the op.ctx values. */
+    sw_op *kind_op = op;
+    while (sw_op_is_evictable(kind_op)) {
+        kind_op = sw_evictable_op_primary(kind_op);
+    }
+    int python = is_python_op(kind_op);
+    int idx = python ? -1 : native_index(st, sw_op_get_class(kind_op));
     call_args a;
     call_args_init(&a);
-    if (nargs > INT32_MAX || convert_args(st, op, idx, &a, args, nargs) < 0) {
+    if (nargs > INT32_MAX ||
+        convert_args(st, kind_op, idx, &a, args, nargs) < 0) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "too many operation arguments");
         }
@@ -1142,8 +1156,22 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
         return result;
     }
     PyObject *owner = NULL;
-    if (self == NULL && mode == SWPY_RUN_FORWARD &&
-        sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) == op) {
+    if (kind_op != op && (self != NULL || (mode == SWPY_RUN_FORWARD &&
+                                           sw_tensor_autograd_ctx(
+                                               ((TensorObject *)result)
+                                                   ->tensor) == op))) {
+        /* The wrapped operation keeps its own ctx values. */
+        owner = swpy_op_wrap(st, sw_op_retain(kind_op));
+        if (owner == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        self = owner;
+    } else if (kind_op != op) {
+        self = NULL;
+    } else if (self == NULL && mode == SWPY_RUN_FORWARD &&
+               sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) ==
+                   op) {
         /* The operation outlives the call as the result's context. */
         owner = swpy_op_wrap(st, sw_op_retain(op));
         if (owner == NULL) {
@@ -1412,6 +1440,9 @@ static PyObject *tag_type(swpy_state *st, const void *tag) {
     }
     if (tag == st->generic_class) {
         return Py_NewRef((PyObject *)st->generic_type);
+    }
+    if (tag == sw_evictable_class()) {
+        return Py_NewRef((PyObject *)st->evictable_type);
     }
     PyObject *key = PyLong_FromVoidPtr((void *)tag);
     if (key == NULL) {

@@ -40,6 +40,10 @@ int swpy_is_operation(swpy_state *st, PyObject *o);
  */
 PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned);
 
+/* A new object of type (an Operation type) for an operation without a
+ * peer (owned, consumed), made its peer. */
+PyObject *swpy_op_new_object(PyTypeObject *type, sw_op *owned);
+
 /* How swpy_op_run runs an operation. */
 typedef enum swpy_run_mode {
     SWPY_RUN_FORWARD = 0, /* sw_op_forward: records the autograd context */

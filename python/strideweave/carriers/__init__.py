@@ -18,7 +18,8 @@ Examples:
 from strideweave.carriers.base import Carrier
 from strideweave.carriers.cpu import CPU
 from strideweave.carriers.dtype import DType
+from strideweave.carriers.evictable import Evictable, EvictableOperation
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
 
-__all__ = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]
+__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic"]

@@ -3,7 +3,9 @@
 from strideweave.carriers.base import Carrier as Carrier
 from strideweave.carriers.cpu import CPU as CPU
 from strideweave.carriers.dtype import DType as DType
+from strideweave.carriers.evictable import Evictable as Evictable
+from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.file_backed import FileBacked as FileBacked
 from strideweave.carriers.generic import Generic as Generic
 
-__all__ = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]
+__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic"]
