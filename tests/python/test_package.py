@@ -13,6 +13,7 @@ import strideweave.carriers.cpu
 import strideweave.carriers.cpu.carrier
 import strideweave.carriers.cpu.ops
 import strideweave.carriers.dtype
+import strideweave.carriers.evictable
 import strideweave.carriers.file_backed
 import strideweave.carriers.file_backed.carrier
 import strideweave.carriers.generic
@@ -29,12 +30,21 @@ import strideweave.tensor
 from strideweave import _native
 
 LAYOUT_NAMES = ["Layout", "Node", "Shape", "Stride", "Tiler", "Tree"]
-CARRIER_NAMES = ["CPU", "Carrier", "DType", "FileBacked", "Generic"]
+CARRIER_NAMES = [
+    "CPU",
+    "Carrier",
+    "DType",
+    "Evictable",
+    "EvictableOperation",
+    "FileBacked",
+    "Generic",
+]
 # The reference's core order, restricted to the names that exist so far.
 CORE_NAMES = [
     "CPU",
     "Carrier",
     "DType",
+    "Evictable",
     "FileBacked",
     "Generic",
     "Layout",
@@ -48,6 +58,7 @@ CORE_NAMES = [
 # The reference's sorted operation names, restricted to those that exist so
 # far (moves, Evictable and the profiler come with later issues).
 OPERATION_NAMES = [
+    "EvictableOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -144,6 +155,19 @@ def test_carrier_and_tensor_homes(name):
     assert obj.__qualname__ == name
 
 
+@pytest.mark.parametrize("name", ["Evictable", "EvictableOperation"])
+def test_evictable_homes(name):
+    obj = getattr(strideweave, name)
+    module = strideweave.carriers.evictable
+    assert getattr(module, name) is obj is getattr(strideweave.carriers, name)
+    assert getattr(_native, name) is obj
+    assert module.__all__ == ["Evictable", "EvictableOperation"]
+    assert module.__doc__
+    assert obj.__module__ == "strideweave.carriers.evictable"
+    assert obj.__qualname__ == name
+    assert strideweave.operation.EvictableOperation is strideweave.EvictableOperation
+
+
 @pytest.mark.parametrize("name", ["Layout", "Node", "Shape", "Stride", "Tree"])
 def test_module_of_public_classes(name):
     assert getattr(strideweave, name).__module__ == "strideweave.core.layout"
@@ -198,6 +222,8 @@ def test_public_members_are_found():
         "CPU",
         "Generic",
         "FileBacked",
+        "Evictable",
+        "EvictableOperation",
         "DType",
         "Tensor",
         "Operation",
@@ -240,6 +266,7 @@ def test_docstring_examples_run():
         strideweave.carriers.cpu.carrier,
         strideweave.carriers.generic.carrier,
         strideweave.carriers.file_backed.carrier,
+        strideweave.carriers.evictable,
         strideweave.tensor,
         strideweave.functional,
         strideweave.operation,
