@@ -555,8 +555,7 @@ static sw_status evop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         if (primary_class_of(c) != primary_class_of(first))
             return sw_fail(SW_ETYPE, "Evictable primary carriers must match");
         if (secondary_class_of(c) != secondary_class_of(first))
-            return sw_fail(SW_ETYPE,
-                           "Evictable secondary carriers must match");
+            return sw_fail(SW_ETYPE, "Evictable secondary carriers must match");
     }
     if (!first)
         return sw_fail(SW_ETYPE, "EvictableOperation requires a tensor input");

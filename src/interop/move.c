@@ -540,8 +540,7 @@ sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
 }
 
 sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
-                                     sw_carrier *destination,
-                                     sw_tensor **out) {
+                                     sw_carrier *destination, sw_tensor **out) {
     if (!sw_op_is_move(op))
         return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
     if (!tensor)

@@ -106,7 +106,8 @@ static void test_construction(void) {
     st = sw_evictable_new(a, NULL, &out);
     expect_fail(st, SW_ETYPE, "secondary must be a Carrier instance", "NULL2");
     st = sw_evictable_new(a, a, &out);
-    expect_fail(st, SW_EVALUE, "primary and secondary must be distinct carriers",
+    expect_fail(st, SW_EVALUE,
+                "primary and secondary must be distinct carriers",
                 "the same carrier twice");
 
     sw_carrier *rel = gen_of(1, V4);
@@ -156,7 +157,8 @@ static void test_construction(void) {
         ok(sw_evictable_primary(e) == a && sw_evictable_secondary(e) == b,
            "the tiers are the supplied carriers");
         is_int(sw_carrier_size(e), 2, "size is the primary's");
-        is_int(sw_carrier_dtype(e), SW_DTYPE_FLOATING, "dtype is the primary's");
+        is_int(sw_carrier_dtype(e), SW_DTYPE_FLOATING,
+               "dtype is the primary's");
         ok(sw_carrier_is_mutable(e), "a mutable primary: a mutable hierarchy");
         ok(!sw_evictable_is_evicted(e), "starts promoted");
         ok(sw_carrier_is_owned(a) && sw_carrier_is_owned(b), "tiers owned");
@@ -262,14 +264,12 @@ static void round_trip(const char *name, maker mp, maker ms, int64_t ssize) {
         sw_carrier *sec = sw_evictable_secondary(e);
         ok(ssize >= 4 ? sec == s : sec != s,
            "%s: the secondary is reused only when large enough", name);
-        ok(values_are(sec, 4, V4), "%s: the secondary holds the values",
-           name);
+        ok(values_are(sec, 4, V4), "%s: the secondary holds the values", name);
         ok(sw_carrier_is_owned(sec) && !sw_carrier_is_mutable(sec),
            "%s: the new secondary is owned", name);
         if (sec != s)
             ok(sw_carrier_is_released(s) && !sw_carrier_is_owned(s),
-               "%s: the replaced secondary was released and given back",
-               name);
+               "%s: the replaced secondary was released and given back", name);
         is_int(sw_carrier_version(e), 0, "%s: no version change", name);
         is_int(sw_carrier_size(e), 4, "%s: the size is kept", name);
         sw_value v;
@@ -381,10 +381,12 @@ static void test_dlpack_and_scatter(void) {
     int versioned = 0;
     for (int round = 0; round < 2; ++round) {
         sw_status st = sw_tensor_dlpack_device(t, &dt, &di);
-        expect_fail(st, SW_EBUFFER, "DLPack is not supported for Evictable carrier",
+        expect_fail(st, SW_EBUFFER,
+                    "DLPack is not supported for Evictable carrier",
                     round ? "DLPack device, evicted" : "DLPack device");
         st = sw_tensor_dlpack_export(t, NULL, &versioned, &out);
-        expect_fail(st, SW_EBUFFER, "DLPack is not supported for Evictable carrier",
+        expect_fail(st, SW_EBUFFER,
+                    "DLPack is not supported for Evictable carrier",
                     round ? "DLPack export, evicted" : "DLPack export");
         if (!round) {
             /* Scatter bumps the hierarchy once. */
@@ -437,7 +439,8 @@ static void test_operations(void) {
         ok(sw_op_dispatch_tag(op) == sw_evictable_class(),
            "tagged with the Evictable class");
         sw_op *inner = sw_evictable_op_primary(op);
-        is_str(sw_op_dispatch_name(inner), "relu", "the inner op is dispatched");
+        is_str(sw_op_dispatch_name(inner), "relu",
+               "the inner op is dispatched");
         ok(sw_op_dispatch_tag(inner) != sw_evictable_class(),
            "by the primary's class");
         sw_op_unref(op);
@@ -552,8 +555,7 @@ static void test_operations(void) {
                 "a gradient of another class");
     st = sw_op_backward(adapter, gg, 1, &r);
     if (expect_ok(st, "a plain primary-class gradient")) {
-        ok(sw_carrier_is_evictable(sw_tensor_carrier(r)),
-           "comes back wrapped");
+        ok(sw_carrier_is_evictable(sw_tensor_carrier(r)), "comes back wrapped");
         sw_tensor_unref(r);
     }
     sw_tensor_unref(gt);

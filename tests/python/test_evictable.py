@@ -84,9 +84,7 @@ def test_construction_checks_in_order():
         Evictable(a, released)
     x, y = gen_pair()
     held = Evictable(x, y)
-    with pytest.raises(
-        RuntimeError, match="^primary carrier is already owned by another carrier$"
-    ):
+    with pytest.raises(RuntimeError, match="^primary carrier is already owned by another carrier$"):
         Evictable(x, b)
     with pytest.raises(
         RuntimeError, match="^secondary carrier is already owned by another carrier$"
@@ -96,9 +94,7 @@ def test_construction_checks_in_order():
         Evictable(cpu([1.0]), b)
     with pytest.raises(RuntimeError, match="^secondary carrier must be mutable$"):
         Evictable(a, Generic([], mutable=False))
-    with pytest.raises(
-        ValueError, match="^primary carrier must contain at least one element$"
-    ):
+    with pytest.raises(ValueError, match="^primary carrier must contain at least one element$"):
         Evictable(Generic([]), b)
     assert not a.is_owned() and not b.is_owned()
     assert held.primary is x
@@ -308,9 +304,7 @@ def test_factories():
     assert n.secondary.size() == 0 and n.dtype() is DType.Float32
     i = e.new_like([1, 2], dtype=DType.Int32)
     assert i.dtype() is DType.Int32 and list(i) == [1, 2]
-    with pytest.raises(
-        ValueError, match="^primary carrier must contain at least one element$"
-    ):
+    with pytest.raises(ValueError, match="^primary carrier must contain at least one element$"):
         e.new_like([])
     a = e.allocate_like(3)
     assert list(a) == [0.0, 0.0, 0.0] and a.secondary.size() == 0
@@ -390,18 +384,14 @@ def test_adapter_rules():
     op = EvictableOperation(sw.GenericReLUOperation())
     with pytest.raises(TypeError, match="^EvictableOperation requires a tensor input$"):
         op.forward(plain)
-    with pytest.raises(
-        RuntimeError, match="^EvictableOperation backward requires forward first$"
-    ):
+    with pytest.raises(RuntimeError, match="^EvictableOperation backward requires forward first$"):
         op.backward(plain)
     x = Tensor(Evictable(Generic([-1.0]), Generic([])), 0, flat(1))
     y = op.forward(x)
     assert y[0] == 0 and y.autograd_ctx is op
     with pytest.raises(RuntimeError, match="^EvictableOperation forward may only be called once$"):
         op.forward(x)
-    with pytest.raises(
-        TypeError, match="^gradient carrier must match the primary carrier class$"
-    ):
+    with pytest.raises(TypeError, match="^gradient carrier must match the primary carrier class$"):
         op.backward(Tensor(cpu([1.0]), 0, flat(1)))
     (g,) = op.backward(Tensor(Generic([1.0]), 0, flat(1)))
     assert type(g.carrier) is Evictable and g.carrier.secondary.size() == 0
@@ -524,8 +514,11 @@ def test_python_primary_operation():
             return Tensor(Generic([2 * tensor[i] for i in range(tensor.size())]), 0, tensor.layout)
 
         def backward(self, gradient):
-            return (Tensor(Generic([2 * gradient[i] for i in range(gradient.size())]), 0,
-                           gradient.layout),)
+            return (
+                Tensor(
+                    Generic([2 * gradient[i] for i in range(gradient.size())]), 0, gradient.layout
+                ),
+            )
 
     x = Tensor(Evictable(Generic([1.0, 3.0]), Generic([])), 0, flat(2))
     op = EvictableOperation(Double())
@@ -673,3 +666,17 @@ def test_failing_python_tier_leaves_state_valid():
     Flaky.fail = False
     e.evict()
     assert e.is_evicted() and e.secondary.values == [1.0, 2.0]
+
+
+def test_adapter_subclass():
+    class Traced(EvictableOperation):
+        pass
+
+    op = Traced(sw.GenericExpOperation())
+    x = Tensor(Evictable(Generic([0.0]), Generic([])), 0, flat(1))
+    y = op.forward(x)
+    assert (
+        y[0] == 1.0
+        and y.autograd_ctx is op
+        and type(op.primary_operation).__name__ == ("GenericExpOperation")
+    )

@@ -155,7 +155,8 @@ static PyObject *ev_allocate_like(PyObject *self, PyObject *args,
         return NULL;
     }
     sw_carrier *out = NULL;
-    sw_status s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
+    sw_status s =
+        sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
     if (s != SW_OK) {
         return swpy_raise(s);
     }
@@ -526,8 +527,8 @@ static PyObject *evop_tp_new(PyTypeObject *type, PyObject *args,
                              PyObject *kwds) {
     static char *kwlist[] = {"primary_operation", NULL};
     PyObject *primary = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:EvictableOperation",
-                                     kwlist, &primary)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:EvictableOperation", kwlist,
+                                     &primary)) {
         return NULL;
     }
     swpy_state *st = swpy_state_of_type(type);
@@ -624,7 +625,8 @@ static PyType_Spec evop_spec = {
     .name = "strideweave.carriers.evictable.EvictableOperation",
     .basicsize = sizeof(OperationObject),
     /* Garbage collection and deallocation are Operation's, inherited. */
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags =
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
     .slots = evop_slots,
 };
 

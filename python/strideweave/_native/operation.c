@@ -1156,10 +1156,10 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
         return result;
     }
     PyObject *owner = NULL;
-    if (kind_op != op && (self != NULL || (mode == SWPY_RUN_FORWARD &&
-                                           sw_tensor_autograd_ctx(
-                                               ((TensorObject *)result)
-                                                   ->tensor) == op))) {
+    if (kind_op != op &&
+        (self != NULL ||
+         (mode == SWPY_RUN_FORWARD &&
+          sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) == op))) {
         /* The wrapped operation keeps its own ctx values. */
         owner = swpy_op_wrap(st, sw_op_retain(kind_op));
         if (owner == NULL) {
@@ -1170,8 +1170,7 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
     } else if (kind_op != op) {
         self = NULL;
     } else if (self == NULL && mode == SWPY_RUN_FORWARD &&
-               sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) ==
-                   op) {
+               sw_tensor_autograd_ctx(((TensorObject *)result)->tensor) == op) {
         /* The operation outlives the call as the result's context. */
         owner = swpy_op_wrap(st, sw_op_retain(op));
         if (owner == NULL) {
