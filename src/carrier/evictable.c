@@ -592,6 +592,32 @@ static sw_status evop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return st;
 }
 
+/*
+ * A plain primary-class gradient, copied into a fresh hierarchy: the
+ * primary operation may hand that storage back as a gradient, which is then
+ * wrapped without claiming the caller's carrier.
+ */
+static sw_status adopt_gradient(sw_tensor *g, sw_carrier *like,
+                                sw_carrier **wrapped, sw_tensor **lowered) {
+    sw_carrier *fresh = NULL;
+    sw_tensor *t = NULL;
+    sw_status st = sw_carrier_allocate_like(g->carrier, g->layout->cosize, 1,
+                                            SW_DTYPE_COUNT, 0, &fresh);
+    if (!st)
+        st = sw_tensor_new(fresh, 0, g->layout, &t);
+    if (!st)
+        st = sw_carrier_scatter(fresh, g, t, g->layout, 0);
+    if (!st)
+        st = wrap_fresh(fresh, ev(like)->secondary, wrapped);
+    sw_carrier_unref(fresh);
+    if (st) {
+        sw_tensor_unref(t);
+        return st;
+    }
+    *lowered = t;
+    return SW_OK;
+}
+
 static sw_status evop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
                                sw_tensor **grads) {
     evop_state *s = evop(op);
@@ -600,9 +626,13 @@ static sw_status evop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
                        "EvictableOperation backward requires forward first");
     int32_t ninputs = sw_op_ninputs(op);
     sw_tensor **lowered = sw_calloc((size_t)ninputs + 1, sizeof *lowered);
-    sw_carrier **known = sw_calloc((size_t)ninputs + 2, sizeof *known);
+    /* The hierarchies a gradient may belong to: the inputs', the
+     * gradient's, and those made for earlier gradients of this call. */
+    sw_carrier **known =
+        sw_calloc((size_t)ninputs + (size_t)n + 2, sizeof *known);
     sw_tensor **inner = sw_calloc((size_t)n + 1, sizeof *inner);
     sw_tensor *lg = NULL;
+    sw_carrier *gwrap = NULL;
     sw_status st = lowered && known && inner ? SW_OK : sw_oom();
     for (int32_t i = 0; !st && i < ninputs; ++i) {
         sw_tensor *in = sw_op_input(op, i);
@@ -610,7 +640,7 @@ static sw_status evop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
         if (!st)
             known[i] = in->carrier;
     }
-    sw_carrier *like = ninputs > 0 ? known[0] : NULL;
+    sw_carrier *like = !st && ninputs > 0 ? known[0] : NULL;
     int32_t nknown = ninputs;
     if (!st && !like)
         st = sw_fail(SW_ERUNTIME,
@@ -629,7 +659,9 @@ static sw_status evop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
                          "gradient carrier must match the primary carrier "
                          "class");
         else
-            lg = sw_tensor_retain(gradient);
+            st = adopt_gradient(gradient, like, &gwrap, &lg);
+        if (!st)
+            known[nknown++] = gwrap;
     }
     if (!st)
         st = sw_op_backward(s->primary, lg, n, inner);
@@ -638,12 +670,16 @@ static sw_status evop_backward(sw_op *op, sw_tensor *gradient, int32_t n,
             continue;
         sw_carrier *in_like = i < ninputs ? known[i] : like;
         st = rewrap(inner[i], known, nknown, in_like, &grads[i]);
+        /* Later gradients over the same storage share this hierarchy. */
+        if (!st)
+            known[nknown++] = grads[i]->carrier;
     }
     for (int32_t i = 0; inner && i < n; ++i)
         sw_tensor_unref(inner[i]);
     for (int32_t i = 0; lowered && i < ninputs; ++i)
         sw_tensor_unref(lowered[i]);
     sw_tensor_unref(lg);
+    sw_carrier_unref(gwrap);
     sw_free(inner);
     sw_free(known);
     sw_free(lowered);

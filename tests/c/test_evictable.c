@@ -737,6 +737,50 @@ static void test_io_faults(void) {
     }
 }
 
+/* Every allocation site of a backward pass through adapters. */
+static void test_backward_faults(void) {
+    int64_t base = sw_debug_live_allocs();
+    int failures = 0;
+    for (int64_t k = 0; k < 400; ++k) {
+        sw_carrier *p = cpu_of(4, V4), *s = file_of(SW_DTYPE_FLOAT32, 0);
+        sw_carrier *e = ev_of(p, s);
+        sw_tensor *x = T(e, 0, "(2,2):(1,2)"), *y = NULL, *z = NULL;
+        sw_carrier *gc = cpu_of(4, V4);
+        sw_tensor *g = T(gc, 0, "(2,2):(1,2)");
+        sw_status st = sw_unary("tanh", x, &y);
+        if (!st)
+            st = sw_elementwise_mul(y, x, &z);
+        expect_ok(st, "the forward pass");
+        sw_debug_fail_alloc_after(k);
+        st = sw_tensor_backward(z, g);
+        sw_debug_fail_alloc_after(-1);
+        bool done = st == SW_OK;
+        if (st) {
+            ++failures;
+            is_int(st, SW_ENOMEM, "backward fault %lld: ENOMEM", (long long)k);
+            sw_clear_error();
+        } else {
+            double t0 = tanh(V4[0]);
+            ok(fabs(tget(sw_tensor_grad(x), 0) -
+                    V4[0] * (t0 + V4[0] * (1 - t0 * t0))) < 1e-5,
+               "the gradient after %lld faulty attempts", (long long)k);
+        }
+        ok(!sw_carrier_is_owned(gc), "the caller's gradient stays unowned");
+        sw_tensor_unref(g);
+        sw_carrier_unref(gc);
+        sw_tensor_unref(z);
+        sw_tensor_unref(y);
+        sw_tensor_unref(x);
+        sw_carrier_unref(e);
+        sw_carrier_unref(p);
+        sw_carrier_unref(s);
+        leak_check(base, "a backward fault");
+        if (done)
+            break;
+    }
+    ok(failures > 5, "backward met allocation faults (%d)", failures);
+}
+
 int main(void) {
     test_construction();
     test_transitions();
@@ -746,5 +790,6 @@ int main(void) {
     test_gradients_match();
     test_alloc_faults();
     test_io_faults();
+    test_backward_faults();
     return done_testing();
 }

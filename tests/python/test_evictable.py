@@ -680,3 +680,28 @@ def test_adapter_subclass():
         and y.autograd_ctx is op
         and type(op.primary_operation).__name__ == ("GenericExpOperation")
     )
+
+
+def test_gradients_returned_as_the_incoming_storage():
+    class PassThrough(Operation):
+        def _forward(self, lhs, rhs):
+            return Tensor(lhs.carrier.new_like([lhs[i] + rhs[i] for i in range(2)]), 0, flat(2))
+
+        def backward(self, gradient):
+            return (gradient, gradient)
+
+    e = Evictable(Generic([1.0, 2.0]), Generic([]))
+    x = Tensor(e, 0, flat(2))
+    op = EvictableOperation(PassThrough())
+    y = op.forward(x, x)
+    g = Generic([1.0, 3.0])
+    grads = op.backward(Tensor(g, 0, flat(2)))
+    assert grads[0].carrier is grads[1].carrier and type(grads[0].carrier) is Evictable
+    assert list(grads[0].carrier) == [1.0, 3.0] and not g.is_owned()
+    y.backward(Tensor(g, 0, flat(2)))
+    assert list(x.grad.carrier) == [2.0, 6.0] and not g.is_owned()
+    eg = Tensor(Evictable(Generic([1.0, 1.0]), Generic([])), 0, flat(2))
+    again = EvictableOperation(PassThrough())
+    again.forward(x, x)
+    first, second = again.backward(eg)
+    assert first.carrier is second.carrier is eg.carrier
