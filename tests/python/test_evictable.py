@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import strideweave as sw
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from helpers_carriers import L, ListCarrier, flat
 from strideweave import (
     CPU,
@@ -705,3 +707,66 @@ def test_gradients_returned_as_the_incoming_storage():
     again.forward(x, x)
     first, second = again.backward(eg)
     assert first.carrier is second.carrier is eg.carrier
+
+
+# ------------------------------------------------------------- properties
+
+TIERS = {
+    "Generic/Generic": (lambda v: Generic(list(v)), lambda: Generic([])),
+    "CPU/CPU": (cpu, lambda: CPU(0)),
+    "CPU/FileBacked": (cpu, lambda: FileBacked(dtype=DType.Float32)),
+    "Generic/FileBacked": (lambda v: Generic(list(v)), lambda: FileBacked()),
+    "FileBacked/CPU": (lambda v: FileBacked(dtype=DType.Float32).new_like(v), lambda: CPU(0)),
+    "python/Generic": (lambda v: ListCarrier(v, dtype=DType.Floating), lambda: Generic([])),
+}
+FLOAT32 = st.floats(-1e3, 1e3, allow_nan=False, width=32)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=st.lists(FLOAT32, min_size=1, max_size=24),
+    pair=st.sampled_from(sorted(TIERS)),
+    steps=st.lists(st.sampled_from(["evict", "promote", "write"]), max_size=8),
+)
+def test_residency_changes_preserve_values(values, pair, steps):
+    make_primary, make_secondary = TIERS[pair]
+    e = Evictable(make_primary(values), make_secondary())
+    expected = list(values)
+    version = 0
+    for step in steps:
+        if step == "write":
+            if e.is_evicted():
+                with pytest.raises(RuntimeError, match=exact(EVICTED)):
+                    e[0] = 1.5
+                continue
+            e[len(expected) - 1] = 1.5
+            expected[-1] = 1.5
+            version += 1
+        else:
+            getattr(e, step)()
+        assert e.version == version
+        assert e.primary.is_owned() and e.secondary.is_owned()
+    e.promote()
+    assert list(e) == pytest.approx(expected)
+    e.release()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=st.lists(st.floats(-4, 4, allow_nan=False, width=32), min_size=4, max_size=4),
+    name=st.sampled_from(UNARY),
+    kind=st.sampled_from(["CPU", "Generic"]),
+    evict_result=st.booleans(),
+)
+def test_gradients_match_the_plain_computation(values, name, kind, evict_result):
+    layout = L([2, 2], [2, 1])
+    x = hierarchy_tensor(kind, values, layout)
+    p = plain_tensor(kind, values, layout)
+    y = sw.elementwise_mul(getattr(sw, name)(x), x)
+    q = sw.elementwise_mul(getattr(sw, name)(p), p)
+    assert logical(y) == pytest.approx(logical(q), rel=1e-6, abs=1e-6)
+    if evict_result:
+        y.carrier.evict()
+    y.backward(plain_tensor(kind, [1.0, -0.5, 2.0, 0.25], layout))
+    q.backward(plain_tensor(kind, [1.0, -0.5, 2.0, 0.25], layout))
+    assert logical(x.grad) == pytest.approx(logical(p.grad), rel=1e-6, abs=1e-6)
