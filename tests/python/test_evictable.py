@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import strideweave as sw
+from helpers_carriers import L, ListCarrier, flat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers_carriers import L, ListCarrier, flat
 from strideweave import (
     CPU,
     DType,
