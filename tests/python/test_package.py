@@ -56,7 +56,7 @@ CORE_NAMES = [
     "Tree",
 ]
 # The reference's sorted operation names, restricted to those that exist so
-# far (moves, Evictable and the profiler come with later issues).
+# far (moves and the profiler come with later issues).
 OPERATION_NAMES = [
     "EvictableOperation",
     "GenericAddOperation",
