@@ -14,6 +14,7 @@ Examples:
 
 from strideweave.carriers import CPU, Carrier, DType, FileBacked, Generic
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
+from strideweave.core.module import Module, Parameter
 from strideweave.operation import (
     GenericAddOperation,
     GenericDivOperation,
@@ -77,7 +78,9 @@ __all__ = [
     "FileBacked",
     "Generic",
     "Layout",
+    "Module",
     "Node",
+    "Parameter",
     "Shape",
     "Stride",
     "Tensor",
