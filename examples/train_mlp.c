@@ -81,9 +81,8 @@ static void mt_init_by_array(mt19937 *mt, const uint32_t *key, int length) {
     }
     for (int k = MT_N - 1; k > 0; --k) {
         uint32_t prev = mt->state[i - 1];
-        mt->state[i] =
-            (mt->state[i] ^ ((prev ^ (prev >> 30)) * 1566083941u)) -
-            (uint32_t)i;
+        mt->state[i] = (mt->state[i] ^ ((prev ^ (prev >> 30)) * 1566083941u)) -
+                       (uint32_t)i;
         ++i;
         if (i >= MT_N) {
             mt->state[0] = mt->state[MT_N - 1];
@@ -95,7 +94,9 @@ static void mt_init_by_array(mt19937 *mt, const uint32_t *key, int length) {
 
 /* Python's random.Random(n) for a non-negative n below 2**32: the key is
  * the 32-bit digits of n, and [0] for n == 0. */
-static void mt_seed(mt19937 *mt, uint32_t n) { mt_init_by_array(mt, &n, 1); }
+static void mt_seed(mt19937 *mt, uint32_t n) {
+    mt_init_by_array(mt, &n, 1);
+}
 
 static uint32_t mt_next(mt19937 *mt) {
     static const uint32_t mag01[2] = {0u, 0x9908b0dfu};
@@ -178,8 +179,7 @@ typedef struct linear {
     sw_tensor *bias;   /* [out, 1] */
 } linear;
 
-static sw_status linear_init(linear *l, int64_t in, int64_t out,
-                             mt19937 *rng) {
+static sw_status linear_init(linear *l, int64_t in, int64_t out, mt19937 *rng) {
     l->in = in;
     l->out = out;
     sw_status st = column_major(out, in, &l->weight);
@@ -216,9 +216,8 @@ static sw_status linear_forward(const linear *l, sw_tensor *x,
  * rearranged to (1, (batch, features)) and their second mode reduced. */
 static sw_status mse(sw_tensor *prediction, sw_tensor *target,
                      sw_tensor **out) {
-    static const int32_t to_scalar[] = {SW_TOK_PUSH, SW_TOK_LEAF, SW_TOK_POP,
-                                        SW_TOK_PUSH, 0,           1,
-                                        SW_TOK_POP};
+    static const int32_t to_scalar[] = {
+        SW_TOK_PUSH, SW_TOK_LEAF, SW_TOK_POP, SW_TOK_PUSH, 0, 1, SW_TOK_POP};
     sw_tensor *diff = NULL, *square = NULL, *row = NULL, *total = NULL;
     sw_status st = sw_sub(prediction, target, &diff);
     if (!st)
@@ -327,14 +326,13 @@ int main(int argc, char **argv) {
         }
     }
     double elapsed = seconds() - start;
-    printf("final loss %.9g after %ld epochs in %.2f s (%.0f steps/s)\n",
-           final, epochs, elapsed, (double)epochs / elapsed);
+    printf("final loss %.9g after %ld epochs in %.2f s (%.0f steps/s)\n", final,
+           epochs, elapsed, (double)epochs / elapsed);
     if (!(isfinite(final) && (epochs == 1 || final < first))) {
         fprintf(stderr, "the loss did not decrease: %.9g -> %.9g\n", first,
                 final);
     } else if (!(final < max_final)) {
-        fprintf(stderr, "final loss %.9g is not below %g\n", final,
-                max_final);
+        fprintf(stderr, "final loss %.9g is not below %g\n", final, max_final);
     } else {
         rc = 0;
     }

@@ -279,7 +279,9 @@ def arange(count: int, *, dtype: DType = DType.Float32) -> Tensor:
         [0.0, 1.0, 2.0, 3.0]
     """
     layout = column_major(count)
-    values: list[Any] = list(range(count)) if dtype == DType.Int32 else [float(i) for i in range(count)]
+    values: list[Any] = list(range(count))
+    if dtype != DType.Int32:
+        values = [float(i) for i in values]
     return _from_logical(values, layout, dtype)
 
 

@@ -1,10 +1,10 @@
 """Module and Parameter (reference §14): construction, naming, registration,
 traversal order and deduplication."""
 
+import pytest
 import strideweave as sw
 import strideweave.core.module
 import strideweave.module
-import pytest
 
 
 def L(shape, stride):

@@ -48,7 +48,10 @@ def test_exports():
 
 
 def test_submodules_are_not_imported_by_the_package():
-    code = "import sys, strideweave; print('strideweave.nn' in sys.modules, 'strideweave.friendly' in sys.modules)"
+    code = (
+        "import sys, strideweave; "
+        "print('strideweave.nn' in sys.modules, 'strideweave.friendly' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

@@ -69,7 +69,9 @@ class Parameter(Tensor):
     ) -> None:
         if isinstance(tensor_or_carrier, Tensor):
             if offset is not None or layout is not None:
-                raise TypeError("Parameter constructed from a Tensor does not accept offset or layout")
+                raise TypeError(
+                    "Parameter constructed from a Tensor does not accept offset or layout"
+                )
             _check_name(name)
             source = tensor_or_carrier
             super().__init__(source.carrier, source.offset, source.layout)

@@ -153,9 +153,7 @@ class Linear(Module):
         shape = tensor.layout.shape
         features = int(shape[1])
         if features != self.in_features:
-            raise ValueError(
-                f"tensor has {features} input features, expected {self.in_features}"
-            )
+            raise ValueError(f"tensor has {features} input features, expected {self.in_features}")
         output = matmul(tensor, self.weight)
         if self.bias is not None:
             output = output + matmul(ones(int(shape[0]), 1), self.bias)
@@ -413,7 +411,7 @@ class SGD:
         lr = self.lr
         with no_grad():
             updates = []
-            for parameter, indices in zip(self._parameters, self._indices):
+            for parameter, indices in zip(self._parameters, self._indices, strict=True):
                 gradient = parameter.grad
                 if gradient is None:
                     continue
@@ -424,7 +422,7 @@ class SGD:
                 updates.append((parameter.carrier, indices, gradient))
             for carrier, indices, gradient in updates:
                 source = gradient.carrier
-                for target_index, source_index in zip(indices, _physical(gradient)):
+                for target_index, source_index in zip(indices, _physical(gradient), strict=True):
                     carrier[target_index] -= lr * source[source_index]
 
     def zero_grad(self) -> None:
