@@ -17,6 +17,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -213,7 +214,8 @@ def full(*extents: int, value: Any, dtype: DType = DType.Float32) -> Tensor:
         [7.0, 7.0, 7.0, 7.0]
     """
     layout = column_major(*extents)
-    return _from_logical([value] * layout.size, layout, dtype)
+    # A column-major layout is compact: every physical element is logical.
+    return Tensor(CPU(0, dtype=dtype).new_like([value] * layout.size), 0, layout)
 
 
 def zeros(*extents: int, dtype: DType = DType.Float32) -> Tensor:
@@ -367,8 +369,13 @@ def sum(tensor: Tensor) -> Tensor:  # noqa: A001 - the reference's public name
         raise ValueError("tensor must be a flat tensor with integer modes")
     if rank > _MAX_REDUCED_MODES:
         raise ValueError("tensor has too many modes to reduce")
-    output = Tree(Tree(Node.Leaf), Tree(*(Node.id(k) for k in range(rank))))
-    return reduce(rearrange(tensor, output))
+    return reduce(rearrange(tensor, _scalar_output(rank)))
+
+
+@functools.lru_cache(maxsize=_MAX_REDUCED_MODES)
+def _scalar_output(rank: int) -> Tree:
+    """The rearrange output ``((1), (0, 1, ..., rank - 1))``; Trees are immutable."""
+    return Tree(Tree(Node.Leaf), Tree(*(Node.id(k) for k in range(rank))))
 
 
 def mean(tensor: Tensor) -> Tensor:

@@ -384,7 +384,9 @@ class SGD:
         self.lr = float(lr)
         # Physical indices per parameter; a tensor's layout and offset never
         # change, so they are computed once.
-        self._indices = [_physical(parameter) for parameter in taken]
+        self._indices = [
+            (parameter.layout, parameter.offset, _physical(parameter)) for parameter in taken
+        ]
 
     def step(self) -> None:
         """Applies one update to every parameter that has a gradient.
@@ -422,7 +424,11 @@ class SGD:
                 updates.append((parameter.carrier, indices, gradient))
             for carrier, indices, gradient in updates:
                 source = gradient.carrier
-                for target_index, source_index in zip(indices, _physical(gradient), strict=True):
+                parameter_layout, parameter_offset, parameter_indices = indices
+                # Gradients usually share their parameter's layout and offset.
+                same = gradient.offset == parameter_offset and gradient.layout == parameter_layout
+                sources = parameter_indices if same else _physical(gradient)
+                for target_index, source_index in zip(parameter_indices, sources, strict=True):
                     carrier[target_index] -= lr * source[source_index]
 
     def zero_grad(self) -> None:
