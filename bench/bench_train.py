@@ -68,9 +68,7 @@ def torch_runner():
     x = torch.tensor([[v] for v in xs], dtype=torch.float32)
     target = torch.sin(x)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(1, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)
-    )
+    model = torch.nn.Sequential(torch.nn.Linear(1, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
     loss_fn = torch.nn.MSELoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
 

@@ -12,7 +12,7 @@
  *          every weight element in logical order, then every bias element;
  *   loss:  mean((prediction - target) ** 2) as an exact scalar 1:1;
  *   step:  p -= lr * p.grad per element in double precision, stored as
- *          float32 (what strideweave.nn.SGD does), then the grads cleared.
+ *          float32 (what strideweave.nn.SGD does), with sw_tensor_axpy.
  *
  * Usage: train_mlp [EPOCHS [LOG_EVERY [MAX_FINAL_LOSS]]]
  * Prints "epoch N  loss L  R steps/s" every LOG_EVERY epochs and at the last
@@ -236,21 +236,11 @@ static sw_status mse(sw_tensor *prediction, sw_tensor *target,
     return st;
 }
 
-/* p[i] -= lr * grad[i] for every logical i, in double, stored as float32. */
+/* p[i] -= lr * grad[i] for every logical i, in double, stored as float32:
+ * what strideweave.nn.SGD does element by element, in one library call. */
 static sw_status sgd_update(sw_tensor *p, double lr) {
     sw_tensor *g = sw_tensor_grad(p);
-    sw_status st = SW_OK;
-    for (int64_t i = 0; g != NULL && !st && i < sw_tensor_size(p); ++i) {
-        sw_value pv, gv;
-        st = sw_tensor_get(p, i, &pv);
-        if (!st)
-            st = sw_tensor_get(g, i, &gv);
-        if (!st) {
-            sw_value next = sw_value_f64(pv.as.f - lr * gv.as.f);
-            st = sw_tensor_set(p, i, &next);
-        }
-    }
-    return st;
+    return g != NULL ? sw_tensor_axpy(p, -lr, g) : SW_OK;
 }
 
 static double seconds(void) {
