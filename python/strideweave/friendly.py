@@ -108,14 +108,25 @@ def row_major(*extents: int) -> Layout:
     return Layout(Shape(shape), Stride(strides))
 
 
+def _reject_none(values: Sequence[Any], dtype: DType) -> None:
+    """Raises the carrier's own write error when a value is None.
+
+    ``new_like`` reads None as a layout hole and stores 0, so a None value
+    would otherwise pass silently.
+    """
+    if any(value is None for value in values):
+        CPU(1, dtype=dtype)[0] = None
+
+
 def _from_logical(values: Sequence[Any], layout: Layout, dtype: DType) -> Tensor:
     """A CPU tensor of the layout holding values[i] at logical index i."""
+    _reject_none(values, dtype)
     physical: list[Any] = [None] * layout.cosize
     index = layout.index
     for i, value in enumerate(values):
         physical[index(i)] = value
-    # One bulk write into fresh storage; holes become 0 (new_like writes None
-    # as 0). The empty CPU carrier only names the class and the dtype.
+    # One bulk write into fresh storage; holes (None) become 0. The empty
+    # carrier only names the class and the dtype.
     return Tensor(CPU(0, dtype=dtype).new_like(physical), 0, layout)
 
 
@@ -215,6 +226,7 @@ def full(*extents: int, value: Any, dtype: DType = DType.Float32) -> Tensor:
     """
     layout = column_major(*extents)
     # A column-major layout is compact: every physical element is logical.
+    _reject_none((value,), dtype)
     return Tensor(CPU(0, dtype=dtype).new_like([value] * layout.size), 0, layout)
 
 

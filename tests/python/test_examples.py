@@ -3,8 +3,9 @@ and give exactly equal losses, and the C program examples/train_mlp.c
 follows the same loss curve.
 
 The C program is built by meson with the C tests (``make build-c``), not by
-pytest. Its test here runs the binary named by SW_TRAIN_MLP_BIN, or the one
-under build/*/examples/ when present, and is skipped when there is none.
+pytest. Its test here runs the binary named by SW_TRAIN_MLP_BIN, else the
+one of build/ctest (``make test`` builds it before pytest runs), else the
+newest under build/*/examples/, and is skipped when there is none.
 """
 
 import importlib.util
@@ -91,6 +92,9 @@ def c_program():
     named = os.environ.get("SW_TRAIN_MLP_BIN")
     if named:
         return Path(named)
+    preferred = ROOT / "build" / "ctest" / "examples" / "train_mlp"
+    if preferred.exists():
+        return preferred
     found = sorted(ROOT.glob("build/*/examples/train_mlp"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 

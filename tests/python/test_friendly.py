@@ -137,6 +137,15 @@ def test_tensor_dtypes_and_value_errors():
         F.tensor([1.0, 2.5], layout=F.column_major(2), dtype=sw.DType.Int32)
     with pytest.raises(TypeError):
         F.tensor(["a"])
+    # None is a value error, not a hole.
+    with pytest.raises(TypeError, match="^CPU value must be a number$"):
+        F.tensor([[1.0], [None]])
+    with pytest.raises(TypeError, match="^CPU value must be a number$"):
+        F.tensor([1.0, None], layout=F.column_major(2))
+    with pytest.raises(TypeError, match="^CPU value must be an integer$"):
+        F.tensor([None], dtype=sw.DType.Int32)
+    with pytest.raises(TypeError, match="^CPU value must be a number$"):
+        F.full(2, value=None)
     for bad in (sw.DType.Any, sw.DType.Floating, "float32"):
         with pytest.raises(ValueError, match=DTYPE_MSG):
             F.tensor([1], dtype=bad)
