@@ -9,6 +9,8 @@ import pytest
 import strideweave as sw
 import strideweave.friendly as F
 from helpers_ops import L
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 DTYPE_MSG = "CPU dtype must be"
 
@@ -283,3 +285,49 @@ def test_values_are_float32():
     t = F.tensor([0.1])
     assert F.item(t) == 0.10000000149011612
     assert not math.isclose(F.item(t), 0.1, rel_tol=0, abs_tol=0)
+
+
+# ---------------------------------------------------------- properties
+
+
+@st.composite
+def nested_values(draw):
+    extents = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    total = 1
+    for extent in extents:
+        total *= extent
+    flat = draw(st.lists(st.integers(-1000, 1000), min_size=total, max_size=total))
+
+    def build(level, base, stride):
+        if level == len(extents):
+            return flat[base]
+        inner = stride // extents[level]
+        return [build(level + 1, base + j * inner, inner) for j in range(extents[level])]
+
+    return extents, build(0, 0, total)
+
+
+def lookup(values, coords):
+    for c in coords:
+        values = values[c]
+    return values
+
+
+@given(nested_values())
+@settings(max_examples=min(100, settings().max_examples))
+def test_nested_lists_round_trip(case):
+    extents, values = case
+    t = F.tensor(values)
+    assert t.layout == F.column_major(*extents)
+    flat = F.to_list(t)
+    # Logical order is first index fastest.
+    for i, value in enumerate(flat):
+        coords, rest = [], i
+        for extent in extents:
+            coords.append(rest % extent)
+            rest //= extent
+        assert value == lookup(values, coords)
+        assert t[tuple(coords)] == value
+    again = F.tensor(flat, layout=F.row_major(*extents))
+    assert F.to_list(again) == flat
+    assert F.item(F.sum(t)) == sum(flat)
