@@ -373,6 +373,15 @@ def test_failed_step_changes_nothing():
     with pytest.raises(ValueError, match="^gradient size must match parameter size$"):
         opt.step()
     assert a[0] == 1.0 and F.to_list(c) == [1.0, 2.0, 3.0]
+    # Released storage, of a parameter or of its gradient, likewise.
+    for released in ("parameter", "gradient"):
+        d = F.tensor([1.0, 2.0])
+        d.grad = F.tensor([1.0, 1.0])
+        (d if released == "parameter" else d.grad).carrier.release()
+        opt = nn.SGD([a, d], lr=0.5)
+        with pytest.raises(RuntimeError, match="^Carrier is released$"):
+            opt.step()
+        assert a[0] == 1.0
 
 
 # ------------------------------------------------------------------- init

@@ -398,8 +398,9 @@ class SGD:
             None.
 
         Raises:
-            RuntimeError: a parameter that has a gradient but cannot be written,
-                or a dtype without gradients.
+            RuntimeError: a parameter that has a gradient but cannot be written
+                (released or immutable storage), a released gradient, or a
+                dtype without gradients.
             ValueError: a gradient whose size differs from its parameter's.
 
         Examples:
@@ -419,6 +420,8 @@ class SGD:
                     continue
                 if gradient.size() != parameter.size():
                     raise ValueError("gradient size must match parameter size")
+                if parameter.carrier.is_released() or gradient.carrier.is_released():
+                    raise RuntimeError("Carrier is released")
                 if not parameter.is_mutable():
                     raise RuntimeError("Carrier is not mutable")
                 updates.append((parameter.carrier, indices, gradient))
