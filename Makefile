@@ -16,7 +16,7 @@ PY_SOURCES := python tests/python bench examples
 SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all venv install build-c test test-c test-python test-reference demo bench sanitize \
+.PHONY: all venv install build-c test test-c test-python test-reference demo layout-demo bench sanitize \
         format format-check lint stubtest check clean
 
 all: test
@@ -32,6 +32,16 @@ venv: $(DEPS)
 # Builds the extension and installs the package into the virtualenv.
 install: $(DEPS)
 	PATH=$(abspath $(VBIN)):$$PATH $(VPY) -m pip install -q --no-build-isolation .
+	touch $(INSTALLED)
+
+# The same, but only when a source of the package changed since the last
+# install (so that a repeated `make demo` starts at once).
+INSTALLED := $(VENV)/.install-stamp
+PKG_SOURCES := $(shell find meson.build meson_options.txt pyproject.toml include src python \
+                 -type f -not -path '*/__pycache__/*' 2>/dev/null)
+$(INSTALLED): $(DEPS) $(PKG_SOURCES)
+	PATH=$(abspath $(VBIN)):$$PATH $(VPY) -m pip install -q --no-build-isolation .
+	touch $@
 
 # The C library, its unit tests and the C examples.
 build-c: $(DEPS)
@@ -57,7 +67,13 @@ test-reference: $(DEPS)
 # Every test: the C unit tests, the C examples and the pytest suite.
 test: test-c test-python
 
-demo: install
+# The main job: trains the sin(x) MLP of examples/train_mlp_cpu_friendly.py
+# (progress every 200 epochs, then the final loss).
+demo: $(INSTALLED)
+	$(VPY) examples/train_mlp_cpu_friendly.py
+
+# The layout algebra walk-through that the demo used to be.
+layout-demo: install
 	$(VPY) examples/layout_demo.py
 
 # Benchmarks beside NumPy and PyTorch (the CPU build of torch comes from
@@ -69,9 +85,10 @@ bench: install
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
-		bench/bench_kernels_c >/dev/null
+		bench/bench_kernels_c examples/train_mlp >/dev/null
 	./build/bench/bench/bench_layout_c
 	./build/bench/bench/bench_kernels_c
+	$(VPY) bench/bench_train.py
 
 # The C tests and the whole pytest suite against an AddressSanitizer +
 # UndefinedBehaviorSanitizer build; the first report stops the run.

@@ -74,6 +74,19 @@ SW_API sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
                                     const sw_layout *mapping,
                                     int64_t mapping_offset);
 
+/*
+ * In place: y[i] = y[i] + alpha * x[i] for every logical i, computed in
+ * double precision and rounded once to float32 (a gradient-descent step is
+ * sw_tensor_axpy(param, -lr, grad)). Both tensors are CPU Float32 with equal
+ * shapes; their strides and offsets may differ. Bumps y's version once, like
+ * any write, so graphs that saved y can no longer run backward. Errors,
+ * checked before anything is written: SW_ETYPE "axpy needs two tensors",
+ * "axpy needs CPU tensors", "axpy needs Float32 tensors"; SW_EVALUE "axpy
+ * operands must have the same shape"; SW_ERUNTIME "Carrier is released",
+ * "Carrier is not mutable"; SW_ENOTIMPL for more than 64 leaf modes.
+ */
+SW_API sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x);
+
 #ifdef __cplusplus
 }
 #endif

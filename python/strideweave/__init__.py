@@ -14,6 +14,7 @@ Examples:
 
 from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
+from strideweave.core.module import Module, Parameter
 from strideweave.operation import (
     EvictableOperation,
     GenericAddOperation,
@@ -79,7 +80,9 @@ __all__ = [
     "FileBacked",
     "Generic",
     "Layout",
+    "Module",
     "Node",
+    "Parameter",
     "Shape",
     "Stride",
     "Tensor",

@@ -12,6 +12,8 @@ from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride
 from strideweave.core.layout import Tiler as Tiler
 from strideweave.core.layout import Tree as Tree
+from strideweave.core.module import Module as Module
+from strideweave.core.module import Parameter as Parameter
 from strideweave.operation import (
     EvictableOperation as EvictableOperation,
 )
@@ -165,7 +167,9 @@ __all__ = [
     "FileBacked",
     "Generic",
     "Layout",
+    "Module",
     "Node",
+    "Parameter",
     "Shape",
     "Stride",
     "Tensor",

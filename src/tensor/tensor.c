@@ -215,3 +215,50 @@ sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
     }
     return SW_OK;
 }
+
+/* ------------------------------------------------------------------- axpy */
+
+sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
+    if (!y || !x)
+        return sw_fail(SW_ETYPE, "axpy needs two tensors");
+    if (!sw_carrier_is_cpu(y->carrier) || !sw_carrier_is_cpu(x->carrier))
+        return sw_fail(SW_ETYPE, "axpy needs CPU tensors");
+    if (sw_carrier_dtype(y->carrier) != SW_DTYPE_FLOAT32 ||
+        sw_carrier_dtype(x->carrier) != SW_DTYPE_FLOAT32)
+        return sw_fail(SW_ETYPE, "axpy needs Float32 tensors");
+    if (!sw_tree_equal(y->layout->shape, x->layout->shape))
+        return sw_fail(SW_EVALUE, "axpy operands must have the same shape");
+    if (sw_carrier_is_released(y->carrier) ||
+        sw_carrier_is_released(x->carrier))
+        return sw_carrier_fail_released();
+    if (!sw_carrier_is_mutable(y->carrier))
+        return sw_carrier_fail_immutable();
+    int32_t n = y->layout->nleaf;
+    if (n > 64)
+        return sw_fail(SW_ENOTIMPL, "axpy supports at most 64 leaves");
+    /* One odometer over the leaves of both layouts (the shapes are equal);
+     * each element is computed in double and rounded once, so the step
+     * equals writing y[i] + alpha * x[i] element by element. */
+    const int64_t *ext = y->layout->shape->val;
+    const int64_t *ystr = y->layout->stride->val,
+                  *xstr = x->layout->stride->val;
+    float *yd = sw_cpu_data(y->carrier);
+    const float *xd = sw_cpu_data(x->carrier);
+    int64_t yi = y->offset, xi = x->offset, total = y->layout->size;
+    int64_t ctr[64] = {0};
+    for (int64_t k = 0; k < total; ++k) {
+        double step = alpha * (double)xd[xi];
+        yd[yi] = (float)((double)yd[yi] + step);
+        for (int32_t j = 0; j < n; ++j) {
+            if (++ctr[j] < ext[j]) {
+                yi += ystr[j];
+                xi += xstr[j];
+                break;
+            }
+            yi -= (ext[j] - 1) * ystr[j];
+            xi -= (ext[j] - 1) * xstr[j];
+            ctr[j] = 0;
+        }
+    }
+    return sw_carrier_bump_version(y->carrier);
+}

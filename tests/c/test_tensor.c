@@ -1476,6 +1476,150 @@ static void test_fault_injection(void) {
     leak_check(base0, "fault injection inputs");
 }
 
+/* --------------------------------------------------------------- axpy */
+
+/* A CPU tensor of the layout text over a fresh carrier of n elements whose
+ * element k holds base + k (so that every slot is distinguishable). */
+static sw_tensor *axpy_tensor(const char *layout, int64_t offset, int64_t n,
+                              double base, sw_dtype dtype, int mutable_) {
+    sw_layout *l = P(layout);
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    /* An immutable carrier stays zeroed: it cannot be written to. */
+    if (l && expect_ok(sw_cpu_new(n, dtype, mutable_, 0, &c), "axpy carrier")) {
+        for (int64_t k = 0; mutable_ && k < n; ++k) {
+            sw_value v =
+                sw_value_f64(dtype == SW_DTYPE_INT32 ? (double)k : base + k);
+            sw_carrier_set(c, k, &v);
+        }
+        expect_ok(sw_tensor_new(c, offset, l, &t), "axpy tensor");
+    }
+    sw_carrier_unref(c);
+    sw_layout_release(l);
+    return t;
+}
+
+static void snapshot_all(sw_carrier *c, float *out, int64_t n) {
+    for (int64_t k = 0; k < n; ++k) {
+        sw_value v;
+        sw_carrier_get(c, k, &v);
+        out[k] = (float)v.as.f;
+    }
+}
+
+static void test_axpy(void) {
+    int64_t base = sw_debug_live_allocs();
+    /* y over (3,(2,2)):(1,(3,6)) at offset 2 of 16 elements; x of the same
+     * shape but other strides and offset. */
+    sw_tensor *y =
+        axpy_tensor("(3,(2,2)):(1,(3,6))", 2, 16, 0.5, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *x =
+        axpy_tensor("(3,(2,2)):(4,(1,2))", 1, 16, 0.25, SW_DTYPE_FLOAT32, 1);
+    if (!y || !x) {
+        sw_tensor_unref(y);
+        sw_tensor_unref(x);
+        return;
+    }
+    float before[16], after[16];
+    snapshot_all(sw_tensor_carrier(y), before, 16);
+    double want[12];
+    for (int64_t i = 0; i < 12; ++i) {
+        sw_value yv, xv;
+        sw_tensor_get(y, i, &yv);
+        sw_tensor_get(x, i, &xv);
+        want[i] = (double)(float)(yv.as.f + -0.1 * xv.as.f);
+    }
+    int64_t v0 = sw_tensor_version(y), vx = sw_tensor_version(x);
+    sw_status st = sw_tensor_axpy(y, -0.1, x);
+    expect_ok(st, "axpy over different strides");
+    is_int(sw_tensor_version(y), v0 + 1, "axpy bumps y's version once");
+    is_int(sw_tensor_version(x), vx, "axpy leaves x's version alone");
+    bool all = true;
+    for (int64_t i = 0; i < 12; ++i) {
+        sw_value yv;
+        sw_tensor_get(y, i, &yv);
+        all = all && yv.as.f == want[i];
+    }
+    ok(all,
+       "axpy writes y[i] + alpha * x[i], rounded once, at every logical i");
+    /* Slots outside y's layout are untouched. */
+    snapshot_all(sw_tensor_carrier(y), after, 16);
+    bool outside = true;
+    for (int64_t k = 0; k < 16; ++k) {
+        bool inside = false;
+        for (int64_t i = 0; i < 12; ++i) {
+            int64_t idx;
+            sw_layout_index(sw_tensor_layout(y), i, &idx);
+            inside = inside || idx + 2 == k;
+        }
+        if (!inside)
+            outside = outside && after[k] == before[k];
+    }
+    ok(outside, "axpy writes nothing outside y's layout");
+
+    /* y aliasing x: y += 1 * y doubles every element. */
+    sw_value y0;
+    sw_tensor_get(y, 0, &y0);
+    st = sw_tensor_axpy(y, 1.0, y);
+    expect_ok(st, "axpy with y as x");
+    sw_value y1;
+    sw_tensor_get(y, 0, &y1);
+    ok(y1.as.f == 2 * y0.as.f, "y + y doubles an element");
+
+    /* Errors: checked before anything is written. */
+    snapshot_all(sw_tensor_carrier(y), before, 16);
+    v0 = sw_tensor_version(y);
+    sw_tensor *other =
+        axpy_tensor("(3,4):(1,3)", 0, 12, 0.0, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *ints =
+        axpy_tensor("(3,(2,2)):(1,(3,6))", 0, 12, 0.0, SW_DTYPE_INT32, 1);
+    sw_tensor *frozen =
+        axpy_tensor("(3,(2,2)):(1,(3,6))", 0, 12, 0.0, SW_DTYPE_FLOAT32, 0);
+    sw_tensor *generic = NULL;
+    double g[12] = {0};
+    sw_carrier *gc = NULL;
+    sw_layout *gl = P("(3,(2,2)):(1,(3,6))");
+    if (expect_ok(sw_generic_new_doubles(12, g, 1, &gc), "generic carrier"))
+        expect_ok(sw_tensor_new(gc, 0, gl, &generic), "generic tensor");
+    sw_carrier_unref(gc);
+    sw_layout_release(gl);
+
+    st = sw_tensor_axpy(NULL, 1.0, x);
+    expect_fail(st, SW_ETYPE, "axpy needs two tensors", "axpy NULL y");
+    st = sw_tensor_axpy(y, 1.0, NULL);
+    expect_fail(st, SW_ETYPE, "axpy needs two tensors", "axpy NULL x");
+    st = sw_tensor_axpy(y, 1.0, generic);
+    expect_fail(st, SW_ETYPE, "axpy needs CPU tensors", "axpy Generic x");
+    st = sw_tensor_axpy(generic, 1.0, y);
+    expect_fail(st, SW_ETYPE, "axpy needs CPU tensors", "axpy Generic y");
+    st = sw_tensor_axpy(y, 1.0, ints);
+    expect_fail(st, SW_ETYPE, "axpy needs Float32 tensors", "axpy Int32 x");
+    st = sw_tensor_axpy(ints, 1.0, y);
+    expect_fail(st, SW_ETYPE, "axpy needs Float32 tensors", "axpy Int32 y");
+    st = sw_tensor_axpy(y, 1.0, other);
+    expect_fail(st, SW_EVALUE, "axpy operands must have the same shape",
+                "axpy (3,4) onto (3,(2,2))");
+    st = sw_tensor_axpy(frozen, 1.0, y);
+    expect_fail(st, SW_ERUNTIME, "Carrier is not mutable", "axpy immutable y");
+    snapshot_all(sw_tensor_carrier(y), after, 16);
+    ok(memcmp(before, after, sizeof before) == 0 && sw_tensor_version(y) == v0,
+       "rejected calls change neither y nor its version");
+
+    sw_carrier_release_storage(sw_tensor_carrier(x));
+    st = sw_tensor_axpy(y, 1.0, x);
+    expect_fail(st, SW_ERUNTIME, "Carrier is released", "axpy released x");
+    st = sw_tensor_axpy(x, 1.0, y);
+    expect_fail(st, SW_ERUNTIME, "Carrier is released", "axpy released y");
+
+    sw_tensor_unref(generic);
+    sw_tensor_unref(frozen);
+    sw_tensor_unref(ints);
+    sw_tensor_unref(other);
+    sw_tensor_unref(x);
+    sw_tensor_unref(y);
+    leak_check(base, "axpy");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     test_tensor_new();
@@ -1489,6 +1633,7 @@ int main(void) {
     test_scatter_elementwise();
     test_fault_injection();
     test_scatter_offset_overflow();
+    test_axpy();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

@@ -23,8 +23,12 @@ import strideweave.carriers.operation_helpers
 import strideweave.carriers.shared_ops
 import strideweave.core
 import strideweave.core.layout
+import strideweave.friendly
 import strideweave.functional
 import strideweave.layout
+import strideweave.module
+import strideweave.nn
+import strideweave.nn.init
 import strideweave.operation
 import strideweave.tensor
 from strideweave import _native
@@ -48,7 +52,9 @@ CORE_NAMES = [
     "FileBacked",
     "Generic",
     "Layout",
+    "Module",
     "Node",
+    "Parameter",
     "Shape",
     "Stride",
     "Tensor",
@@ -232,6 +238,8 @@ def test_public_members_are_found():
         "GenericViewOperation",
         "PermuteOperation",
         "RearrangeOperation",
+        "Module",
+        "Parameter",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -275,6 +283,10 @@ def test_docstring_examples_run():
         strideweave.carriers.generic.ops,
         strideweave.carriers.cpu.ops,
         strideweave._native,
+        strideweave.core.module,
+        strideweave.friendly,
+        strideweave.nn,
+        strideweave.nn.init,
     ):
         tests += finder.find(module, globs=vars(strideweave).copy())
     examples = 0

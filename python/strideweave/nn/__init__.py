@@ -1,0 +1,460 @@
+"""A minimal layer library and optimizer: Linear, activations, MSELoss, SGD.
+
+Built only from the public primitives and not re-exported by ``import
+strideweave``; import it explicitly (``import strideweave.nn as nn``).
+
+Conventions: inputs are flat column-major ``[batch, features]`` tensors and
+Linear weights are ``[out_features, in_features]``; ``matmul`` contracts the
+second mode of both operands, so ``x @ weight`` is ``[batch, out_features]``.
+Without a broadcasting primitive, Linear adds its ``[out_features, 1]`` bias
+as ``ones[batch, 1] @ bias``, whose backward pass sums the bias gradient over
+the batch.
+
+Examples:
+    >>> import random
+    >>> import strideweave.friendly as F
+    >>> import strideweave.nn as nn
+    >>> layer = nn.Linear(2, 3, rng=random.Random(0))
+    >>> y = layer(F.ones(4, 2))
+    >>> y.layout
+    (4,3):(1,4)
+    >>> loss = nn.MSELoss()(y, F.zeros(4, 3))
+    >>> loss.layout
+    1:1
+    >>> loss.backward()
+    >>> opt = nn.SGD(layer.parameters(), lr=0.1)
+    >>> opt.step()
+    >>> opt.zero_grad()
+    >>> layer.weight.grad is None
+    True
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from strideweave import functional
+from strideweave.carriers import CPU
+from strideweave.core.module import Module, Parameter
+from strideweave.friendly import column_major, mean, ones
+from strideweave.functional import matmul, no_grad
+from strideweave.nn import init
+from strideweave.tensor import Tensor
+
+__all__ = [
+    "ELU",
+    "GELU",
+    "SGD",
+    "LeakyReLU",
+    "Linear",
+    "MSELoss",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "Tanh",
+]
+
+
+def _is_flat_two_mode(tensor: Tensor) -> bool:
+    shape = tensor.layout.shape
+    return len(shape) == 2 and shape[0].is_int and shape[1].is_int
+
+
+class Linear(Module):
+    """An affine layer ``y = x @ weight + ones @ bias`` on CPU Float32.
+
+    ``weight`` is a ``[out_features, in_features]`` column-major Parameter
+    and ``bias`` an ``[out_features, 1]`` one (or None). Both are drawn from
+    ``rng.uniform(-1/sqrt(in_features), 1/sqrt(in_features))``: first every
+    weight element in logical order, then every bias element.
+
+    Args:
+        in_features: the input width, a positive int.
+        out_features: the output width, a positive int.
+        bias: whether to add a bias.
+        rng: the generator; None uses a fresh ``random.Random()``.
+        name: the module's optional name.
+
+    Returns:
+        The new layer.
+
+    Raises:
+        ValueError: a width that is not positive.
+
+    Examples:
+        >>> import random
+        >>> import strideweave.nn as nn
+        >>> layer = nn.Linear(3, 2, rng=random.Random(0))
+        >>> layer.weight.layout, layer.bias.layout
+        ((2,3):(1,2), (2,1):(1,2))
+        >>> [name for name, _ in layer.get_named_parameters()]
+        ['weight', 'bias']
+    """
+
+    in_features: int
+    out_features: int
+    weight: Parameter
+    bias: Parameter | None
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        bias: bool = True,
+        rng: random.Random | None = None,
+        name: str | None = None,
+    ) -> None:
+        if in_features <= 0 or out_features <= 0:
+            raise ValueError("in_features and out_features must be positive")
+        super().__init__(name=name)
+        generator = random.Random() if rng is None else rng
+        self.in_features = in_features
+        self.out_features = out_features
+        weight_layout = column_major(out_features, in_features)
+        self.weight = Parameter(CPU(weight_layout.cosize), 0, weight_layout)
+        init.kaiming_uniform_(self.weight, in_features, rng=generator)
+        if bias:
+            bias_layout = column_major(out_features, 1)
+            self.bias = Parameter(CPU(bias_layout.cosize), 0, bias_layout)
+            init.kaiming_uniform_(self.bias, in_features, rng=generator)
+        else:
+            self.bias = None
+
+    def forward(self, tensor: Tensor) -> Tensor:
+        """Applies the layer to a ``[batch, in_features]`` CPU tensor.
+
+        Args:
+            tensor: a flat two-mode column-major CPU Float32 tensor.
+
+        Returns:
+            The ``[batch, out_features]`` result, layout
+            ``column_major(batch, out_features)``.
+
+        Raises:
+            TypeError: a non-Tensor or a non-CPU tensor.
+            ValueError: a layout that is not flat two-mode, or the wrong
+                number of input features.
+
+        Examples:
+            >>> import random
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> layer = nn.Linear(2, 1, bias=False, rng=random.Random(0))
+            >>> layer(F.zeros(5, 2)).layout
+            (5,1):(1,5)
+        """
+        if not isinstance(tensor, Tensor):
+            raise TypeError("tensor must be a Tensor")
+        if not _is_flat_two_mode(tensor):
+            raise ValueError("tensor must be a flat two-mode tensor")
+        shape = tensor.layout.shape
+        features = int(shape[1])
+        if features != self.in_features:
+            raise ValueError(f"tensor has {features} input features, expected {self.in_features}")
+        output = matmul(tensor, self.weight)
+        if self.bias is not None:
+            output = output + matmul(ones(int(shape[0]), 1), self.bias)
+        return output
+
+
+class _Activation(Module):
+    """A parameter-free module applying one functional activation."""
+
+    _function = staticmethod(functional.relu)
+
+    def forward(self, tensor: Tensor) -> Tensor:
+        """Applies the activation elementwise.
+
+        Args:
+            tensor: any tensor the functional operation accepts.
+
+        Returns:
+            The activation's result, with the input's layout.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> F.to_list(nn.ReLU()(F.tensor([-1.0, 2.0])))
+            [0.0, 2.0]
+        """
+        return type(self)._function(tensor)
+
+
+class ReLU(_Activation):
+    """``relu`` as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.ReLU()(F.tensor([-1.0, 2.0])))
+        [0.0, 2.0]
+    """
+
+    _function = staticmethod(functional.relu)
+
+
+class Sigmoid(_Activation):
+    """``sigmoid`` as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.Sigmoid()(F.tensor([0.0])))
+        [0.5]
+    """
+
+    _function = staticmethod(functional.sigmoid)
+
+
+class Tanh(_Activation):
+    """``tanh`` as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.Tanh()(F.tensor([0.0])))
+        [0.0]
+    """
+
+    _function = staticmethod(functional.tanh)
+
+
+class GELU(_Activation):
+    """``gelu`` (exact erf form) as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.GELU()(F.tensor([0.0])))
+        [0.0]
+    """
+
+    _function = staticmethod(functional.gelu)
+
+
+class SiLU(_Activation):
+    """``silu`` as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.SiLU()(F.tensor([0.0])))
+        [0.0]
+    """
+
+    _function = staticmethod(functional.silu)
+
+
+class Softplus(_Activation):
+    """``softplus`` as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> round(F.to_list(nn.Softplus()(F.tensor([0.0])))[0], 6)
+        0.693147
+    """
+
+    _function = staticmethod(functional.softplus)
+
+
+class ELU(_Activation):
+    """``elu`` (alpha 1) as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.ELU()(F.tensor([2.0])))
+        [2.0]
+    """
+
+    _function = staticmethod(functional.elu)
+
+
+class LeakyReLU(_Activation):
+    """``leaky_relu`` (slope 0.01) as a module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> F.to_list(nn.LeakyReLU()(F.tensor([2.0])))
+        [2.0]
+    """
+
+    _function = staticmethod(functional.leaky_relu)
+
+
+class MSELoss(Module):
+    """Mean squared error ``mean((prediction - target) ** 2.0)``.
+
+    Composed from carrier-dispatched operations, so it works on any carrier
+    that supports sub, pow, rearrange and reduce (CPU or Generic).
+
+    Args:
+        name: the module's optional name.
+
+    Returns:
+        The new loss module.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> loss = nn.MSELoss()(F.tensor([[1.0], [3.0]]), F.zeros(2, 1))
+        >>> loss.layout, F.item(loss)
+        (1:1, 5.0)
+    """
+
+    def forward(self, prediction: Tensor, target: Tensor) -> Tensor:
+        """The mean squared difference, as an exact ``1:1`` scalar.
+
+        Args:
+            prediction: a flat two-mode tensor.
+            target: a tensor of the same layout and carrier class.
+
+        Returns:
+            A Tensor of layout ``Layout(Shape(1), Stride(1))``; its
+            ``backward()`` needs no gradient.
+
+        Raises:
+            TypeError: a non-Tensor argument, or carriers of different classes.
+            ValueError: a prediction that is not flat two-mode, or layouts that
+                differ.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> p = F.tensor([[2.0, 0.0]])
+            >>> F.item(nn.MSELoss()(p, F.zeros(1, 2)))
+            2.0
+        """
+        if not isinstance(prediction, Tensor):
+            raise TypeError("prediction must be a Tensor")
+        if not isinstance(target, Tensor):
+            raise TypeError("target must be a Tensor")
+        if not _is_flat_two_mode(prediction):
+            raise ValueError("prediction must be a flat two-mode tensor")
+        if prediction.layout != target.layout:
+            raise ValueError("prediction and target layouts must match")
+        return mean((prediction - target) ** 2.0)
+
+
+class SGD:
+    """Plain stochastic gradient descent: ``p -= lr * p.grad`` in place.
+
+    ``step()`` writes every logical element through the parameter's layout,
+    so each step bumps the parameters' carrier versions: graphs built before
+    a step cannot be backwarded after it. Gradients accumulate across
+    ``backward()`` calls until ``zero_grad()``.
+
+    Args:
+        parameters: the tensors to update (taken once, as a tuple).
+        lr: the learning rate, a positive number.
+
+    Returns:
+        The optimizer.
+
+    Raises:
+        TypeError: an entry that is not a Tensor.
+        ValueError: an lr that is not positive.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> w = F.tensor([1.0])
+        >>> F.sum(w * 3.0).backward()
+        >>> opt = nn.SGD([w], lr=0.5)
+        >>> opt.step()
+        >>> F.to_list(w)
+        [-0.5]
+    """
+
+    lr: float
+
+    def __init__(self, parameters: Iterable[Tensor], lr: float) -> None:
+        taken = tuple(parameters)
+        for parameter in taken:
+            if not isinstance(parameter, Tensor):
+                raise TypeError("SGD parameters must be Tensors")
+        if lr <= 0:
+            raise ValueError("lr must be positive")
+        self._parameters = taken
+        self.lr = float(lr)
+        # Physical indices per parameter; a tensor's layout and offset never
+        # change, so they are computed once.
+        self._indices = [
+            (parameter.layout, parameter.offset, _physical(parameter)) for parameter in taken
+        ]
+
+    def step(self) -> None:
+        """Applies one update to every parameter that has a gradient.
+
+        Every parameter is checked (gradient size, mutability) before any is
+        written, so a failing step changes nothing.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: a parameter that has a gradient but cannot be written
+                (released or immutable storage), a released gradient, or a
+                dtype without gradients.
+            ValueError: a gradient whose size differs from its parameter's.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> w = F.tensor([2.0])
+            >>> nn.SGD([w], lr=1.0).step()  # no gradient yet: unchanged
+            >>> F.to_list(w)
+            [2.0]
+        """
+        lr = self.lr
+        with no_grad():
+            updates = []
+            for parameter, indices in zip(self._parameters, self._indices, strict=True):
+                gradient = parameter.grad
+                if gradient is None:
+                    continue
+                if gradient.size() != parameter.size():
+                    raise ValueError("gradient size must match parameter size")
+                if parameter.carrier.is_released() or gradient.carrier.is_released():
+                    raise RuntimeError("Carrier is released")
+                if not parameter.is_mutable():
+                    raise RuntimeError("Carrier is not mutable")
+                updates.append((parameter.carrier, indices, gradient))
+            for carrier, indices, gradient in updates:
+                source = gradient.carrier
+                parameter_layout, parameter_offset, parameter_indices = indices
+                # Gradients usually share their parameter's layout and offset.
+                same = gradient.offset == parameter_offset and gradient.layout == parameter_layout
+                sources = parameter_indices if same else _physical(gradient)
+                for target_index, source_index in zip(parameter_indices, sources, strict=True):
+                    carrier[target_index] -= lr * source[source_index]
+
+    def zero_grad(self) -> None:
+        """Sets every parameter's gradient to None.
+
+        Returns:
+            None.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> w = F.tensor([1.0])
+            >>> F.sum(w).backward()
+            >>> nn.SGD([w], lr=0.1).zero_grad()
+            >>> w.grad is None
+            True
+        """
+        for parameter in self._parameters:
+            parameter.grad = None
+
+
+def _physical(tensor: Tensor) -> list[int]:
+    """The physical index of every logical element, in logical order."""
+    offset = tensor.offset
+    index = tensor.layout.index
+    return [offset + index(i) for i in range(tensor.size())]

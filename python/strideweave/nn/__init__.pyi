@@ -1,0 +1,65 @@
+"""A minimal layer library and optimizer: Linear, activations, MSELoss, SGD."""
+
+import random
+from collections.abc import Iterable
+
+from strideweave.core.module import Module, Parameter
+from strideweave.nn import init as init
+from strideweave.tensor import Tensor
+
+__all__ = [
+    "ELU",
+    "GELU",
+    "SGD",
+    "LeakyReLU",
+    "Linear",
+    "MSELoss",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Softplus",
+    "Tanh",
+]
+
+class Linear(Module):
+    """An affine layer ``y = x @ weight + ones @ bias`` on CPU Float32."""
+
+    in_features: int
+    out_features: int
+    weight: Parameter
+    bias: Parameter | None
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        bias: bool = True,
+        rng: random.Random | None = None,
+        name: str | None = None,
+    ) -> None: ...
+    def forward(self, tensor: Tensor) -> Tensor: ...
+
+class _Activation(Module):
+    def forward(self, tensor: Tensor) -> Tensor: ...
+
+class ReLU(_Activation): ...
+class Sigmoid(_Activation): ...
+class Tanh(_Activation): ...
+class GELU(_Activation): ...
+class SiLU(_Activation): ...
+class Softplus(_Activation): ...
+class ELU(_Activation): ...
+class LeakyReLU(_Activation): ...
+
+class MSELoss(Module):
+    """Mean squared error ``mean((prediction - target) ** 2.0)``."""
+
+    def forward(self, prediction: Tensor, target: Tensor) -> Tensor: ...
+
+class SGD:
+    """Plain stochastic gradient descent: ``p -= lr * p.grad`` in place."""
+
+    lr: float
+    def __init__(self, parameters: Iterable[Tensor], lr: float) -> None: ...
+    def step(self) -> None: ...
+    def zero_grad(self) -> None: ...

@@ -1,0 +1,117 @@
+"""The MLP training examples (reference §20): both Python scripts converge
+and give exactly equal losses, and the C program examples/train_mlp.c
+follows the same loss curve.
+
+The C program is built by meson with the C tests (``make build-c``), not by
+pytest. Its test here runs the binary named by SW_TRAIN_MLP_BIN, else the
+one of build/ctest (``make test`` builds it before pytest runs), else the
+newest under build/*/examples/, and is skipped when there is none.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"_example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return load("train_mlp_cpu")
+
+
+@pytest.fixture(scope="module")
+def friendly():
+    return load("train_mlp_cpu_friendly")
+
+
+def test_short_runs_converge_and_agree_exactly(raw, friendly):
+    a = raw.main(epochs=200, log_every=None)
+    b = friendly.main(epochs=200, log_every=None)
+    assert a < 0.1
+    assert a == b
+
+
+def test_loss_curves_are_identical_and_decreasing(raw, friendly):
+    a = raw.train(150, log_every=None)
+    b = friendly.train(150, log_every=None)
+    assert a == b and len(a) == 150
+    assert a[-1] < a[0] / 4
+
+
+def test_full_run_reaches_the_target(friendly):
+    assert friendly.main(log_every=None) < 0.05
+
+
+def test_models_follow_the_reference_structure(raw, friendly):
+    for module in (raw, friendly):
+        model = module.MLP()
+        names = [name for name, _ in model.get_named_parameters()]
+        assert names == ["hidden.weight", "hidden.bias", "output.weight", "output.bias"]
+        assert model.hidden.in_features == 1 and model.hidden.out_features == 16
+        assert model.output.in_features == 16 and model.output.out_features == 1
+
+
+def test_logging(friendly, capsys):
+    friendly.main(epochs=6, log_every=3)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert re.match(r"epoch +3 +loss \d+\.\d+ +\d+ steps/s$", lines[0])
+    assert re.match(r"epoch +6 ", lines[1])
+    assert lines[2].startswith("final loss ")
+    friendly.main(epochs=3, log_every=None)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("name", ["train_mlp_cpu", "train_mlp_cpu_friendly"])
+def test_command_line(name):
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), "20", "--log-every", "10"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert [line.split()[1] for line in out[:2]] == ["10", "20"]
+    assert out[-1].startswith("final loss ") and "after 20 epochs" in out[-1]
+
+
+def c_program():
+    named = os.environ.get("SW_TRAIN_MLP_BIN")
+    if named:
+        return Path(named)
+    preferred = ROOT / "build" / "ctest" / "examples" / "train_mlp"
+    if preferred.exists():
+        return preferred
+    found = sorted(ROOT.glob("build/*/examples/train_mlp"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def test_c_program_matches_the_python_loss_curve(friendly):
+    program = c_program()
+    if program is None:
+        pytest.skip("examples/train_mlp is not built (make build-c, or set SW_TRAIN_MLP_BIN)")
+    result = subprocess.run([str(program), "240", "40"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    logged = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r"epoch +(\d+) +loss (\S+) ", line)
+        if match:
+            logged[int(match.group(1))] = float(match.group(2))
+    assert sorted(logged) == [40, 80, 120, 160, 200, 240]
+    python = friendly.train(240, log_every=None)
+    for epoch, loss in logged.items():
+        assert loss == pytest.approx(python[epoch - 1], rel=1e-5)
+    assert "final loss" in result.stdout.splitlines()[-1]
