@@ -8,6 +8,7 @@
  */
 #include "functional.h"
 
+#include "einops.h"
 #include "errors.h"
 #include "operation.h"
 #include "tensor.h"
@@ -138,12 +139,6 @@ PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
     }
     PyObject *args[2] = {tensor, key};
     return swpy_op_call_named(st, tensor, "view", args, 2);
-}
-
-static PyObject *not_yet_einops(void) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "layout command strings come with the einops module");
-    return NULL;
 }
 
 /* ---------------------------------------------------------- functions */
@@ -317,7 +312,7 @@ static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
                             "explicit selection");
             return NULL;
         }
-        return not_yet_einops();
+        return swpy_einops_rearrange(st, a[0], a[1]);
     }
     if (check_tensor(st, a[0], "tensor") < 0 ||
         swpy_require_tree_types(st) < 0) {
@@ -350,7 +345,7 @@ static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
             PyErr_SetString(PyExc_TypeError, "description must be a str");
             return NULL;
         }
-        return not_yet_einops();
+        return swpy_einops_reduce(st, a[0], a[1]);
     }
     return unary(st, "reduce", a[0]);
 }
@@ -362,11 +357,7 @@ static PyObject *fn_einsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     if (parse_args("einsum", args, nargs, kwnames, names, 3, 3, a) < 0) {
         return NULL;
     }
-    if (!PyUnicode_Check(a[2])) {
-        PyErr_SetString(PyExc_TypeError, "description must be a str");
-        return NULL;
-    }
-    return not_yet_einops();
+    return swpy_einops_einsum(swpy_module_state(m), a[0], a[1], a[2]);
 }
 
 static PyObject *fn_is_grad_enabled(PyObject *m, PyObject *unused) {
