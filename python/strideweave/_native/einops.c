@@ -103,8 +103,7 @@ static PyObject *symbol_ids(const sw_einops_spec *spec, int side) {
 
 /* A tuple of the names got(spec, i) for i < n. */
 static PyObject *names_of(const sw_einops_spec *spec, int32_t n,
-                          const char *(*got)(const sw_einops_spec *,
-                                             int32_t)) {
+                          const char *(*got)(const sw_einops_spec *, int32_t)) {
     PyObject *t = PyTuple_New(n);
     for (int32_t i = 0; t != NULL && i < n; i++) {
         PyObject *s = PyUnicode_FromString(got(spec, i));
@@ -181,8 +180,8 @@ static PyObject *entry_new(swpy_state *st, int k, sw_einops_spec *spec) {
         }
     } else {
         static const sw_einops_field fields[6] = {
-            SW_EINOPS_LHS_SELECTION,          SW_EINOPS_RHS_SELECTION,
-            SW_EINOPS_LHS_REARRANGE_OUTPUT,   SW_EINOPS_RHS_REARRANGE_OUTPUT,
+            SW_EINOPS_LHS_SELECTION,           SW_EINOPS_RHS_SELECTION,
+            SW_EINOPS_LHS_REARRANGE_OUTPUT,    SW_EINOPS_RHS_REARRANGE_OUTPUT,
             SW_EINOPS_MATMUL_OUTPUT_SELECTION, SW_EINOPS_OUTPUT};
         PyObject *a[10];
         for (int i = 0; i < 6; i++) {
@@ -190,10 +189,10 @@ static PyObject *entry_new(swpy_state *st, int k, sw_einops_spec *spec) {
         }
         a[6] = symbol_ids(spec, 0);
         a[7] = symbol_ids(spec, 1);
-        a[8] = names_of(spec, sw_einops_spec_ncommon(spec),
-                        sw_einops_spec_common);
-        a[9] = names_of(spec, sw_einops_spec_nbatch(spec),
-                        sw_einops_spec_batch);
+        a[8] =
+            names_of(spec, sw_einops_spec_ncommon(spec), sw_einops_spec_common);
+        a[9] =
+            names_of(spec, sw_einops_spec_nbatch(spec), sw_einops_spec_batch);
         /* The entry keeps the trees too; call_class releases its args. */
         entry = PyTuple_New(E_EINSUM_SIZE);
         if (entry != NULL) {
@@ -366,10 +365,9 @@ PyObject *swpy_einops_einsum(swpy_state *st, PyObject *lhs, PyObject *rhs,
     if (b == NULL) {
         goto done;
     }
-    p = swpy_fn_binary(st,
-                       sw_einops_spec_nbatch(spec) > 0 ? "batched_matmul"
-                                                       : "matmul",
-                       a, b);
+    p = swpy_fn_binary(
+        st, sw_einops_spec_nbatch(spec) > 0 ? "batched_matmul" : "matmul", a,
+        b);
     if (p == NULL) {
         goto done;
     }
@@ -410,8 +408,7 @@ static PyObject *einops_register(PyObject *module, PyObject *const *args,
     }
     for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
         if (!PyType_Check(args[i])) {
-            PyErr_Format(PyExc_TypeError, "%s must be a class",
-                         class_names[i]);
+            PyErr_Format(PyExc_TypeError, "%s must be a class", class_names[i]);
             return NULL;
         }
     }

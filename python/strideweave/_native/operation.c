@@ -1935,7 +1935,8 @@ static char *op_doc(const op_def *d) {
               "backward(gradient) returns one gradient per saved input. "
               "Dispatch through a carrier gives the same class, tagged with "
               "the name '%s'.\n\nReturns:\n    %s: the operation.\n\n"
-              "Examples:\n    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
+              "Examples:\n    >>> from %.*s import %s\n"
+              "    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
               "Layout(Shape(2), Stride(1)))\n    >>> op = %s()\n    %s"
             : "%s()\n--\n\n%s\n\nThe CPU carrier's native operation for "
               "'%s' (not exported at the top level).\n\nReturns:\n    %s: "
@@ -1947,7 +1948,8 @@ static char *op_doc(const op_def *d) {
         return NULL;
     }
     if (d->example != NULL) {
-        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, name,
+        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name,
+                      (int)(name - 1 - d->tp_name), d->tp_name, name, name,
                       d->example);
     } else {
         PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, d->name,
