@@ -510,3 +510,16 @@ def test_parsers_raise_value_errors_only(command):
             assert str(e)
         else:
             assert parse(command) is spec
+
+
+def test_limits_and_encodings():
+    deep = "(" * 300 + "a" + ")" * 300 + " -> a"
+    with pytest.raises(ValueError) as info:
+        E.parse_rearrange(deep)
+    assert str(info.value) == "Layout reference nests parentheses deeper than 256 at offset 256"
+    ok = "(" * 256 + "a" + ")" * 256 + " -> a"
+    assert E.parse_rearrange(ok).output == ids(0)
+    with pytest.raises(UnicodeEncodeError):
+        E.parse_rearrange("a \ud800 -> a")
+    # Any iterable of tokens is accepted.
+    assert E.parse_layout_ref(t for t in E.lex("a b")).symbol_ids == (("a", 0), ("b", 1))

@@ -386,6 +386,7 @@ static int module_clear(PyObject *module) {
     for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
         Py_CLEAR(st->einops_classes[i]);
     }
+    Py_CLEAR(st->str_id);
     for (int i = 0; i < SWPY_EINOPS_CACHES; i++) {
         Py_CLEAR(st->einops_cache[i]);
     }

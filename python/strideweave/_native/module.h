@@ -100,6 +100,9 @@ typedef struct swpy_state {
      * until it is imported) and, per command kind (rearrange, reduce,
      * einsum), the dict of compiled commands: str -> entry tuple. */
     PyObject *einops_classes[SWPY_EINOPS_CLASSES];
+    /* "id", the attribute of Node.id(k) markers (interned, so that reading
+     * it hits the type's attribute cache). */
+    PyObject *str_id;
     PyObject *einops_cache[SWPY_EINOPS_CACHES];
 } swpy_state;
 
