@@ -601,3 +601,51 @@ def test_gradients_chain_through_all_three(kind):
     want_w = [x[0, b] + x[1, b] for b in range(3) for _ in range(4)]
     assert logical(w.grad) == pytest.approx(want_w, rel=1e-5)
     assert math.isclose(float(ones_like(s)[0]), 1.0)
+
+
+# ------------------------------------------------------------ fault injection
+
+FAULT_CALLS = {
+    "rearrange": lambda a, b: sw.rearrange(a, "a b -> b a"),
+    "reduce": lambda a, b: sw.reduce(a, "a b -> b"),
+    "einsum": lambda a, b: sw.einsum(a, b, "a b, c b -> c a"),
+    "batched": lambda a, b: sw.einsum(a, b, "a b, c b -> a b c"),
+    "backward": lambda a, b: sw.reduce(
+        sw.einsum(a, b, "a b, c b -> a b c"), "a b c -> 1"
+    ).backward(),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", sorted(FAULT_CALLS))
+def test_allocation_failures_are_clean(kind, name):
+    import gc
+
+    from strideweave import _native
+
+    call = FAULT_CALLS[name]
+
+    def fresh():
+        return tensor(kind, L([2, 3], [1, 2]), 1, 0), tensor(kind, L([4, 3], [3, 1]), 0, 1)
+
+    call(*fresh())  # the commands are compiled and cached before counting
+    gc.collect()
+    base = _native._debug_live_allocs()
+    for n in range(600):
+        a, b = fresh()
+        failed = False
+        _native._debug_fail_alloc_after(n)
+        try:
+            result = call(a, b)
+        except MemoryError:
+            failed = True
+            result = None
+        finally:
+            _native._debug_fail_alloc_after(-1)
+        del result, a, b
+        gc.collect()
+        assert _native._debug_live_allocs() == base, f"leak after failure {n}"
+        if not failed:
+            assert n > 0
+            return
+    raise AssertionError(f"{name} still failed after 600 allocations")
