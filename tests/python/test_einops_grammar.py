@@ -472,10 +472,13 @@ def test_cache_is_shared_with_tensor_level_forms():
 
 
 def test_cache_is_thread_safe():
-    commands = [f"a{i} b -> b a{i}" for i in range(40)]
+    # Fresh commands, compiled by four threads at once: one spec each.
+    commands = [f"t{i} b -> b t{i}" for i in range(200)]
     seen = [[] for _ in range(4)]
+    start = threading.Barrier(4)
 
     def work(k):
+        start.wait()
         for _ in range(5):
             seen[k].append([E.parse_rearrange(c) for c in commands])
 

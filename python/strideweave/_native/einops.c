@@ -240,6 +240,14 @@ static PyObject *entry_of(swpy_state *st, int k, PyObject *command) {
     if (e == NULL) {
         return NULL;
     }
+    /* Making the entry ran Python code (the dataclasses' __init__), so
+     * another thread may have stored the command meanwhile: the first
+     * entry wins, so that every caller sees one spec object. */
+    PyObject *first = PyDict_GetItemWithError(cache, command);
+    if (first != NULL || PyErr_Occurred()) {
+        Py_DECREF(e);
+        return Py_XNewRef(first);
+    }
     /* Bounded like the library's cache: the oldest entries go first. */
     int64_t cap = sw_einops_cache_capacity();
     while ((int64_t)PyDict_GET_SIZE(cache) >= cap) {
