@@ -649,3 +649,35 @@ def test_allocation_failures_are_clean(kind, name):
             assert n > 0
             return
     raise AssertionError(f"{name} still failed after 600 allocations")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=min(30, settings().max_examples), deadline=None)
+@given(data=st.data())
+def test_einsum_gradients_match_numpy(kind, data):
+    """dL/dlhs = einsum(out, rhs -> lhs) and dL/drhs = einsum(out, lhs -> rhs)
+    for L = sum(g * einsum(lhs, rhs)), batch symbols included."""
+    pool = "pqrs"
+    lhs = data.draw(st.lists(st.sampled_from(pool), unique=True, min_size=1, max_size=3))
+    rhs = data.draw(st.lists(st.sampled_from(pool), unique=True, min_size=1, max_size=3))
+    shared = [c for c in lhs if c in rhs]
+    if not shared:
+        rhs.append(lhs[0])
+        shared = [lhs[0]]
+    batch = data.draw(st.lists(st.sampled_from(shared), unique=True))
+    out_syms = [c for c in lhs + rhs if c not in shared] + batch
+    sizes = {c: data.draw(st.integers(1, 3)) for c in set(lhs + rhs)}
+    la, oa = data.draw(layout_for([sizes[c] for c in lhs]))
+    lb, ob = data.draw(layout_for([sizes[c] for c in rhs]))
+    a = tensor(kind, la, oa, data.draw(st.integers(0, 999)))
+    b = tensor(kind, lb, ob, data.draw(st.integers(0, 999)))
+    out, letters = grouped(data.draw, out_syms) if out_syms else ("1", "")
+    y = sw.einsum(a, b, f"{' '.join(lhs)}, {' '.join(rhs)} -> {out}")
+    g = tensor(kind, y.layout, 0, 3)
+    y.backward(g)
+    ls, rs = "".join(lhs), "".join(rhs)
+    ga = pieces(g, letters, sizes)
+    want_a = np.einsum(f"{letters},{rs}->{ls}", ga, pieces(b, rs, sizes))
+    want_b = np.einsum(f"{letters},{ls}->{rs}", ga, pieces(a, ls, sizes))
+    close(kind, a.grad, want_a.flatten(order="F"))
+    close(kind, b.grad, want_b.flatten(order="F"))
