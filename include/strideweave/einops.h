@@ -13,6 +13,11 @@
  *     reduce    := ref '->' ref            (omits at least one input piece)
  *     einsum    := ref ',' ref '->' ref    (the two sides share a symbol)
  *
+ * In an einsum, a symbol of both sides is contracted (summed over) unless
+ * the output names it too: then it is a batch symbol, matched index by
+ * index ("b i k, b j k -> b i j" is a batched GEMM). The reference grammar
+ * had no batch symbols: a shared symbol in the output was unknown.
+ *
  * A symbol is [A-Za-z][A-Za-z0-9_]*. A literal 1 on the left takes up a
  * piece (which must have size 1) without naming it; on the right it inserts
  * the singleton mode 1:0. Only ASCII is accepted; every offset in a message
@@ -153,7 +158,13 @@ typedef enum sw_einops_kind {
  *             lhs order, each with that side's ids; MATMUL_OUTPUT_SELECTION
  *             = (leaf per lhs outer piece, leaf per rhs outer piece), each at
  *             least one leaf; OUTPUT, whose ids number the lhs outer pieces
- *             then the rhs outer pieces of the matmul product.
+ *             then the rhs outer pieces of the matmul product. With batch
+ *             symbols, the rearrange outputs are (outer, inner, batch):
+ *             inner holds only the contracted symbols (a singleton if none)
+ *             and batch the batch symbols in lhs order; the matmul output
+ *             selection gets a third group of one leaf per batch symbol,
+ *             and OUTPUT numbers the batch pieces after both outer groups
+ *             (a side without outer symbols still skips one id).
  */
 typedef enum sw_einops_field {
     SW_EINOPS_TREE = 0,
@@ -257,6 +268,11 @@ SW_API const char *sw_einops_spec_symbol(const sw_einops_spec *spec, int side,
 SW_API int32_t sw_einops_spec_ncommon(const sw_einops_spec *spec);
 SW_API const char *sw_einops_spec_common(const sw_einops_spec *spec, int32_t i);
 
+/* EINSUM: the batch symbols (shared symbols the output names), in lhs
+ * order (0 and NULL for other kinds and for unbatched contractions). */
+SW_API int32_t sw_einops_spec_nbatch(const sw_einops_spec *spec);
+SW_API const char *sw_einops_spec_batch(const sw_einops_spec *spec, int32_t i);
+
 /* ------------------------------------------------------------------ cache */
 
 /* Drops every cached spec of every kind. */
@@ -309,9 +325,10 @@ SW_API sw_status sw_einops_einsum_check(const sw_einops_spec *spec,
 
 /*
  * The layouts of an EINSUM: after sw_einops_einsum_check, *lhs_out and
- * *rhs_out are the operands rearranged to (outer, inner), and *result the
- * contraction's layout: the compact layout of (lhs outer, rhs outer)
- * (sw_matmul's rule) rearranged by MATMUL_OUTPUT_SELECTION and OUTPUT. Any
+ * *rhs_out are the operands rearranged to (outer, inner[, batch]), and
+ * *result the contraction's layout: the compact layout of (lhs outer, rhs
+ * outer[, lhs batch]) (the rule of sw_matmul and sw_batched_matmul)
+ * rearranged by MATMUL_OUTPUT_SELECTION and OUTPUT. Any
  * out-parameter may be NULL.
  */
 SW_API sw_status sw_einops_einsum_layouts(
@@ -329,7 +346,9 @@ SW_API sw_status sw_einops_einsum_layouts(
  *   sw_reduce_sum; the result layout is sw_einops_reduce_layouts' result;
  * - einsum: sw_einops_einsum_check, "rearrange" views of both operands to
  *   (outer, inner), sw_matmul (carriers must match exactly), and a
- *   "rearrange" view of the product by MATMUL_OUTPUT_SELECTION and OUTPUT.
+ *   "rearrange" view of the product by MATMUL_OUTPUT_SELECTION and OUTPUT;
+ *   with batch symbols the views are (outer, inner, batch) and the product
+ *   is sw_batched_matmul's.
  * A NULL tensor is SW_ETYPE "tensor must be a Tensor" ("lhs must be a
  * Tensor", "rhs must be a Tensor"). *out gets an owned reference.
  */

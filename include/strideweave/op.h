@@ -195,6 +195,16 @@ SW_API sw_status sw_elementwise_mul(sw_tensor *lhs, sw_tensor *rhs,
                                     sw_tensor **out);
 SW_API sw_status sw_div(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
 SW_API sw_status sw_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out);
+/*
+ * "batched_matmul": out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b]
+ * for three-mode operands (rows, contracted, batch), the batched form of
+ * sw_matmul. The result is compact column-major over (lhs mode 0, rhs mode
+ * 0, lhs mode 2), nesting kept. SW_EVALUE "lhs must have a three-mode
+ * layout" (or rhs), "Matmul inner dimensions must match", "Matmul batch
+ * dimensions must match". Used by batched einsum; differentiable.
+ */
+SW_API sw_status sw_batched_matmul(sw_tensor *lhs, sw_tensor *rhs,
+                                   sw_tensor **out);
 SW_API sw_status sw_mul(sw_tensor *t, sw_arg scalar, sw_tensor **out);
 SW_API sw_status sw_neg(sw_tensor *t, sw_tensor **out);
 SW_API sw_status sw_pow(sw_tensor *t, sw_arg exponent, sw_tensor **out);

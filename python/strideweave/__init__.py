@@ -12,6 +12,8 @@ Examples:
     (6, 6, 5)
 """
 
+# Registers the spec classes of the layout command strings with the extension.
+from strideweave import einops as einops
 from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.core.module import Module, Parameter

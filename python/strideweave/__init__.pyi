@@ -1,5 +1,6 @@
 """StrideWeave: tensors and autograd on hierarchical, CuTe-style layouts."""
 
+from strideweave import einops as einops
 from strideweave.carriers import CPU as CPU
 from strideweave.carriers import Carrier as Carrier
 from strideweave.carriers import DType as DType

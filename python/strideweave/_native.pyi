@@ -1,11 +1,15 @@
 """The C extension behind strideweave: layouts, carriers, tensors and operations."""
 
+from collections.abc import Iterable
 from typing import Any, final
 
 from strideweave.carriers.base import Carrier as Carrier
 from strideweave.carriers.cpu.carrier import CPU as CPU
 from strideweave.carriers.cpu.ops import (
     CPUAddOperation as CPUAddOperation,
+)
+from strideweave.carriers.cpu.ops import (
+    CPUBatchedMatmulOperation as CPUBatchedMatmulOperation,
 )
 from strideweave.carriers.cpu.ops import (
     CPUDivOperation as CPUDivOperation,
@@ -61,6 +65,9 @@ from strideweave.carriers.file_backed.carrier import FileBacked as FileBacked
 from strideweave.carriers.generic.carrier import Generic as Generic
 from strideweave.carriers.generic.ops import (
     GenericAddOperation as GenericAddOperation,
+)
+from strideweave.carriers.generic.ops import (
+    GenericBatchedMatmulOperation as GenericBatchedMatmulOperation,
 )
 from strideweave.carriers.generic.ops import (
     GenericDivOperation as GenericDivOperation,
@@ -126,6 +133,7 @@ from strideweave.carriers.shared_ops import (
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride
+from strideweave.einops import LayoutReference, Token
 from strideweave.functional import (
     add as add,
 )
@@ -210,6 +218,20 @@ def _debug_fail_io_after(n: int, /) -> None: ...
 def _file_remove_temporaries() -> None: ...
 def _debug_allocate_like(carrier: Carrier, size: int, dtype: Any = None, /) -> Carrier: ...
 def _debug_new_like(carrier: Carrier, values: Any, /) -> Carrier: ...
+def _einops_register(
+    token: type,
+    layout_reference: type,
+    rearrange_spec: type,
+    reduce_spec: type,
+    einsum_spec: type,
+    /,
+) -> None: ...
+def _einops_lex(command: str, /) -> list[Token]: ...
+def _einops_parse_layout_ref(tokens: Iterable[Token], /) -> LayoutReference: ...
+def _einops_parse(kind: int, command: str, /) -> Any: ...
+def _einops_rearrange(tensor: Tensor, description: str, /) -> Tensor: ...
+def _einops_reduce(tensor: Tensor, description: str, /) -> Tensor: ...
+def _einops_einsum(lhs: Tensor, rhs: Tensor, description: str, /) -> Tensor: ...
 
 @final
 class NativeOperation(Operation):

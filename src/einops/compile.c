@@ -4,6 +4,8 @@
  * layouts of the reduce and matmul results), so the tensor-level forms in
  * ops.c and a caller predicting their layouts agree by construction.
  */
+#include <string.h>
+
 #include "einops/internal.h"
 #include "layout/internal.h"
 
@@ -120,31 +122,38 @@ sw_status sw_einops_einsum_check(const sw_einops_spec *spec,
     st = piece_sizes(spec, SW_EINOPS_LHS_SELECTION, lhs, sizes);
     if (!st)
         st = piece_sizes(spec, SW_EINOPS_RHS_SELECTION, rhs, sizes + nl);
-    /* The inner groups of both rearrange outputs list the shared symbols'
-     * ids in lhs order: the last ncommon tokens before the final POP. */
-    int32_t c = spec->ncommon;
-    const int32_t *li = spec->rec[SW_EINOPS_LHS_REARRANGE_OUTPUT] +
-                        spec->nrec[SW_EINOPS_LHS_REARRANGE_OUTPUT] - 1 - c;
-    const int32_t *ri = spec->rec[SW_EINOPS_RHS_REARRANGE_OUTPUT] +
-                        spec->nrec[SW_EINOPS_RHS_REARRANGE_OUTPUT] - 1 - c;
-    for (int32_t i = 0; !st && i < c; ++i)
-        if (sizes[li[i]] != sizes[nl + ri[i]])
-            st = sw_fail(SW_EVALUE,
-                         "Einsum shared dimension '%s' has mismatched logical "
-                         "size",
-                         sw_einops_spec_common(spec, i));
+    /* Each shared symbol's piece on both sides, matched by name. */
+    int32_t nrs = sw_einops_spec_nsymbols(spec, 1);
+    for (int32_t i = 0; !st && i < spec->ncommon; ++i) {
+        const sw_einops_sym *e = &spec->sym[0][spec->common[i]];
+        for (int32_t j = 0; j < nrs; ++j) {
+            const sw_einops_sym *f = &spec->sym[1][j];
+            if (f->length != e->length ||
+                memcmp(f->name, e->name, (size_t)e->length) != 0)
+                continue;
+            if (sizes[e->id] != sizes[nl + f->id])
+                st = sw_fail(SW_EVALUE,
+                             "Einsum shared dimension '%s' has mismatched "
+                             "logical size",
+                             e->name);
+            break;
+        }
+    }
     sw_free(sizes);
     return st;
 }
 
-/* The layout of the product of two (outer, inner) operands: compact over
- * (lhs mode 0, rhs mode 0), each joining by the append rule. */
+/* The layout of the product of two (outer, inner[, batch]) operands:
+ * compact over (lhs mode 0, rhs mode 0[, lhs mode 2]), each joining by the
+ * append rule. */
 static sw_status product_layout(const sw_layout *a, const sw_layout *b,
                                 sw_layout **out) {
     sw_lb lb;
     sw_lb_init(&lb);
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a), 0));
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b), 0));
+    if (sw_layout_rank(a) == 3)
+        sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a), 2));
     return sw_lb_finish_compact(&lb, out);
 }
 

@@ -40,6 +40,8 @@ struct sw_einops_spec {
     const sw_einops_sym *sym[2];
     int32_t ncommon;
     const int32_t *common; /* indices into sym[0] */
+    int32_t nbatch;
+    const int32_t *batch; /* EINSUM batch symbols: indices into sym[0] */
     const char *command;
     int64_t length;
 };

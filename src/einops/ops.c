@@ -73,7 +73,8 @@ sw_status sw_einops_einsum_spec(sw_tensor *lhs, sw_tensor *rhs,
         st = rearrange_by(rhs, spec, SW_EINOPS_RHS_REARRANGE_OUTPUT,
                           SW_EINOPS_RHS_SELECTION, &b);
     if (!st)
-        st = sw_matmul(a, b, &p);
+        st = spec->nbatch > 0 ? sw_batched_matmul(a, b, &p)
+                              : sw_matmul(a, b, &p);
     if (!st)
         st = rearrange_by(p, spec, SW_EINOPS_OUTPUT,
                           SW_EINOPS_MATMUL_OUTPUT_SELECTION, out);

@@ -278,6 +278,8 @@ typedef struct draft {
     const names *side[2];
     const int32_t *common;
     int32_t ncommon;
+    const int32_t *batch;
+    int32_t nbatch;
 } draft;
 
 static void draft_init(draft *d, sw_einops_kind kind, const char *command,
@@ -298,7 +300,8 @@ static void draft_set(draft *d, sw_einops_field f, const int32_t *rec,
 
 /* Copies a draft into one allocation. */
 static sw_status spec_build(const draft *d, sw_einops_spec **out) {
-    size_t nsym = 0, nint = (size_t)d->ncommon, nchar = (size_t)d->length + 1;
+    size_t nsym = 0, nint = (size_t)d->ncommon + (size_t)d->nbatch,
+           nchar = (size_t)d->length + 1;
     for (int s = 0; s < 2; ++s) {
         if (!d->side[s])
             continue;
@@ -335,6 +338,11 @@ static sw_status spec_build(const draft *d, sw_einops_spec **out) {
     sp->common = ints;
     if (d->ncommon)
         memcpy(ints, d->common, (size_t)d->ncommon * sizeof(int32_t));
+    ints += d->ncommon;
+    sp->nbatch = d->nbatch;
+    sp->batch = ints;
+    if (d->nbatch)
+        memcpy(ints, d->batch, (size_t)d->nbatch * sizeof(int32_t));
     for (int s = 0; s < 2; ++s) {
         sp->nsym[s] = 0;
         sp->sym[s] = sym;
@@ -481,6 +489,58 @@ static sw_status missing_symbols(const names *outk) {
                    list);
 }
 
+/* Appends to rec the ids on one side (syms) of the lhs symbols idx[0..n)
+ * that have flag == want in flags (indexed like idx); returns the count. */
+static int32_t side_ids(const lref *lhs, const names *syms, const int32_t *idx,
+                        const int32_t *flags, int32_t n, int32_t want,
+                        int32_t *rec) {
+    int32_t k = 0;
+    for (int32_t c = 0; c < n; ++c) {
+        if (flags[c] != want)
+            continue;
+        const psym *e = &lhs->syms.e[idx[c]];
+        int32_t j = names_find(syms, e->name, e->length, NULL);
+        rec[k++] = syms->e[j].id;
+    }
+    return k;
+}
+
+/*
+ * One side's (outer, inner[, batch]) rearrange output: outer holds the
+ * side's non-shared symbols in side order (a singleton if none), inner the
+ * contracted shared symbols in lhs order (a singleton if every shared
+ * symbol is a batch symbol), batch the batch symbols in lhs order; ids are
+ * the side's own. Returns the recipe length.
+ */
+static int32_t side_rearrange_output(const lref *lhs, const lref *side,
+                                     const int32_t *shared,
+                                     const int32_t *common,
+                                     const int32_t *isbatch, int32_t ncommon,
+                                     int32_t nbatch, int32_t *rec) {
+    int32_t n = 0, k = 0;
+    rec[n++] = SW_TOK_PUSH;
+    for (int32_t i = 0; i < side->syms.n; ++i)
+        if (!shared[i]) {
+            rec[n++] = side->syms.e[i].id;
+            ++k;
+        }
+    if (k == 0)
+        rec[n++] = SW_TOK_LEAF;
+    rec[n++] = SW_TOK_POP;
+    rec[n++] = SW_TOK_PUSH;
+    k = side_ids(lhs, &side->syms, common, isbatch, ncommon, 0, rec + n);
+    n += k;
+    if (k == 0)
+        rec[n++] = SW_TOK_LEAF;
+    rec[n++] = SW_TOK_POP;
+    if (nbatch > 0) {
+        rec[n++] = SW_TOK_PUSH;
+        n += side_ids(lhs, &side->syms, common, isbatch, ncommon, 1, rec + n);
+        rec[n++] = SW_TOK_POP;
+    }
+    return n;
+}
+
 static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
                                      int64_t arrow, draft *d,
                                      sw_einops_spec **out) {
@@ -506,9 +566,10 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
     names outk;
     outk.e = NULL;
     outk.slot = NULL;
-    /* Scratch: the shared flags of both sides, the common symbols, then
-     * the recipes, each with room for its worst case. */
-    int64_t nbuf = 6 * (int64_t)nl + 3 * (int64_t)nr + nright + 19;
+    /* Scratch: the shared flags of both sides, the common symbols, their
+     * batch flags and the batch symbols, then the recipes, each with room
+     * for its worst case. */
+    int64_t nbuf = 11 * (int64_t)nl + 3 * (int64_t)nr + nright + 40;
     int32_t *buf = sw_malloc((size_t)nbuf * sizeof(int32_t));
     if (!buf) {
         st = sw_oom();
@@ -517,10 +578,11 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
     if ((st = names_init(&outk, (int64_t)nl + nr)))
         goto done;
     int32_t *lshared = buf, *rshared = lshared + nl;
-    int32_t *common = rshared + nr, *lro = common + nl;
-    int32_t *rro = lro + 2 * nl + 6, *mos = rro + nl + nr + 6;
-    int32_t *orec = mos + nl + nr + 6;
-    int32_t ncommon = 0;
+    int32_t *common = rshared + nr, *isbatch = common + nl;
+    int32_t *batch = isbatch + nl, *lro = batch + nl;
+    int32_t *rro = lro + 3 * nl + 10, *mos = rro + 2 * nl + nr + 10;
+    int32_t *orec = mos + 2 * nl + nr + 10;
+    int32_t ncommon = 0, nbatch = 0;
     for (int32_t j = 0; j < nr; ++j)
         rshared[j] = 0;
     for (int32_t i = 0; i < nl; ++i) {
@@ -537,8 +599,21 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
                                 "one shared dimension");
         goto done;
     }
+    /* A shared symbol that the output names is a batch symbol: kept in the
+     * output and matched index by index instead of summed over. */
+    for (int32_t c = 0; c < ncommon; ++c) {
+        const psym *e = &lhs.syms.e[common[c]];
+        isbatch[c] = 0;
+        for (int64_t i = arrow + 1; i < n && !isbatch[c]; ++i)
+            isbatch[c] = tok[i].kind == SW_EINOPS_SYMBOL &&
+                         tok[i].length == e->length &&
+                         memcmp(tok[i].value, e->name, (size_t)e->length) == 0;
+        if (isbatch[c])
+            batch[nbatch++] = common[c];
+    }
     /* Output ids: the lhs outer pieces of the product, then the rhs ones;
-     * a side without outer symbols still has its singleton piece. */
+     * a side without outer symbols still has its singleton piece; then the
+     * batch pieces in lhs order. */
     int32_t next = 0, nlo = 0, nro = 0;
     for (int32_t i = 0; i < nl; ++i)
         if (!lshared[i]) {
@@ -552,6 +627,11 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
             names_add(&outk, rhs.syms.e[j].name, rhs.syms.e[j].length, next++);
             ++nro;
         }
+    if (nro == 0)
+        ++next;
+    for (int32_t b = 0; b < nbatch; ++b)
+        names_add(&outk, lhs.syms.e[batch[b]].name, lhs.syms.e[batch[b]].length,
+                  next++);
     int32_t nout = 0;
     if ((st = parse_out(tok, arrow + 1, n, &outk, orec, &nout)))
         goto done;
@@ -560,36 +640,13 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
             st = missing_symbols(&outk);
             goto done;
         }
-    /* (outer, inner) per side: outer in side order with the side's ids,
-     * inner the shared symbols in lhs order with the side's ids. */
-    int32_t nlro = 0, nrro = 0, nmos = 0;
-    lro[nlro++] = SW_TOK_PUSH;
-    for (int32_t i = 0; i < nl; ++i)
-        if (!lshared[i])
-            lro[nlro++] = lhs.syms.e[i].id;
-    if (nlo == 0)
-        lro[nlro++] = SW_TOK_LEAF;
-    lro[nlro++] = SW_TOK_POP;
-    lro[nlro++] = SW_TOK_PUSH;
-    for (int32_t c = 0; c < ncommon; ++c)
-        lro[nlro++] = lhs.syms.e[common[c]].id;
-    lro[nlro++] = SW_TOK_POP;
-    rro[nrro++] = SW_TOK_PUSH;
-    for (int32_t j = 0; j < nr; ++j)
-        if (!rshared[j])
-            rro[nrro++] = rhs.syms.e[j].id;
-    if (nro == 0)
-        rro[nrro++] = SW_TOK_LEAF;
-    rro[nrro++] = SW_TOK_POP;
-    rro[nrro++] = SW_TOK_PUSH;
-    for (int32_t c = 0; c < ncommon; ++c) {
-        const psym *e = &lhs.syms.e[common[c]];
-        int32_t k = names_find(&rhs.syms, e->name, e->length, NULL);
-        rro[nrro++] = rhs.syms.e[k].id;
-    }
-    rro[nrro++] = SW_TOK_POP;
-    int32_t leaves[2] = {nlo ? nlo : 1, nro ? nro : 1};
-    for (int s = 0; s < 2; ++s) {
+    int32_t nlro = side_rearrange_output(&lhs, &lhs, lshared, common, isbatch,
+                                         ncommon, nbatch, lro);
+    int32_t nrro = side_rearrange_output(&lhs, &rhs, rshared, common, isbatch,
+                                         ncommon, nbatch, rro);
+    int32_t nmos = 0;
+    int32_t leaves[3] = {nlo ? nlo : 1, nro ? nro : 1, nbatch};
+    for (int s = 0; s < (nbatch > 0 ? 3 : 2); ++s) {
         mos[nmos++] = SW_TOK_PUSH;
         for (int32_t i = 0; i < leaves[s]; ++i)
             mos[nmos++] = SW_TOK_LEAF;
@@ -605,6 +662,8 @@ static sw_status parse_einsum_tokens(const sw_einops_token *tok, int64_t n,
     d->side[1] = &rhs.syms;
     d->common = common;
     d->ncommon = ncommon;
+    d->batch = batch;
+    d->nbatch = nbatch;
     st = spec_build(d, out);
 done:
     names_free(&outk);
@@ -759,4 +818,14 @@ const char *sw_einops_spec_common(const sw_einops_spec *spec, int32_t i) {
     if (i < 0 || i >= spec->ncommon)
         return NULL;
     return spec->sym[0][spec->common[i]].name;
+}
+
+int32_t sw_einops_spec_nbatch(const sw_einops_spec *spec) {
+    return spec->nbatch;
+}
+
+const char *sw_einops_spec_batch(const sw_einops_spec *spec, int32_t i) {
+    if (i < 0 || i >= spec->nbatch)
+        return NULL;
+    return spec->sym[0][spec->batch[i]].name;
 }

@@ -18,7 +18,8 @@ typedef enum cpu_kind {
     CPU_SCALAR,
     CPU_ACT,
     CPU_REDUCE,
-    CPU_MATMUL
+    CPU_MATMUL,
+    CPU_BMATMUL
 } cpu_kind;
 
 typedef struct cpu_entry {
@@ -203,30 +204,40 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
 }
 
 static sw_kmat mat(const sw_tensor *t, int32_t rows, int32_t cols) {
-    sw_kmat m = {karg_of(t), rows, cols, -1};
+    sw_kmat m = {karg_of(t), rows, cols, t->layout->rank == 3 ? 2 : -1};
     return m;
 }
 
+/* matmul: (M, K) and (N, K) operands; batched_matmul: (M, K, B) and
+ * (N, K, B), the product (M, N, B). */
 static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                                 sw_tensor **out) {
+    int batched = cstate(op)->entry->kind == CPU_BMATMUL;
+    int32_t want = batched ? 3 : 2;
     if (nargs != 2)
-        return sw_fail(SW_ETYPE, "CPU matmul requires lhs and rhs tensors");
+        return sw_fail(SW_ETYPE, "CPU %s requires lhs and rhs tensors",
+                       cstate(op)->entry->display);
     sw_status st = check_cpu_tensor(&args[0], "lhs");
     if (!st)
         st = check_cpu_tensor(&args[1], "rhs");
     if (st)
         return st;
     sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor, *r = NULL;
-    if (a->layout->rank != 2)
-        return sw_fail(SW_EVALUE, "lhs must have a two-mode layout");
-    if (b->layout->rank != 2)
-        return sw_fail(SW_EVALUE, "rhs must have a two-mode layout");
+    const char *modes = batched ? "three" : "two";
+    if (a->layout->rank != want)
+        return sw_fail(SW_EVALUE, "lhs must have a %s-mode layout", modes);
+    if (b->layout->rank != want)
+        return sw_fail(SW_EVALUE, "rhs must have a %s-mode layout", modes);
     if (a->layout->mode_size[1] != b->layout->mode_size[1])
         return sw_fail(SW_EVALUE, "Matmul inner dimensions must match");
+    if (batched && a->layout->mode_size[2] != b->layout->mode_size[2])
+        return sw_fail(SW_EVALUE, "Matmul batch dimensions must match");
     sw_lb lb;
     sw_lb_init(&lb);
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
+    if (batched)
+        sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 2));
     sw_layout *ol = NULL;
     if ((st = sw_lb_finish_compact(&lb, &ol)))
         return st;
@@ -250,6 +261,7 @@ static sw_status cpu_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     case CPU_REDUCE:
         return reduce_forward(op, nargs, args, out);
     case CPU_MATMUL:
+    case CPU_BMATMUL:
         return matmul_forward(op, nargs, args, out);
     }
     return sw_fail(SW_ERUNTIME, "unknown CPU operation");
@@ -283,7 +295,8 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
                               sw_tensor **grads) {
     cpu_state *s = cstate(op);
     const cpu_entry *e = s->entry;
-    int two = e->kind == CPU_BINARY || e->kind == CPU_MATMUL;
+    int two = e->kind == CPU_BINARY || e->kind == CPU_MATMUL ||
+              e->kind == CPU_BMATMUL;
     if (sw_op_ninputs(op) < (two ? 2 : 1) || n < 1)
         return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
     sw_arg ga = sw_arg_tensor(g);
@@ -347,8 +360,10 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
             st = sw_kernel_reduce_sum_backward(karg_of(r), kg);
         return finish(st, r, &grads[0]);
     }
-    case CPU_MATMUL: {
-        /* dA = G . B (B read as K x N), dB = G^T . A (as N x M, K x M). */
+    case CPU_MATMUL:
+    case CPU_BMATMUL: {
+        /* dA = G . B (B read as K x N), dB = G^T . A (as N x M, K x M);
+         * batched, per batch index (mat() keeps mode 2 as the batch). */
         sw_tensor *da = NULL, *db = NULL;
         st = fresh(x->layout, SW_DTYPE_FLOAT32, &da);
         if (!st)
@@ -397,6 +412,8 @@ static const cpu_entry cpu_table[] = {
      CPU_CLASS("CPULeakyReLUOperation")},
     {"reduce", "reduce", CPU_REDUCE, 0, CPU_CLASS("CPUReduceSumOperation")},
     {"matmul", "matmul", CPU_MATMUL, 0, CPU_CLASS("CPUMatmulOperation")},
+    {"batched_matmul", "batched matmul", CPU_BMATMUL, 0,
+     CPU_CLASS("CPUBatchedMatmulOperation")},
 };
 
 sw_status sw_cpu_op_new(const char *name, sw_op **out) {

@@ -51,6 +51,10 @@ sw_status sw_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
     return binary("matmul", lhs, rhs, out);
 }
 
+sw_status sw_batched_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
+    return binary("batched_matmul", lhs, rhs, out);
+}
+
 sw_status sw_mul(sw_tensor *t, sw_arg scalar, sw_tensor **out) {
     if (scalar.kind == SW_ARG_TENSOR)
         return sw_elementwise_mul(t, scalar.as.tensor, out);

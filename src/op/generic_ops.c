@@ -148,7 +148,8 @@ typedef enum gen_kind {
     GEN_SCALAR, /* tensor, scalar: mul and pow */
     GEN_UNARY,  /* tensor */
     GEN_REDUCE, /* tensor with two modes */
-    GEN_MATMUL  /* lhs, rhs with two modes each */
+    GEN_MATMUL, /* lhs, rhs with two modes each */
+    GEN_BMATMUL /* lhs, rhs with three modes each (the third is the batch) */
 } gen_kind;
 
 typedef struct gen_state {
@@ -351,8 +352,43 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return st;
 }
 
+/* Checks the operands of matmul (two modes) or batched_matmul (three,
+ * the last the batch) and gives M, N, K and the batch count. */
+static sw_status matmul_operands(const sw_tensor *a, const sw_tensor *b,
+                                 int batched, int64_t dims[4]) {
+    int32_t want = batched ? 3 : 2;
+    if (a->layout->rank != want || b->layout->rank != want) {
+        const char *name = a->layout->rank != want ? "lhs" : "rhs";
+        if (!batched)
+            return check_two_modes(a->layout->rank != 2 ? a : b, name);
+        return sw_fail(SW_EVALUE, "%s must have a three-mode layout", name);
+    }
+    if (a->layout->mode_size[1] != b->layout->mode_size[1])
+        return sw_fail(SW_EVALUE, "Matmul inner dimensions must match");
+    if (batched && a->layout->mode_size[2] != b->layout->mode_size[2])
+        return sw_fail(SW_EVALUE, "Matmul batch dimensions must match");
+    dims[0] = a->layout->mode_size[0];
+    dims[1] = b->layout->mode_size[0];
+    dims[2] = a->layout->mode_size[1];
+    dims[3] = batched ? a->layout->mode_size[2] : 1;
+    return SW_OK;
+}
+
+/* The compact result layout: (lhs mode 0, rhs mode 0[, lhs mode 2]). */
+static sw_status matmul_layout(const sw_tensor *a, const sw_tensor *b,
+                               int batched, sw_layout **out) {
+    sw_lb lb;
+    sw_lb_init(&lb);
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
+    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
+    if (batched)
+        sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 2));
+    return sw_lb_finish_compact(&lb, out);
+}
+
 static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                                 sw_tensor **out) {
+    int batched = gstate(op)->kind == GEN_BMATMUL;
     sw_status st = check_tensor(&args[0], "lhs");
     if (!st)
         st = nargs < 2 ? sw_fail(SW_ETYPE, "rhs must be a Tensor")
@@ -360,44 +396,41 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if (st)
         return st;
     sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor;
-    if ((st = check_two_modes(a, "lhs")) || (st = check_two_modes(b, "rhs")))
+    int64_t dims[4] = {0, 0, 0, 0};
+    if ((st = matmul_operands(a, b, batched, dims)))
         return st;
-    if (a->layout->mode_size[1] != b->layout->mode_size[1])
-        return sw_fail(SW_EVALUE, "Matmul inner dimensions must match");
-    sw_lb lb;
-    sw_lb_init(&lb);
-    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 0));
-    sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
     sw_layout *ol = NULL;
-    if ((st = sw_lb_finish_compact(&lb, &ol)))
+    if ((st = matmul_layout(a, b, batched, &ol)))
         return st;
     const sw_host_ops *ops = host_ops_of(a->carrier);
-    int64_t m = a->layout->mode_size[0], n = b->layout->mode_size[0];
-    int64_t k = a->layout->mode_size[1];
+    int64_t m = dims[0], n = dims[1], k = dims[2], nb = dims[3];
     sw_value *slots = sw_calloc((size_t)ol->cosize + 1, sizeof *slots);
     if (!slots) {
         sw_layout_release(ol);
         return sw_oom();
     }
-    for (int64_t j = 0; j < n && !st; ++j) {
-        for (int64_t i = 0; i < m && !st; ++i) {
-            sw_value acc = sw_value_i64(0);
-            for (int64_t q = 0; q < k && !st; ++q) {
-                sw_value x, y, prod;
-                st = sw_tensor_get(a, i + m * q, &x);
-                if (st)
-                    break;
-                st = sw_tensor_get(b, j + n * q, &y);
-                if (!st)
-                    st = apply_values(ops, SW_VOP_MUL, &x, &y, &prod);
-                sw_value_clear(&x);
-                sw_value_clear(&y);
-                if (!st)
-                    st = sum_into(ops, &acc, &prod);
+    for (int64_t bi = 0; bi < nb && !st; ++bi) {
+        int64_t ao = bi * m * k, bo = bi * n * k, co = bi * m * n;
+        for (int64_t j = 0; j < n && !st; ++j) {
+            for (int64_t i = 0; i < m && !st; ++i) {
+                sw_value acc = sw_value_i64(0);
+                for (int64_t q = 0; q < k && !st; ++q) {
+                    sw_value x, y, prod;
+                    st = sw_tensor_get(a, ao + i + m * q, &x);
+                    if (st)
+                        break;
+                    st = sw_tensor_get(b, bo + j + n * q, &y);
+                    if (!st)
+                        st = apply_values(ops, SW_VOP_MUL, &x, &y, &prod);
+                    sw_value_clear(&x);
+                    sw_value_clear(&y);
+                    if (!st)
+                        st = sum_into(ops, &acc, &prod);
+                }
+                int64_t p;
+                sw_layout_index(ol, co + i + m * j, &p);
+                put_slot(slots, p, acc);
             }
-            int64_t p;
-            sw_layout_index(ol, i + m * j, &p);
-            put_slot(slots, p, acc);
         }
     }
     if (!st)
@@ -420,6 +453,7 @@ static sw_status gen_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     case GEN_REDUCE:
         return reduce_forward(op, nargs, args, out);
     case GEN_MATMUL:
+    case GEN_BMATMUL:
         return matmul_forward(op, nargs, args, out);
     default:
         return elementwise_forward(op, nargs, args, out);
@@ -516,24 +550,29 @@ static sw_status reduce_backward(sw_op *op, sw_tensor *g, int32_t n,
 static sw_status matmul_backward(sw_op *op, sw_tensor *g, int32_t n,
                                  sw_tensor **grads) {
     sw_tensor *a = sw_op_input(op, 0), *b = sw_op_input(op, 1);
+    int batched = gstate(op)->kind == GEN_BMATMUL;
     int64_t m = a->layout->mode_size[0], nn = b->layout->mode_size[0];
     int64_t k = a->layout->mode_size[1];
-    double *ga = sw_calloc((size_t)(m * k + 1), sizeof *ga);
-    double *gb = sw_calloc((size_t)(nn * k + 1), sizeof *gb);
+    int64_t nb = batched ? a->layout->mode_size[2] : 1;
+    double *ga = sw_calloc((size_t)(m * k * nb + 1), sizeof *ga);
+    double *gb = sw_calloc((size_t)(nn * k * nb + 1), sizeof *gb);
     sw_status st = (!ga || !gb) ? sw_oom() : SW_OK;
-    for (int64_t j = 0; j < nn && !st; ++j)
-        for (int64_t i = 0; i < m && !st; ++i) {
-            double gij;
-            st = get_number(g, i + m * j, &gij);
-            for (int64_t q = 0; q < k && !st; ++q) {
-                double x, y;
-                st = get_number(a, i + m * q, &x);
-                if (!st)
-                    st = get_number(b, j + nn * q, &y);
-                ga[i + m * q] += gij * y;
-                gb[j + nn * q] += gij * x;
+    for (int64_t bi = 0; bi < nb && !st; ++bi) {
+        int64_t ao = bi * m * k, bo = bi * nn * k, go = bi * m * nn;
+        for (int64_t j = 0; j < nn && !st; ++j)
+            for (int64_t i = 0; i < m && !st; ++i) {
+                double gij;
+                st = get_number(g, go + i + m * j, &gij);
+                for (int64_t q = 0; q < k && !st; ++q) {
+                    double x, y;
+                    st = get_number(a, ao + i + m * q, &x);
+                    if (!st)
+                        st = get_number(b, bo + j + nn * q, &y);
+                    ga[ao + i + m * q] += gij * y;
+                    gb[bo + j + nn * q] += gij * x;
+                }
             }
-        }
+    }
     if (!st)
         st = grad_of(a, ga, &grads[0]);
     if (!st && n > 1)
@@ -546,13 +585,17 @@ static sw_status matmul_backward(sw_op *op, sw_tensor *g, int32_t n,
 static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
                               sw_tensor **grads) {
     gen_state *s = gstate(op);
-    int32_t want = s->kind == GEN_BINARY || s->kind == GEN_MATMUL ? 2 : 1;
+    int32_t want =
+        s->kind == GEN_BINARY || s->kind == GEN_MATMUL || s->kind == GEN_BMATMUL
+            ? 2
+            : 1;
     if (sw_op_ninputs(op) < want || n < 1)
         return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
     switch (s->kind) {
     case GEN_REDUCE:
         return reduce_backward(op, g, n, grads);
     case GEN_MATMUL:
+    case GEN_BMATMUL:
         return matmul_backward(op, g, n, grads);
     default:
         return elementwise_backward(op, g, n, grads);
@@ -597,6 +640,8 @@ static const gen_entry gen_table[] = {
      GEN_CLASS("GenericLeakyReLUOperation")},
     {"reduce", GEN_REDUCE, SW_VOP_ADD, GEN_CLASS("GenericReduceSumOperation")},
     {"matmul", GEN_MATMUL, SW_VOP_MUL, GEN_CLASS("GenericMatmulOperation")},
+    {"batched_matmul", GEN_BMATMUL, SW_VOP_MUL,
+     GEN_CLASS("GenericBatchedMatmulOperation")},
 };
 
 sw_status sw_generic_op_new(const char *name, sw_op **out) {

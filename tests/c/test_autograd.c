@@ -9,7 +9,7 @@
  * tensors.
  *
  * The contract is include/strideweave/op.h with the Python reference
- * (/work/shared/reference/python-api.md, section 4 and the operation rules
+ * (the Python API reference, section 4 and the operation rules
  * of sections 11 and 12). Gradients are checked against central
  * differences in double computed here; custom operation classes written
  * here count backward calls and misbehave on purpose. Every test releases

@@ -4,7 +4,7 @@
  * Generic backends, and a custom backend built from a vtable written here.
  *
  * The contract is include/strideweave/carrier.h together with the Python
- * reference (/work/shared/reference/python-api.md, sections 5 to 8), whose
+ * reference (the Python API reference, sections 5 to 8), whose
  * rules and messages the C API keeps unless the header says otherwise.
  * Every rejected call is checked for its exact status and message and for
  * leaving its out-parameter alone; allocation counts prove that nothing

@@ -5,7 +5,7 @@
  * and fault injection.
  *
  * The contract is include/strideweave/einops.h with the Python reference
- * (/work/shared/reference/python-api.md, section 13 and section 22 items
+ * (the Python API reference, section 13 and section 22 items
  * 20-23), whose grammar, spec contents, result layouts and messages the C
  * API keeps. Grammar and errors are checked rule by rule with their exact
  * messages and offsets; results of commands on Generic and CPU tensors over
@@ -803,6 +803,56 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_OUTPUT), "((2,0),1)", "output ids");
         sw_einops_spec_release(s);
     }
+    /* Batch symbols: shared symbols the output names (an extension of the
+     * reference grammar, which rejected them as unknown). */
+    s = parse(SW_EINOPS_EINSUM, "b i k, b j k -> b i j");
+    if (s) {
+        is_str(F(s, SW_EINOPS_LHS_REARRANGE_OUTPUT), "((1),(2),(0))",
+               "batched lhs: (outer, contracted, batch)");
+        is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((1),(2),(0))",
+               "batched rhs: (outer, contracted, batch)");
+        is_str(F(s, SW_EINOPS_MATMUL_OUTPUT_SELECTION), "((L),(L),(L))",
+               "batched matmul selection has a batch group");
+        is_str(F(s, SW_EINOPS_OUTPUT), "(2,0,1)",
+               "batch ids follow both outer groups");
+        is_str(COMMON(s), "b k", "batch symbols are shared symbols");
+        is_int(sw_einops_spec_nbatch(s), 1, "one batch symbol");
+        is_str(sw_einops_spec_batch(s, 0), "b", "the batch symbol");
+        ok(sw_einops_spec_batch(s, 1) == NULL, "batch index out of range");
+        sw_einops_spec_release(s);
+    }
+    s = parse(SW_EINOPS_EINSUM, "a b, c b -> a b c");
+    if (s) {
+        is_str(F(s, SW_EINOPS_LHS_REARRANGE_OUTPUT), "((0),(L),(1))",
+               "nothing contracted: the inner group is a singleton");
+        is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((0),(L),(1))",
+               "rhs inner singleton");
+        is_str(F(s, SW_EINOPS_OUTPUT), "(0,2,1)", "batched outer product");
+        sw_einops_spec_release(s);
+    }
+    s = parse(SW_EINOPS_EINSUM, "b k, b k -> b");
+    if (s) {
+        is_str(F(s, SW_EINOPS_LHS_REARRANGE_OUTPUT), "((L),(1),(0))",
+               "no outer symbols: a singleton outer group");
+        is_str(F(s, SW_EINOPS_OUTPUT), "(2)",
+               "both singleton outer groups take an id");
+        sw_einops_spec_release(s);
+    }
+    s = parse(SW_EINOPS_EINSUM, "k (b i), b j k -> (i j) b");
+    if (s) {
+        is_str(F(s, SW_EINOPS_LHS_REARRANGE_OUTPUT), "((2),(0),(1))",
+               "grouped batched lhs");
+        is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((1),(2),(0))",
+               "rhs ids, inner and batch in lhs order");
+        is_str(F(s, SW_EINOPS_OUTPUT), "((0,1),2)", "grouped batched output");
+        sw_einops_spec_release(s);
+    }
+    s = parse(SW_EINOPS_EINSUM, "a b, c b -> a c");
+    if (s) {
+        is_int(sw_einops_spec_nbatch(s), 0, "an unbatched contraction");
+        ok(sw_einops_spec_batch(s, 0) == NULL, "has no batch symbol");
+        sw_einops_spec_release(s);
+    }
     cmd_err(SW_EINOPS_EINSUM, "a b, c b",
             "Einsum command must contain one '->' arrow");
     cmd_err(SW_EINOPS_EINSUM, "a b, c b -> a -> c",
@@ -815,8 +865,10 @@ static void test_einsum_parse(void) {
             "Commas are not valid in layout references at offset 13");
     cmd_err(SW_EINOPS_EINSUM, "a, c -> a c",
             "Contraction command must include at least one shared dimension");
-    cmd_err(SW_EINOPS_EINSUM, "a b, c b -> a b c",
-            "Unknown dimension symbol 'b' at offset 14");
+    cmd_err(SW_EINOPS_EINSUM, "a b, c b -> a c x",
+            "Unknown dimension symbol 'x' at offset 16");
+    cmd_err(SW_EINOPS_EINSUM, "a b, c b -> a b c b",
+            "Duplicate output dimension symbol 'b' at offset 18");
     cmd_err(SW_EINOPS_EINSUM, "z a b, c b y -> a",
             "Einsum output must include every non-shared input symbol: c, y, "
             "z");
@@ -1041,6 +1093,18 @@ static const tcase tensor_cases[] = {
      "abc", "bc", "a", "a2b3c4", "2:1"},
     {SW_EINOPS_EINSUM, "1 a k, k c 1 -> c a", "(1,2,3):(9,1,2)", 0,
      "(3,4,1):(4,1,7)", "1ak", "kc1", "ca", "a2k3c4", "(4,2):(2,1)"},
+    /* batched einsum */
+    {SW_EINOPS_EINSUM, "b i k, b j k -> b i j", "(2,3,4):(1,2,6)", 0,
+     "(2,5,4):(1,2,10)", "bik", "bjk", "bij", "b2i3k4j5", "(2,3,5):(15,1,3)"},
+    {SW_EINOPS_EINSUM, "b (i k), j k b -> (i j) b", "(2,(3,4)):(12,(4,1))", 1,
+     "(5,4,2):(8,2,1)", "bik", "jkb", "ijb", "b2i3k4j5",
+     "((3,5),2):((1,3),15)"},
+    {SW_EINOPS_EINSUM, "a b, c b -> a b c", "(2,3):(1,2)", 0, "(4,3):(1,4)",
+     "ab", "cb", "abc", "a2b3c4", "(2,3,4):(1,8,2)"},
+    {SW_EINOPS_EINSUM, "b k, b k -> b", "(3,4):(4,1)", 0, "(3,4):(1,3)", "bk",
+     "bk", "b", "b3k4", "3:1"},
+    {SW_EINOPS_EINSUM, "x (y k), k y -> y x", "((2,2),(3,4)):((1,2),(4,12))", 0,
+     "(4,3):(3,1)", "xyk", "ky", "yx", "x4y3k4", "(3,(2,2)):(4,(1,2))"},
 };
 
 static void run_case(const tcase *c, int kind, int *bad) {
@@ -1272,6 +1336,96 @@ static void test_gradients(void) {
         sw_tensor_unref(w);
     }
     leak_check(base, "gradients");
+}
+
+/* Batched einsum: s = sum of einsum("b i k, b j k -> b i j") has
+ * dA[b,i,k] = sum_j B[b,j,k] and dB[b,j,k] = sum_i A[b,i,k]. */
+static void test_batched_gradients(void) {
+    int64_t base = sw_debug_live_allocs();
+    for (int kind = GENERIC; kind <= CPU; ++kind) {
+        sw_tensor *x = make_tensor(kind, "(2,3,4):(1,2,6)", 0, 0);
+        sw_tensor *w = make_tensor(kind, "(2,5,4):(20,4,1)", 0, 3);
+        sw_tensor *y = NULL, *s = NULL;
+        sw_status st = sw_einops_einsum(x, w, "b i k, b j k -> b i j", &y);
+        if (!st)
+            ok(strcmp(sw_op_dispatch_name(sw_tensor_autograd_ctx(
+                          sw_op_input(sw_tensor_autograd_ctx(y), 0))),
+                      "batched_matmul") == 0,
+               "batched einsum runs the batched matmul");
+        if (!st)
+            st = sw_einops_reduce(y, "b i j -> 1", &s);
+        if (!st)
+            st = sw_tensor_backward(s, NULL);
+        if (expect_ok(st, kind == GENERIC ? "Generic batched backward"
+                                          : "CPU batched backward")) {
+            sw_tensor *gx = sw_tensor_grad(x), *gw = sw_tensor_grad(w);
+            bool same = gx && gw && sw_tensor_size(gx) == 24 &&
+                        sw_tensor_size(gw) == 40;
+            for (int64_t b = 0; same && b < 2; ++b)
+                for (int64_t k = 0; same && k < 4; ++k) {
+                    double sj = 0, si = 0;
+                    for (int64_t j = 0; j < 5; ++j)
+                        sj += getd(w, b + 2 * j + 10 * k);
+                    for (int64_t i = 0; i < 3; ++i)
+                        si += getd(x, b + 2 * i + 6 * k);
+                    for (int64_t i = 0; same && i < 3; ++i)
+                        same = fabs(getd(gx, b + 2 * i + 6 * k) - sj) < 1e-4;
+                    for (int64_t j = 0; same && j < 5; ++j)
+                        same = fabs(getd(gw, b + 2 * j + 10 * k) - si) < 1e-4;
+                }
+            ok(same, "%s: batched gradients equal the hand-derived sums",
+               kind == GENERIC ? "Generic" : "CPU");
+        }
+        sw_tensor_unref(s);
+        sw_tensor_unref(y);
+        sw_tensor_unref(x);
+        sw_tensor_unref(w);
+    }
+    /* The operation's own rules. */
+    for (int kind = GENERIC; kind <= CPU; ++kind) {
+        sw_tensor *a = make_tensor(kind, "(2,3,4):(1,2,6)", 0, 0);
+        sw_tensor *b2 = make_tensor(kind, "(5,3):(1,5)", 0, 1);
+        sw_tensor *k5 = make_tensor(kind, "(5,4,4):(1,5,20)", 0, 1);
+        sw_tensor *b5 = make_tensor(kind, "(5,3,2):(1,5,15)", 0, 1);
+        sw_tensor *ok3 = make_tensor(kind, "(5,3,4):(12,4,1)", 0, 1);
+        sw_tensor *r = SENT_TENSOR;
+        sw_status st = sw_batched_matmul(b2, a, &r);
+        expect_fail(st, SW_EVALUE, "lhs must have a three-mode layout",
+                    "batched_matmul of a two-mode lhs");
+        st = sw_batched_matmul(a, b2, &r);
+        expect_fail(st, SW_EVALUE, "rhs must have a three-mode layout",
+                    "batched_matmul of a two-mode rhs");
+        st = sw_batched_matmul(a, k5, &r);
+        expect_fail(st, SW_EVALUE, "Matmul inner dimensions must match",
+                    "batched_matmul inner sizes");
+        st = sw_batched_matmul(a, b5, &r);
+        expect_fail(st, SW_EVALUE, "Matmul batch dimensions must match",
+                    "batched_matmul batch sizes");
+        ok(r == SENT_TENSOR, "failed batched_matmul leaves out alone");
+        st = sw_batched_matmul(a, ok3, &r);
+        if (expect_ok(st, "batched_matmul")) {
+            is_str(L(sw_tensor_layout(r)), "(2,5,4):(1,2,10)",
+                   "batched_matmul result layout");
+            bool same = true;
+            for (int64_t q = 0; same && q < 4; ++q)
+                for (int64_t j = 0; same && j < 5; ++j)
+                    for (int64_t i = 0; same && i < 2; ++i) {
+                        double want = 0;
+                        for (int64_t k = 0; k < 3; ++k)
+                            want += getd(a, i + 2 * k + 6 * q) *
+                                    getd(ok3, j + 5 * k + 15 * q);
+                        same = fabs(getd(r, i + 2 * j + 10 * q) - want) < 1e-3;
+                    }
+            ok(same, "batched_matmul values");
+            sw_tensor_unref(r);
+        }
+        sw_tensor_unref(a);
+        sw_tensor_unref(b2);
+        sw_tensor_unref(k5);
+        sw_tensor_unref(b5);
+        sw_tensor_unref(ok3);
+    }
+    leak_check(base, "batched gradients");
 }
 
 /* ---------------------------------------------------------------- cache */
@@ -1629,6 +1783,7 @@ int main(void) {
     test_tensor_commands();
     test_tensor_graph_and_errors();
     test_gradients();
+    test_batched_gradients();
     test_cache();
     test_cache_threads();
     test_fault_injection();

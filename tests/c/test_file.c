@@ -4,7 +4,7 @@
  * conversion rules, the I/O fault hook and the allocation fault walk.
  *
  * The contract is the sw_file_* part of include/strideweave/carrier.h with
- * the Python reference (/work/shared/reference/python-api.md, section 9).
+ * the Python reference (the Python API reference, section 9).
  * The program points TMPDIR at a private directory of its own, so that it
  * can count the temporary files the library leaves behind (there must be
  * none) without racing other programs; named files go to another private

@@ -3,7 +3,7 @@
  *
  * The contract is include/strideweave/interop.h together with the
  * interop-movement specification and the Python reference
- * (/work/shared/reference/python-api.md, sections 15 and 16), whose rules
+ * (the Python API reference, sections 15 and 16), whose rules
  * and messages the C API keeps. Every rejected call is checked for its
  * exact status and message, for leaving its out-parameter alone and for
  * leaving both carriers as they were; allocation counts prove that nothing

@@ -2,7 +2,7 @@
  * Unit tests of the layout module: trees, layouts, indexing and the layout
  * algebra.
  *
- * The sections follow /work/shared/reference/layout-vectors.md: every worked
+ * The sections follow the layout-vector reference: every worked
  * example there is checked as written ("exact" rows by their printed form,
  * "function" rows by size and index map), and every listed property is
  * checked over thousands of random layouts from a fixed-seed generator, each

@@ -5,7 +5,7 @@
  * operations (view, permute, rearrange) on Generic and CPU tensors.
  *
  * The contract is include/strideweave/op.h with the Python reference
- * (/work/shared/reference/python-api.md, sections 11 and 12), whose rules
+ * (the Python API reference, sections 11 and 12), whose rules
  * and messages the C API keeps. Expected values are computed here, by hand
  * or by brute force over logical indices, never with the library's own
  * arithmetic. Every rejected call is checked for its exact status and

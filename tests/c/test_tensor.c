@@ -4,7 +4,7 @@
  * sw_carrier_scatter on the CPU bulk path and the element path.
  *
  * The contract is include/strideweave/tensor.h with the Python reference
- * (/work/shared/reference/python-api.md, sections 3, 7 and 8). Scatter
+ * (the Python API reference, sections 3, 7 and 8). Scatter
  * results are checked against a brute-force model written here from the
  * leaf extents and strides, not against the library's own indexing.
  */

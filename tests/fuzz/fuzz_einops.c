@@ -209,14 +209,27 @@ static void apply(const sw_einops_spec *s) {
     if (a && b) {
         sw_layout *la = NULL, *lb = NULL, *r = NULL;
         CHECK(sw_einops_einsum_layouts(s, a, b, &la, &lb, &r) == SW_OK);
-        CHECK(sw_layout_rank(la) == 2 && sw_layout_rank(lb) == 2);
+        /* Batch symbols add a third mode (the batch) to both operands. */
+        int32_t rank = sw_einops_spec_nbatch(s) > 0 ? 3 : 2;
+        CHECK(sw_layout_rank(la) == rank && sw_layout_rank(lb) == rank);
+        int64_t batch = 1;
+        if (rank == 3) {
+            sw_layout *ba = NULL, *bb = NULL;
+            CHECK(sw_layout_mode(la, 2, &ba) == SW_OK);
+            CHECK(sw_layout_mode(lb, 2, &bb) == SW_OK);
+            batch = sw_layout_size(ba);
+            CHECK(sw_layout_size(bb) == batch);
+            sw_layout_release(ba);
+            sw_layout_release(bb);
+        }
         sw_layout *ia = NULL, *ib = NULL, *oa = NULL, *ob = NULL;
         CHECK(sw_layout_mode(la, 1, &ia) == SW_OK);
         CHECK(sw_layout_mode(lb, 1, &ib) == SW_OK);
         CHECK(sw_layout_mode(la, 0, &oa) == SW_OK);
         CHECK(sw_layout_mode(lb, 0, &ob) == SW_OK);
         CHECK(sw_layout_size(ia) == sw_layout_size(ib));
-        CHECK(sw_layout_size(r) == sw_layout_size(oa) * sw_layout_size(ob));
+        CHECK(sw_layout_size(r) ==
+              sw_layout_size(oa) * sw_layout_size(ob) * batch);
         sw_layout_release(ia);
         sw_layout_release(ib);
         sw_layout_release(oa);

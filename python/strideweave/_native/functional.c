@@ -8,6 +8,7 @@
  */
 #include "functional.h"
 
+#include "einops.h"
 #include "errors.h"
 #include "operation.h"
 #include "tensor.h"
@@ -138,12 +139,6 @@ PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
     }
     PyObject *args[2] = {tensor, key};
     return swpy_op_call_named(st, tensor, "view", args, 2);
-}
-
-static PyObject *not_yet_einops(void) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "layout command strings come with the einops module");
-    return NULL;
 }
 
 /* ---------------------------------------------------------- functions */
@@ -317,7 +312,7 @@ static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
                             "explicit selection");
             return NULL;
         }
-        return not_yet_einops();
+        return swpy_einops_rearrange(st, a[0], a[1]);
     }
     if (check_tensor(st, a[0], "tensor") < 0 ||
         swpy_require_tree_types(st) < 0) {
@@ -350,7 +345,7 @@ static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
             PyErr_SetString(PyExc_TypeError, "description must be a str");
             return NULL;
         }
-        return not_yet_einops();
+        return swpy_einops_reduce(st, a[0], a[1]);
     }
     return unary(st, "reduce", a[0]);
 }
@@ -362,11 +357,7 @@ static PyObject *fn_einsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     if (parse_args("einsum", args, nargs, kwnames, names, 3, 3, a) < 0) {
         return NULL;
     }
-    if (!PyUnicode_Check(a[2])) {
-        PyErr_SetString(PyExc_TypeError, "description must be a str");
-        return NULL;
-    }
-    return not_yet_einops();
+    return swpy_einops_einsum(swpy_module_state(m), a[0], a[1], a[2]);
 }
 
 static PyObject *fn_is_grad_enabled(PyObject *m, PyObject *unused) {
@@ -617,66 +608,80 @@ PyDoc_STRVAR(
     rearrange_doc,
     "rearrange($module, tensor, output, selection=None)\n--\n\n"
     "A view whose layout is Layout.rearrange(tensor.layout, output, "
-    "selection). String descriptions come with the einops module.\n\n"
+    "selection); a str output is a layout command, run by "
+    "strideweave.einops.rearrange.\n\n"
     "Args:\n" ARG_TENSOR
-    "    output: a Tree of Node.id(k) markers (and Node.Leaf singletons).\n"
+    "    output: a Tree of Node.id(k) markers (and Node.Leaf singletons), or "
+    "a command string such as 'a b -> b a'.\n"
     "    selection: a Tree saying which pieces are extracted, or None for "
-    "every leaf of the layout.\n\n"
+    "every leaf of the layout (None only with a str output).\n\n"
     "Returns:\n"
     "    Tensor: a view over the same carrier, at the same offset.\n\n"
     "Raises:\n"
     "    TypeError: 'tensor must be a Tensor', 'output must be a Tree', "
     "'selection must be a Tree or None', 'String rearrange descriptions do "
     "not accept an explicit selection'.\n"
-    "    ValueError: from Layout.rearrange.\n"
-    "    NotImplementedError: a str output (layout command strings).\n\n"
+    "    ValueError: from Layout.rearrange or the command parser.\n\n"
     "Examples:\n"
     "    >>> x = Tensor(Generic(list(range(24))), 0, Layout(Shape(2, 3, 4), "
     "Stride(1, 2, 6)))\n"
     "    >>> rearrange(x, Tree(Node.id(2), Node.id(0), Node.id(1))).layout\n"
-    "    (4,2,3):(6,1,2)\n");
+    "    (4,2,3):(6,1,2)\n"
+    "    >>> rearrange(x, 'a b c -> c (a b)').layout\n"
+    "    (4,(2,3)):(6,(1,2))\n");
 
 PyDoc_STRVAR(
     reduce_doc,
     "reduce($module, tensor, description=<unset>)\n--\n\n"
     "out[i] = sum over j of tensor[i, j] for a two-mode tensor. The output "
     "layout is canonical column-major over mode 0 (one nesting level "
-    "flattened). The description form comes with the einops module.\n\n"
+    "flattened). With a description, strideweave.einops.reduce.\n\n"
     "Args:\n" ARG_TENSOR
-    "    description: a layout command string (not yet supported); "
-    "omitted for the two-mode form.\n\n"
+    "    description: a reduce command such as 'a b -> a'; omitted for the "
+    "two-mode form.\n\n"
     "Returns:\n"
     "    Tensor: the sums.\n\n"
     "Raises:\n"
     "    TypeError: 'tensor must be a Tensor', 'description must be a str' "
     "(None included).\n"
-    "    ValueError: 'tensor must have a two-mode layout'.\n"
-    "    NotImplementedError: a str description.\n\n"
+    "    ValueError: 'tensor must have a two-mode layout', or from the "
+    "command parser.\n\n"
     "Examples:\n"
     "    >>> x = Tensor(Generic([1, 2, 3, 4, 5, 6]), 0, Layout(Shape(2, 3), "
     "Stride(1, 2)))\n"
     "    >>> y = reduce(x)\n"
     "    >>> y.layout, y[0], y[1]\n"
-    "    (2:1, 9, 12)\n");
+    "    (2:1, 9, 12)\n"
+    "    >>> reduce(x, 'a b -> 1')[0]\n"
+    "    21\n");
 
-PyDoc_STRVAR(einsum_doc,
-             "einsum($module, lhs, rhs, description)\n--\n\n"
-             "A contraction described by a layout command string (comes "
-             "with the einops module).\n\n"
-             "Args:\n"
-             "    lhs: the left Tensor.\n"
-             "    rhs: the right Tensor.\n"
-             "    description: the command, such as 'a b, c b -> a c'.\n\n"
-             "Returns:\n"
-             "    Tensor: the contraction.\n\n"
-             "Raises:\n"
-             "    TypeError: 'description must be a str'.\n"
-             "    NotImplementedError: until the einops module exists.\n\n"
-             "Examples:\n"
-             "    >>> einsum(None, None, 1)\n"
-             "    Traceback (most recent call last):\n"
-             "    ...\n"
-             "    TypeError: description must be a str\n");
+PyDoc_STRVAR(
+    einsum_doc,
+    "einsum($module, lhs, rhs, description)\n--\n\n"
+    "A contraction described by a layout command string "
+    "(strideweave.einops.einsum): shared symbols absent from the output are "
+    "summed over; shared symbols the output names are batch symbols.\n\n"
+    "Args:\n"
+    "    lhs: the left Tensor.\n"
+    "    rhs: the right Tensor.\n"
+    "    description: the command, such as 'a b, c b -> a c'.\n\n"
+    "Returns:\n"
+    "    Tensor: the contraction.\n\n"
+    "Raises:\n"
+    "    TypeError: 'description must be a str', 'lhs must be a Tensor', "
+    "'rhs must be a Tensor', 'Tensor backing carriers must match'.\n"
+    "    ValueError: from the command parser, and \"Einsum shared dimension "
+    "'b' has mismatched logical size\".\n\n"
+    "Examples:\n"
+    "    >>> a = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
+    "Stride(1, 2)))\n"
+    "    >>> y = einsum(a, a, 'i k, j k -> i j')\n"
+    "    >>> y.layout, y[0, 1]\n"
+    "    ((2,2):(1,2), 14.0)\n"
+    "    >>> einsum(None, None, 1)\n"
+    "    Traceback (most recent call last):\n"
+    "    ...\n"
+    "    TypeError: description must be a str\n");
 
 PyDoc_STRVAR(is_grad_enabled_doc,
              "is_grad_enabled($module, /)\n--\n\n"

@@ -367,7 +367,7 @@ static int idtree_level(swpy_state *st, rbuf *b, PyObject *tuple,
         } else if (PyObject_TypeCheck(item, (PyTypeObject *)st->node_id_type)) {
             int32_t tok = SW_TOK_LEAF;
             if (keep_ids) {
-                PyObject *id = PyObject_GetAttrString(item, "id");
+                PyObject *id = PyObject_GetAttr(item, st->str_id);
                 if (id == NULL) {
                     return -1;
                 }
@@ -2728,7 +2728,8 @@ int swpy_layout_init_types(PyObject *module, swpy_state *st) {
         add_type(module, &layout_spec, &st->layout_type) < 0) {
         return -1;
     }
-    return 0;
+    st->str_id = PyUnicode_InternFromString("id");
+    return st->str_id != NULL ? 0 : -1;
 }
 
 /* ------------------------------------------------ for the other sources */

@@ -11,6 +11,7 @@
 #include "errors.h"
 #include "evictable.h"
 #include "gil.h"
+#include "einops.h"
 #include "functional.h"
 #include "layout.h"
 #include "operation.h"
@@ -284,7 +285,8 @@ static int module_exec(PyObject *module) {
         swpy_tensor_init_type(module, st) < 0 ||
         swpy_operation_init_types(module, st) < 0 ||
         swpy_evictable_init_types(module, st) < 0 ||
-        swpy_functional_init(module, st) < 0) {
+        swpy_functional_init(module, st) < 0 ||
+        swpy_einops_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -324,6 +326,12 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->op_types[i]);
     }
     Py_VISIT(st->tag_types);
+    for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
+        Py_VISIT(st->einops_classes[i]);
+    }
+    for (int i = 0; i < SWPY_EINOPS_CACHES; i++) {
+        Py_VISIT(st->einops_cache[i]);
+    }
     return 0;
 }
 
@@ -381,6 +389,13 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->str_output);
     Py_CLEAR(st->str_selection);
     Py_CLEAR(st->str_saved_values);
+    for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
+        Py_CLEAR(st->einops_classes[i]);
+    }
+    Py_CLEAR(st->str_id);
+    for (int i = 0; i < SWPY_EINOPS_CACHES; i++) {
+        Py_CLEAR(st->einops_cache[i]);
+    }
     return 0;
 }
 

@@ -19,7 +19,11 @@
 #include "strideweave/op.h"
 
 /* The number of native operation classes the binding knows by name. */
-#define SWPY_NATIVE_OPS 37
+#define SWPY_NATIVE_OPS 39
+
+/* The classes strideweave.einops registers and the command kinds cached. */
+#define SWPY_EINOPS_CLASSES 5
+#define SWPY_EINOPS_CACHES 3
 
 typedef struct swpy_state {
     PyTypeObject *shape_type;
@@ -95,6 +99,14 @@ typedef struct swpy_state {
     PyObject *str_output;
     PyObject *str_selection;
     PyObject *str_saved_values;
+    /* strideweave.einops (see einops.c): the classes it registers (NULL
+     * until it is imported) and, per command kind (rearrange, reduce,
+     * einsum), the dict of compiled commands: str -> entry tuple. */
+    PyObject *einops_classes[SWPY_EINOPS_CLASSES];
+    /* "id", the attribute of Node.id(k) markers (interned, so that reading
+     * it hits the type's attribute cache). */
+    PyObject *str_id;
+    PyObject *einops_cache[SWPY_EINOPS_CACHES];
 } swpy_state;
 
 /* The definition of this module, to find its state from a subclass. */

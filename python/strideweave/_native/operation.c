@@ -143,6 +143,13 @@ static const op_def op_defs[SWPY_NATIVE_OPS] = {
      "two-mode tensors.",
      ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
      "Stride(1, 2)))\n    >>> op.forward(m, m)[0, 1]\n    14.0\n"},
+    {GENERIC_MODULE "GenericBatchedMatmulOperation", "batched_matmul",
+     BACKEND_GENERIC, KIND_MATMUL,
+     "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b] for "
+     "three-mode tensors (the third mode is the batch); batched einsum runs "
+     "it.",
+     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(1, 2, "
+     "2), Stride(1, 1, 2)))\n    >>> op.forward(m, m)[0, 0, 1]\n    25.0\n"},
     {SHARED_MODULE "GenericViewOperation", "view", BACKEND_SHARED, KIND_VIEW,
      "A view selecting one key per top-level mode (an int removes the mode, "
      "a slice keeps part of it); used by every computing carrier.",
@@ -198,6 +205,11 @@ static const op_def op_defs[SWPY_NATIVE_OPS] = {
      "out[i] = sum over j of tensor[i, j] for a two-mode tensor.", NULL},
     {CPU_MODULE "CPUMatmulOperation", "matmul", BACKEND_CPU, KIND_MATMUL,
      "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T), a "
+     "blocked GEMM.",
+     NULL},
+    {CPU_MODULE "CPUBatchedMatmulOperation", "batched_matmul", BACKEND_CPU,
+     KIND_MATMUL,
+     "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b], a batched "
      "blocked GEMM.",
      NULL},
 };
@@ -1953,7 +1965,8 @@ static char *op_doc(const op_def *d) {
               "backward(gradient) returns one gradient per saved input. "
               "Dispatch through a carrier gives the same class, tagged with "
               "the name '%s'.\n\nReturns:\n    %s: the operation.\n\n"
-              "Examples:\n    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
+              "Examples:\n    >>> from %.*s import %s\n"
+              "    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
               "Layout(Shape(2), Stride(1)))\n    >>> op = %s()\n    %s"
             : "%s()\n--\n\n%s\n\nThe CPU carrier's native operation for "
               "'%s' (not exported at the top level).\n\nReturns:\n    %s: "
@@ -1965,7 +1978,8 @@ static char *op_doc(const op_def *d) {
         return NULL;
     }
     if (d->example != NULL) {
-        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, name,
+        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name,
+                      (int)(name - 1 - d->tp_name), d->tp_name, name, name,
                       d->example);
     } else {
         PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, d->name,

@@ -14,6 +14,7 @@ Examples:
 
 from strideweave._native import (
     CPUAddOperation,
+    CPUBatchedMatmulOperation,
     CPUDivOperation,
     CPUElementwiseMulOperation,
     CPUELUOperation,
@@ -34,6 +35,7 @@ from strideweave._native import (
 
 __all__ = [
     "CPUAddOperation",
+    "CPUBatchedMatmulOperation",
     "CPUDivOperation",
     "CPUELUOperation",
     "CPUElementwiseMulOperation",

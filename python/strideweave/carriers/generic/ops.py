@@ -16,6 +16,7 @@ Examples:
 
 from strideweave._native import (
     GenericAddOperation,
+    GenericBatchedMatmulOperation,
     GenericDivOperation,
     GenericElementwiseMulOperation,
     GenericELUOperation,
@@ -36,6 +37,7 @@ from strideweave._native import (
 
 __all__ = [
     "GenericAddOperation",
+    "GenericBatchedMatmulOperation",
     "GenericDivOperation",
     "GenericELUOperation",
     "GenericElementwiseMulOperation",
