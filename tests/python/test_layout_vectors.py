@@ -1,4 +1,4 @@
-"""Every row of shared/reference/layout-vectors.md, through Python.
+"""Every row of the layout-vector reference, through Python.
 
 Exact rows compare str(result) (and ==); function rows compare the size and
 the index of every logical element; rejected rows expect ValueError.
