@@ -576,6 +576,106 @@ static sw_status hook_new_like_body(sw_carrier *c, int64_t n,
     return hook_result(self, "new_like", r, out);
 }
 
+/*
+ * One integer of the dict dlpack_info returned: KeyError naming the key
+ * when it is missing; a non-integer fails with TypeError and a value out
+ * of range with OverflowError.
+ */
+static int info_item(PyObject *info, const char *key, PyObject **out) {
+    PyObject *name = PyUnicode_FromString(key);
+    if (name == NULL) {
+        return -1;
+    }
+    PyObject *v = PyDict_GetItemWithError(info, name);
+    if (v == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, name);
+        }
+        Py_DECREF(name);
+        return -1;
+    }
+    Py_DECREF(name);
+    *out = PyNumber_Index(v);
+    return *out == NULL ? -1 : 0;
+}
+
+static int info_int32(PyObject *info, const char *key, int32_t *out) {
+    PyObject *v = NULL;
+    if (info_item(info, key, &v) < 0) {
+        return -1;
+    }
+    long x = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (x < INT32_MIN || x > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError,
+                     "dlpack_info()['%s'] is out of int32 range", key);
+        return -1;
+    }
+    *out = (int32_t)x;
+    return 0;
+}
+
+/*
+ * self.dlpack_info(): the base method refuses (BufferError), an override
+ * returns something dict() accepts with the keys pointer, device_type and
+ * device_id (more keys are ignored). Its own exceptions propagate.
+ */
+static sw_status hook_dlpack_info_body(sw_carrier *c, void **pointer,
+                                       int32_t *device_type,
+                                       int32_t *device_id) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *r = PyObject_CallMethod(self, "dlpack_info", NULL);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *info = PyDict_Check(r)
+                         ? Py_NewRef(r)
+                         : PyObject_CallOneArg((PyObject *)&PyDict_Type, r);
+    if (info == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "%.200s.dlpack_info() must return a dict, not "
+                         "'%.200s'",
+                         Py_TYPE(self)->tp_name, Py_TYPE(r)->tp_name);
+        }
+        Py_DECREF(r);
+        return HOOK_FAILED;
+    }
+    Py_DECREF(r);
+    PyObject *p = NULL;
+    int rc = info_item(info, "pointer", &p);
+    void *address = NULL;
+    if (rc == 0) {
+        address = PyLong_AsVoidPtr(p);
+        Py_DECREF(p);
+        rc = address == NULL && PyErr_Occurred() ? -1 : 0;
+    }
+    int32_t type = 0, id = 0;
+    if (rc == 0) {
+        rc = info_int32(info, "device_type", &type);
+    }
+    if (rc == 0) {
+        rc = info_int32(info, "device_id", &id);
+    }
+    Py_DECREF(info);
+    if (rc < 0) {
+        return HOOK_FAILED;
+    }
+    *pointer = address;
+    *device_type = type;
+    *device_id = id;
+    return SW_OK;
+}
+
 /* The slots as the library calls them: each takes the GIL for its
  * whole body (see gil.h). */
 
@@ -637,6 +737,14 @@ static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
     return r;
 }
 
+static sw_status hook_dlpack_info(sw_carrier *c, void **pointer,
+                                  int32_t *device_type, int32_t *device_id) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_dlpack_info_body(c, pointer, device_type, device_id);
+    swpy_gil_release(g);
+    return r;
+}
+
 static const sw_carrier_class python_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "Carrier",
@@ -649,6 +757,7 @@ static const sw_carrier_class python_class = {
     .destroy = hook_destroy,
     .allocate_like = hook_allocate_like,
     .new_like = hook_new_like,
+    .dlpack_info = hook_dlpack_info,
 };
 
 /* -------------------------------------------------------- carrier objects */
