@@ -241,11 +241,24 @@ SW_API sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v);
  * sw_carrier_class): SW_EBUFFER "DLPack is not supported for this
  * carrier" when the class has none. CPU carriers report their buffer
  * (NULL after release) on device (kDLCPU, 0); Generic and FileBacked have
- * no slot. The outputs are written only on success.
+ * no slot. A route set with sw_carrier_set_dlpack_route answers instead
+ * of the slot. The outputs are written only on success.
  */
 SW_API sw_status sw_carrier_dlpack_info(sw_carrier *c, void **pointer,
                                         int32_t *device_type,
                                         int32_t *device_id);
+
+/*
+ * Binding support: answers sw_carrier_dlpack_info for c through fn
+ * instead of its class's slot, so that a host-language subclass of a
+ * built-in backend (a Python subclass of CPU overriding dlpack_info)
+ * decides for its instances. fn NULL restores the slot.
+ */
+typedef sw_status (*sw_dlpack_info_fn)(sw_carrier *c, void *ctx, void **pointer,
+                                       int32_t *device_type,
+                                       int32_t *device_id);
+SW_API void sw_carrier_set_dlpack_route(sw_carrier *c, sw_dlpack_info_fn fn,
+                                        void *ctx);
 
 /* Bumps the version; RuntimeError if owned without owner access. */
 SW_API sw_status sw_carrier_bump_version(sw_carrier *c);

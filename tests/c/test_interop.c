@@ -739,6 +739,58 @@ static void test_dlpack_custom_carrier(void) {
     leak_check(base, "DLPack through custom carriers");
 }
 
+/* A binding's route answers instead of the class's slot. */
+static sw_status route_info(sw_carrier *c, void *ctx, void **pointer,
+                            int32_t *device_type, int32_t *device_id) {
+    int *mode = ctx;
+    if (*mode)
+        return sw_set_error(SW_EBUFFER, "this subclass does not export");
+    *pointer = sw_cpu_data(c);
+    *device_type = kDLCPU;
+    *device_id = 7;
+    return SW_OK;
+}
+
+static void test_dlpack_route(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *c = cpu_seq(4, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t = T(c, 0, "4:1");
+    int mode = 0;
+    int32_t type = -1, id = -1;
+    void *out = NULL;
+    sw_carrier_set_dlpack_route(c, route_info, &mode);
+    sw_status st = sw_tensor_dlpack_device(t, &type, &id);
+    if (expect_ok(st, "the device through a route"))
+        ok(type == kDLCPU && id == 7, "is the route's");
+    st = sw_tensor_to_dlpack(t, 0, &out);
+    if (expect_ok(st, "an export through a route")) {
+        DLManagedTensor *m = out;
+        ok(m->dl_tensor.device.device_id == 7 &&
+               m->dl_tensor.data == sw_cpu_data(c),
+           "carries the route's device and pointer");
+        m->deleter(m);
+    }
+    mode = 1;
+    st = sw_tensor_to_dlpack(t, 1, &out);
+    expect_fail(st, SW_EBUFFER, "this subclass does not export",
+                "a route that refuses");
+    sw_carrier_set_dlpack_route(c, NULL, &mode);
+    st = sw_tensor_dlpack_device(t, &type, &id);
+    if (expect_ok(st, "the device after the route is removed"))
+        ok(type == kDLCPU && id == 0, "is the CPU slot's again");
+    /* A route makes a carrier without a slot export. */
+    sw_carrier *g = generic_seq(4, 0);
+    mode = 0;
+    sw_carrier_set_dlpack_route(g, route_info, &mode);
+    st = sw_carrier_dlpack_info(g, &out, &type, &id);
+    if (expect_ok(st, "a routed Generic carrier"))
+        ok(out == NULL && id == 7, "answers through the route");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(g);
+    leak_check(base, "DLPack routes");
+}
+
 /* The request's owner: kept by the export, released once by its deleter. */
 static atomic_int owner_releases;
 static void *owner_seen;
@@ -2148,6 +2200,7 @@ int main(void) {
     test_dlpack_request();
     test_dlpack_custom_carrier();
     test_dlpack_owner();
+    test_dlpack_route();
     test_dlpack_lifetime();
     test_dlpack_autograd();
     test_dlpack_faults();

@@ -813,7 +813,11 @@ def test_hook_exceptions_propagate_unchanged():
 
 
 def test_hook_null_pointer_is_refused():
-    t = Tensor(BufferCarrier([1.0], info=lambda s: {"pointer": 0, "device_type": 1, "device_id": 0}), 0, flat(1))
+    t = Tensor(
+        BufferCarrier([1.0], info=lambda s: {"pointer": 0, "device_type": 1, "device_id": 0}),
+        0,
+        flat(1),
+    )
     with pytest.raises(BufferError, match=r"^DLPack data pointer must be non-null$"):
         t.__dlpack__()
     with pytest.raises(BufferError, match=r"^DLPack data pointer must be non-null$"):
@@ -838,6 +842,67 @@ def test_custom_carrier_capsule_keeps_it_alive():
     del a
     gc.collect()
     assert cref() is None
+
+
+class PlainCPU(CPU):
+    pass
+
+
+class RefusingCPU(CPU):
+    def dlpack_info(self):
+        raise BufferError("this CPU subclass keeps its memory")
+
+
+class AddressCPU(CPU):
+    """Reports the device of its choice over its own buffer."""
+
+    def dlpack_info(self):
+        info = super().dlpack_info()
+        info["device_id"] = 0 if self.size() < 100 else 5
+        return info
+
+
+def test_subclasses_of_builtin_carriers_use_their_hook():
+    plain = Tensor(PlainCPU(3), 0, flat(3))
+    assert plain.__dlpack_device__() == (1, 0)
+    assert np.from_dlpack(plain).tolist() == [0.0, 0.0, 0.0]
+    refusing = Tensor(RefusingCPU(3), 0, flat(3))
+    for call in (refusing.__dlpack__, refusing.__dlpack_device__):
+        with pytest.raises(BufferError, match="^this CPU subclass keeps its memory$"):
+            call()
+    big = Tensor(AddressCPU(200), 0, flat(200))
+    assert big.__dlpack_device__() == (1, 5)
+    with pytest.raises(BufferError, match="cross-device"):
+        np.from_dlpack(big, device="cpu")  # asks for dl_device (1, 0)
+    assert fields(big.__dlpack__(dl_device=(1, 5)))["device"] == (1, 5)
+
+
+def test_subclass_hook_results_are_validated():
+    class Bad(CPU):
+        def dlpack_info(self):
+            return 5
+
+    class Missing(CPU):
+        def dlpack_info(self):
+            return {"pointer": self.pointer(), "device_type": 1}
+
+    with pytest.raises(TypeError, match=r"dlpack_info\(\) must return a dict"):
+        Tensor(Bad(1), 0, flat(1)).__dlpack__()
+    with pytest.raises(KeyError):
+        Tensor(Missing(1), 0, flat(1)).__dlpack_device__()
+
+
+def test_a_generic_subclass_may_opt_in_and_then_meets_the_dtype_check():
+    buf = array.array("d", [1.0, 2.0])
+
+    class Opting(Generic):
+        def dlpack_info(self):
+            return {"pointer": buf.buffer_info()[0], "device_type": 1, "device_id": 0}
+
+    t = Tensor(Opting([1.0, 2.0]), 0, flat(2))
+    assert t.__dlpack_device__() == (1, 0)
+    with pytest.raises(BufferError, match="only Float32 and Int32"):
+        t.__dlpack__()
 
 
 def test_builtin_dlpack_info():

@@ -623,14 +623,8 @@ static int info_int32(PyObject *info, const char *key, int32_t *out) {
  * returns something dict() accepts with the keys pointer, device_type and
  * device_id (more keys are ignored). Its own exceptions propagate.
  */
-static sw_status hook_dlpack_info_body(sw_carrier *c, void **pointer,
-                                       int32_t *device_type,
-                                       int32_t *device_id) {
-    swpy_state *st;
-    PyObject *self = hook_self(c, &st);
-    if (self == NULL) {
-        return HOOK_FAILED;
-    }
+static sw_status call_dlpack_info(PyObject *self, void **pointer,
+                                  int32_t *device_type, int32_t *device_id) {
     PyObject *r = PyObject_CallMethod(self, "dlpack_info", NULL);
     if (r == NULL) {
         return HOOK_FAILED;
@@ -674,6 +668,17 @@ static sw_status hook_dlpack_info_body(sw_carrier *c, void **pointer,
     *device_type = type;
     *device_id = id;
     return SW_OK;
+}
+
+static sw_status hook_dlpack_info_body(sw_carrier *c, void **pointer,
+                                       int32_t *device_type,
+                                       int32_t *device_id) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    return call_dlpack_info(self, pointer, device_type, device_id);
 }
 
 /* The slots as the library calls them: each takes the GIL for its
@@ -745,6 +750,33 @@ static sw_status hook_dlpack_info(sw_carrier *c, void **pointer,
     return r;
 }
 
+/*
+ * The dlpack_info route of a Python subclass of a built-in backend: its
+ * dlpack_info method, an override or the backend's own. Without its
+ * object (gone, or the module cleared at shutdown) the backend's slot
+ * answers.
+ */
+static sw_status route_dlpack_info(sw_carrier *c, void *ctx, void **pointer,
+                                   int32_t *device_type, int32_t *device_id) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r;
+    PyObject *self = sw_carrier_get_peer(c);
+    swpy_state *st = self != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    if (PyErr_Occurred()) {
+        r = HOOK_FAILED;
+    } else if (st != NULL && st->str_size != NULL) {
+        r = call_dlpack_info(self, pointer, device_type, device_id);
+    } else {
+        const sw_carrier_class *cls = sw_carrier_get_class(c);
+        r = cls->dlpack_info != NULL
+                ? cls->dlpack_info(c, pointer, device_type, device_id)
+                : sw_set_error(SW_EBUFFER,
+                               "DLPack is not supported for this carrier");
+    }
+    swpy_gil_release(g);
+    return r;
+}
+
 static const sw_carrier_class python_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "Carrier",
@@ -806,6 +838,9 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     PyTypeObject *type = Py_TYPE(self);
     if (type != st->cpu_type && type != st->generic_type &&
         type != st->file_type) {
+        /* Its dlpack_info method decides, as it does for Carrier
+         * subclasses through their vtable. */
+        sw_carrier_set_dlpack_route(owned, route_dlpack_info, NULL);
         return swpy_carrier_install_dispatch(st, self, owned);
     }
     return 0;
