@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import strideweave
 from helpers_carriers import L, ListCarrier, flat
+from hypothesis import given
+from hypothesis import strategies as st
 from strideweave import CPU, Carrier, DType, FileBacked, Generic, Tensor
 
 # ------------------------------------------------------------ ctypes view
@@ -407,6 +409,57 @@ def test_leaf_modes_offset_and_values(case, dtype):
     # NumPy enumerates row-major, the layout colexicographically.
     assert a.flatten(order="F").tolist() == logical(t)
     assert a.ctypes.data == t.carrier.pointer() + 4 * offset
+
+
+@st.composite
+def nested_tensors(draw):
+    """A Float32 or Int32 CPU tensor over a random nested layout (strides
+    may be 0 or overlap) at a random offset, with its leaf modes."""
+    n = draw(st.integers(1, 5))
+    extents = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    strides = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    shape, stride, i = [], [], 0
+    while i < n:
+        # Group the next leaves into a nested mode now and then.
+        k = draw(st.integers(1, min(3, n - i)))
+        if k == 1:
+            shape.append(extents[i])
+            stride.append(strides[i])
+        else:
+            shape.append(extents[i : i + k])
+            stride.append(strides[i : i + k])
+        i += k
+    layout = L(shape, stride)
+    offset = draw(st.integers(0, 5))
+    dtype = draw(st.sampled_from([DType.Float32, DType.Int32]))
+    t = seq_tensor(offset + layout.cosize, layout, offset, dtype=dtype)
+    return t, tuple(extents), tuple(strides)
+
+
+@given(nested_tensors())
+def test_random_layouts_through_numpy(case):
+    t, extents, strides = case
+    a = np.from_dlpack(t)
+    assert a.shape == extents
+    assert a.strides == tuple(4 * s for s in strides)
+    assert a.flatten(order="F").tolist() == logical(t)
+    f = fields(t.__dlpack__(max_version=(1, 0)))
+    assert f["byte_offset"] == 4 * t.offset and f["data"] == t.carrier.pointer()
+
+
+def test_hook_failure_without_a_failure_channel():
+    # _is_mutable has no failure channel in the library: its exception is
+    # raised after the export, whose managed tensor is then freed.
+    class Flaky(BufferCarrier):
+        def _is_mutable(self):
+            raise ArithmeticError("undecided")
+
+    t = Tensor(Flaky([1.0, 2.0]), 0, flat(2))
+    before = sys.getrefcount(t)
+    with pytest.raises(ArithmeticError, match="^undecided$"):
+        t.__dlpack__(max_version=(1, 0))
+    gc.collect()
+    assert sys.getrefcount(t) == before
 
 
 def test_reference_examples():
