@@ -303,6 +303,34 @@ def test_check_order():
         b.__dlpack__(max_version="x")
 
 
+def test_failed_exports_keep_no_reference():
+    t = seq_tensor(4, flat(4))
+    b = Tensor(CPU(2, dtype=DType.Bool), 0, flat(2))
+    g = Tensor(Generic([1.0]), 0, flat(1))
+    calls = [
+        (t, {"copy": True}),
+        (t, {"dl_device": "x"}),
+        (t, {"dl_device": (1,)}),
+        (t, {"dl_device": (2, 0)}),
+        (t, {"max_version": "x"}),
+        (t, {"max_version": (1,)}),
+        (t, {"max_version": (-1, 0)}),
+        (t, {"max_version": (1.5, 0)}),
+        (b, {}),
+        (g, {"max_version": (1, 0)}),
+    ]
+    before = [sys.getrefcount(x) for x in (t, b, g)]
+    failures = 0
+    for x, kwargs in calls:
+        try:
+            x.__dlpack__(**kwargs)
+        except (BufferError, TypeError, ValueError):
+            failures += 1
+    del x  # the loop variable still refers to the last tensor
+    assert failures == len(calls)
+    assert [sys.getrefcount(x) for x in (t, b, g)] == before
+
+
 # ------------------------------------------------------------- dtypes
 
 
