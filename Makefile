@@ -83,6 +83,7 @@ bench: install
 	$(VPY) bench/bench_layout.py
 	$(VPY) bench/bench_ops.py
 	$(VPY) bench/bench_einops.py
+	$(VPY) bench/bench_dlpack.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
@@ -93,6 +94,9 @@ bench: install
 
 # The C tests and the whole pytest suite against an AddressSanitizer +
 # UndefinedBehaviorSanitizer build; the first report stops the run.
+# libstdc++ is preloaded with the ASan runtime so that its __cxa_throw
+# interceptor finds the real one: without it, a C++ exception in a library
+# the tests use (PyTorch, a DLPack consumer) aborts the interpreter.
 sanitize: $(DEPS)
 	test -f build/asan/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
 		$(MESON) setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined \
@@ -103,7 +107,8 @@ sanitize: $(DEPS)
 	rm -rf build/asan-stage && mkdir -p build/asan-stage
 	cp -r python/strideweave build/asan-stage/
 	cp build/asan/python/strideweave/_native*.so build/asan-stage/strideweave/
-	$(SAN_ENV) LD_PRELOAD=$$(gcc -print-file-name=libasan.so) SW_HYPOTHESIS_PROFILE=sanitize \
+	$(SAN_ENV) LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+		SW_HYPOTHESIS_PROFILE=sanitize \
 		PYTHONPATH=build/asan-stage $(VPY) -m pytest -q -x -p no:cacheprovider
 
 format: $(DEPS)

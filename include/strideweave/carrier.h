@@ -149,12 +149,15 @@ typedef struct sw_tensor sw_tensor;
 struct sw_op;
 
 /*
- * A carrier backend. version must be SW_CARRIER_CLASS_VERSION. Every slot
- * receives the carrier; sw_carrier_state gives the backend's state. The
- * base has checked release, bounds and mutability before a slot runs.
- * Slots marked optional may be NULL; the comment gives the default.
+ * A carrier backend. version is SW_CARRIER_CLASS_VERSION (2); classes of
+ * version 1, written before the dlpack_info slot existed, are still
+ * accepted and end at dispatch_op: the base never reads a later slot of
+ * theirs and treats it as absent. Every slot receives the carrier;
+ * sw_carrier_state gives the backend's state. The base has checked
+ * release, bounds and mutability before a slot runs. Slots marked
+ * optional may be NULL; the comment gives the default.
  */
-#define SW_CARRIER_CLASS_VERSION 1
+#define SW_CARRIER_CLASS_VERSION 2
 typedef struct sw_carrier_class {
     uint32_t version;
     /* A short name for messages: "CPU", "Generic", "FileBacked". */
@@ -188,6 +191,13 @@ typedef struct sw_carrier_class {
      * Default: NotImplementedError, the carrier supports no operation. */
     sw_status (*dispatch_op)(sw_carrier *c, const char *name,
                              struct sw_op **out);
+    /* Optional (version 2): where a DLPack export finds the data. Writes
+     * the address the tensor offset is relative to (NULL when there is no
+     * storage, as after release) and the DLPack device (device_type is a
+     * DLDeviceType code). Runs on released carriers too. Default:
+     * SW_EBUFFER "DLPack is not supported for this carrier". */
+    sw_status (*dlpack_info)(sw_carrier *c, void **pointer,
+                             int32_t *device_type, int32_t *device_id);
 } sw_carrier_class;
 
 /*
@@ -225,6 +235,30 @@ SW_API int sw_carrier_is_owned(const sw_carrier *c);
  */
 SW_API sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out);
 SW_API sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v);
+
+/*
+ * The carrier's DLPack storage through its dlpack_info slot (see
+ * sw_carrier_class): SW_EBUFFER "DLPack is not supported for this
+ * carrier" when the class has none. CPU carriers report their buffer
+ * (NULL after release) on device (kDLCPU, 0); Generic and FileBacked have
+ * no slot. A route set with sw_carrier_set_dlpack_route answers instead
+ * of the slot. The outputs are written only on success.
+ */
+SW_API sw_status sw_carrier_dlpack_info(sw_carrier *c, void **pointer,
+                                        int32_t *device_type,
+                                        int32_t *device_id);
+
+/*
+ * Binding support: answers sw_carrier_dlpack_info for c through fn
+ * instead of its class's slot, so that a host-language subclass of a
+ * built-in backend (a Python subclass of CPU overriding dlpack_info)
+ * decides for its instances. fn NULL restores the slot.
+ */
+typedef sw_status (*sw_dlpack_info_fn)(sw_carrier *c, void *ctx, void **pointer,
+                                       int32_t *device_type,
+                                       int32_t *device_id);
+SW_API void sw_carrier_set_dlpack_route(sw_carrier *c, sw_dlpack_info_fn fn,
+                                        void *ctx);
 
 /* Bumps the version; RuntimeError if owned without owner access. */
 SW_API sw_status sw_carrier_bump_version(sw_carrier *c);

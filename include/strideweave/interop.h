@@ -40,12 +40,14 @@ extern "C" {
 #define SW_DLPACK_MINOR 0
 
 /*
- * The DLPack device of t's carrier (CPU: device type kDLCPU, id 0).
- * Depends only on the carrier, so a Bool CPU tensor has a device even
- * though it cannot be exported. SW_EBUFFER "DLPack is not supported for
- * this carrier" for carriers that do not export (Generic, FileBacked,
- * custom backends), and "DLPack data pointer must be non-null" for a
- * released carrier.
+ * The DLPack device of t's carrier, as its dlpack_info slot reports it
+ * (sw_carrier_dlpack_info; CPU: device type kDLCPU, id 0). Depends only on
+ * the carrier, so a Bool CPU tensor has a device even though it cannot be
+ * exported. SW_EBUFFER "DLPack is not supported for this carrier" for
+ * carriers without the slot (Generic, FileBacked, custom backends that do
+ * not opt in), the slot's own failure, and "DLPack data pointer must be
+ * non-null" when the slot reports no storage for a tensor with elements
+ * (a released CPU carrier).
  */
 SW_API sw_status sw_tensor_dlpack_device(const sw_tensor *t,
                                          int32_t *device_type,
@@ -89,13 +91,23 @@ typedef enum sw_dlpack_arg {
     SW_DLPACK_ARG_WRONG_LENGTH = 3  /* a tuple or list of another length */
 } sw_dlpack_arg;
 
-/* The arguments of __dlpack__ (stream is accepted and ignored). */
+/*
+ * The arguments of __dlpack__ (stream is accepted and ignored), and an
+ * optional owner: when owner_release is set, a successful export keeps
+ * owner and its deleter calls owner_release(owner) exactly once, after
+ * dropping the carrier reference and before freeing the managed tensor.
+ * owner_release may run on any thread, whenever the consumer lets go. A
+ * failed export leaves owner to the caller. A binding uses the owner to
+ * keep its host tensor object alive for as long as the managed tensor.
+ */
 typedef struct sw_dlpack_request {
     int copy; /* non-zero: the consumer demands a copy */
     sw_dlpack_arg dl_device;
     int64_t device[2]; /* (device_type, device_id) when a pair */
     sw_dlpack_arg max_version;
     int64_t version[2]; /* (major, minor) when a pair */
+    void *owner;
+    void (*owner_release)(void *owner);
 } sw_dlpack_request;
 
 /*

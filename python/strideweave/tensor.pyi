@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Any, SupportsIndex, TypeAlias
 
-from typing_extensions import disjoint_base
+from typing_extensions import CapsuleType, disjoint_base
 
 from strideweave.carriers.base import Carrier
 from strideweave.carriers.dtype import DType
@@ -53,5 +53,16 @@ class Tensor:
     def __pow__(self, value: Any, mod: None = None, /) -> Tensor: ...
     def __neg__(self) -> Tensor: ...
     def __matmul__(self, value: Tensor, /) -> Tensor: ...
+    # DLPack export (no import): a "dltensor" capsule, or a
+    # "dltensor_versioned" one at version 1.0 for max_version major >= 1.
+    def __dlpack__(
+        self,
+        stream: Any = None,
+        *,
+        max_version: tuple[int, int] | list[int] | None = None,
+        dl_device: tuple[int, int] | list[int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
     def __getitem__(self, key: _Key, /) -> Any: ...
     def __setitem__(self, key: _Key, value: Any, /) -> None: ...

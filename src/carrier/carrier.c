@@ -91,8 +91,8 @@ static void carrier_destroy(sw_object *o) {
 
 sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
                          sw_dtype dtype, sw_carrier **out) {
-    if (!cls || cls->version != SW_CARRIER_CLASS_VERSION || !cls->size ||
-        !cls->get)
+    if (!cls || cls->version < 1 || cls->version > SW_CARRIER_CLASS_VERSION ||
+        !cls->size || !cls->get)
         return sw_fail(SW_EVALUE, "carrier class is incomplete or of an "
                                   "unsupported version");
     if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
@@ -112,6 +112,8 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     c->dispatch_fn = NULL;
     c->dispatch_ctx = NULL;
     c->dispatch_tag = NULL;
+    c->dlpack_fn = NULL;
+    c->dlpack_ctx = NULL;
     *out = c;
     return SW_OK;
 }
@@ -207,6 +209,33 @@ sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v) {
     if (atomic_load(&c->version) == before)
         atomic_fetch_add(&c->version, 1);
     return SW_OK;
+}
+
+sw_status sw_carrier_dlpack_info(sw_carrier *c, void **pointer,
+                                 int32_t *device_type, int32_t *device_id) {
+    void *p = NULL;
+    int32_t type = 0, id = 0;
+    sw_status st;
+    if (c->dlpack_fn) {
+        st = c->dlpack_fn(c, c->dlpack_ctx, &p, &type, &id);
+    } else if (c->cls->version < 2 || !c->cls->dlpack_info) {
+        /* A version-1 class ends before the slot: never read past it. */
+        return sw_fail(SW_EBUFFER, "DLPack is not supported for this carrier");
+    } else {
+        st = c->cls->dlpack_info(c, &p, &type, &id);
+    }
+    if (st)
+        return st;
+    *pointer = p;
+    *device_type = type;
+    *device_id = id;
+    return SW_OK;
+}
+
+void sw_carrier_set_dlpack_route(sw_carrier *c, sw_dlpack_info_fn fn,
+                                 void *ctx) {
+    c->dlpack_fn = fn;
+    c->dlpack_ctx = fn ? ctx : NULL;
 }
 
 sw_status sw_carrier_bump_version(sw_carrier *c) {

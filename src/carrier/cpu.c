@@ -7,6 +7,7 @@
 
 #include "carrier/internal.h"
 #include "op/internal.h"
+#include "strideweave/dlpack.h"
 
 typedef struct cpu_state {
     void *data;
@@ -138,6 +139,15 @@ static sw_status cpu_dispatch_op(sw_carrier *c, const char *name,
     return sw_cpu_op_new(name, out);
 }
 
+/* Host memory: DLPack device (kDLCPU, 0). */
+static sw_status cpu_dlpack_info(sw_carrier *c, void **pointer,
+                                 int32_t *device_type, int32_t *device_id) {
+    *pointer = cpu(c)->data;
+    *device_type = kDLCPU;
+    *device_id = 0;
+    return SW_OK;
+}
+
 static const sw_carrier_class cpu_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "CPU",
@@ -151,6 +161,7 @@ static const sw_carrier_class cpu_class = {
     .new_like = cpu_new_like,
     .dispatch_op = cpu_dispatch_op,
     .data = cpu_data,
+    .dlpack_info = cpu_dlpack_info,
 };
 
 static sw_status check_cpu_dtype(sw_dtype dtype) {

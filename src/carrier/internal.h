@@ -22,6 +22,9 @@ struct sw_carrier {
                              struct sw_op **out);
     void *dispatch_ctx;
     const void *dispatch_tag;
+    /* A binding's dlpack_info route (NULL: the class's slot). */
+    sw_dlpack_info_fn dlpack_fn;
+    void *dlpack_ctx;
 };
 
 /* Common failures with the reference texts. */

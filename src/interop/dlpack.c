@@ -20,6 +20,9 @@ typedef struct export_block {
         DLManagedTensorVersioned versioned;
     } m;
     sw_carrier *carrier;
+    /* The request's owner, handed to owner_release by the deleter. */
+    void *owner;
+    void (*owner_release)(void *owner);
     /* Set by the first deleter call, so the carrier is dropped once. */
     atomic_int deleted;
     int64_t dims[]; /* ndim extents, then ndim strides */
@@ -27,24 +30,25 @@ typedef struct export_block {
 
 /*
  * The DLPack storage of a carrier: the address the tensor offset is
- * relative to, and the device. Only CPU carriers export for now; a
- * dlpack_info slot on the carrier vtable would let custom backends
- * answer here with their own pointer and device.
+ * relative to, and the device, as the carrier's dlpack_info slot reports
+ * them (device used verbatim). A null address is refused for a tensor
+ * with elements: it would hand out storage that is not there.
  */
 static sw_status storage_info(const sw_tensor *t, void **pointer,
                               int32_t *device_type, int32_t *device_id) {
-    sw_carrier *c = t->carrier;
-    if (sw_carrier_is_evictable(c))
+    if (sw_carrier_is_evictable(t->carrier))
         return sw_fail(SW_EBUFFER,
                        "DLPack is not supported for Evictable carrier");
-    if (!sw_carrier_is_cpu(c))
-        return sw_fail(SW_EBUFFER, "DLPack is not supported for this carrier");
-    void *p = sw_cpu_data(c);
+    void *p = NULL;
+    int32_t type = 0, id = 0;
+    sw_status st = sw_carrier_dlpack_info(t->carrier, &p, &type, &id);
+    if (st)
+        return st;
     if (!p && t->layout->size > 0)
         return sw_fail(SW_EBUFFER, "DLPack data pointer must be non-null");
     *pointer = p;
-    *device_type = kDLCPU;
-    *device_id = 0;
+    *device_type = type;
+    *device_id = id;
     return SW_OK;
 }
 
@@ -79,11 +83,17 @@ sw_status sw_tensor_dlpack_device(const sw_tensor *t, int32_t *device_type,
     return SW_OK;
 }
 
-/* Drops the carrier reference and frees the block, once. */
+/*
+ * Drops the carrier reference and the owner, and frees the block, once.
+ * The carrier goes first: an owner that keeps the carrier alive (a
+ * binding's tensor object) makes that a plain count decrement.
+ */
 static void block_delete(export_block *b) {
     if (atomic_exchange(&b->deleted, 1))
         return;
     sw_carrier_unref(b->carrier);
+    if (b->owner_release)
+        b->owner_release(b->owner);
     sw_free(b);
 }
 
@@ -100,7 +110,7 @@ static void delete_versioned(DLManagedTensorVersioned *self) {
 /* Builds the managed tensor once every check has passed. */
 static sw_status make_export(sw_tensor *t, void *pointer, int32_t device_type,
                              int32_t device_id, DLDataType dtype, int versioned,
-                             void **out) {
+                             const sw_dlpack_request *req, void **out) {
     const sw_layout *l = t->layout;
     int32_t ndim = l->nleaf;
     size_t dims = (size_t)ndim * 2 * sizeof(int64_t);
@@ -128,6 +138,10 @@ static sw_status make_export(sw_tensor *t, void *pointer, int32_t device_type,
      * were allocated. */
     dl.byte_offset = (uint64_t)t->offset * (uint64_t)(dtype.bits / 8);
     b->carrier = sw_carrier_retain(t->carrier);
+    if (req && req->owner_release) {
+        b->owner = req->owner;
+        b->owner_release = req->owner_release;
+    }
     atomic_init(&b->deleted, 0);
     if (versioned) {
         DLManagedTensorVersioned *m = &b->m.versioned;
@@ -160,7 +174,7 @@ sw_status sw_tensor_to_dlpack(sw_tensor *t, int versioned, void **out) {
     if (st)
         return st;
     return make_export(t, pointer, device_type, device_id, dtype, versioned,
-                       out);
+                       NULL, out);
 }
 
 sw_status sw_tensor_dlpack_export(sw_tensor *t, const sw_dlpack_request *req,
@@ -213,7 +227,7 @@ sw_status sw_tensor_dlpack_export(sw_tensor *t, const sw_dlpack_request *req,
     }
     void *m = NULL;
     st = make_export(t, pointer, device_type, device_id, dtype, want_versioned,
-                     &m);
+                     req, &m);
     if (st)
         return st;
     if (versioned)

@@ -559,6 +559,296 @@ static void test_dlpack_request(void) {
     leak_check(base, "DLPack requests");
 }
 
+/*
+ * A custom backend that opts into DLPack through the dlpack_info slot: it
+ * reports its own buffer on a made-up device, or no storage, or a
+ * failure, as its mode says.
+ */
+typedef enum { DEV_OK = 0, DEV_NULL = 1, DEV_FAIL = 2 } dev_mode;
+typedef struct dev_store {
+    float v[6];
+    dev_mode mode;
+} dev_store;
+
+static int64_t dev_size(sw_carrier *c) {
+    return 6;
+}
+static sw_status dev_get(sw_carrier *c, int64_t i, sw_value *out) {
+    *out = sw_value_f64(((dev_store *)sw_carrier_state(c))->v[i]);
+    return SW_OK;
+}
+static int dev_is_mutable(sw_carrier *c) {
+    return 1;
+}
+static void dev_destroy(sw_carrier *c) {
+    free(sw_carrier_state(c));
+}
+static sw_status dev_dlpack_info(sw_carrier *c, void **pointer,
+                                 int32_t *device_type, int32_t *device_id) {
+    dev_store *s = sw_carrier_state(c);
+    if (s->mode == DEV_FAIL)
+        return sw_set_error(SW_EVALUE, "the device is unplugged");
+    *pointer = s->mode == DEV_NULL ? NULL : s->v;
+    *device_type = kDLCUDA;
+    *device_id = 3;
+    return SW_OK;
+}
+static const sw_carrier_class dev_class = {
+    .version = SW_CARRIER_CLASS_VERSION,
+    .name = "Device",
+    .size = dev_size,
+    .get = dev_get,
+    .is_mutable = dev_is_mutable,
+    .destroy = dev_destroy,
+    .dlpack_info = dev_dlpack_info,
+};
+
+/* A class written against version 1 of the vtable: it ends before the
+ * dlpack_info slot, so the slot must never be read. The struct here has
+ * the slot set to show that it is ignored. */
+static const sw_carrier_class dev_class_v1 = {
+    .version = 1,
+    .name = "DeviceV1",
+    .size = dev_size,
+    .get = dev_get,
+    .is_mutable = dev_is_mutable,
+    .destroy = dev_destroy,
+    .dlpack_info = dev_dlpack_info,
+};
+
+static sw_carrier *dev_new(const sw_carrier_class *cls, dev_mode mode) {
+    dev_store *s = calloc(1, sizeof *s);
+    if (!s)
+        bail_out("calloc");
+    for (int i = 0; i < 6; ++i)
+        s->v[i] = (float)(i + 1);
+    s->mode = mode;
+    sw_carrier *c = NULL;
+    if (sw_carrier_new(cls, s, SW_DTYPE_FLOAT32, &c) != SW_OK) {
+        free(s);
+        bail_out("sw_carrier_new");
+    }
+    return c;
+}
+
+static void test_dlpack_custom_carrier(void) {
+    int64_t base = sw_debug_live_allocs();
+    void *out = SENT_PTR;
+    int32_t type = -7, id = -7;
+    int versioned = -1;
+    sw_status st;
+
+    /* The slot's device is used verbatim, for the device and the export. */
+    sw_carrier *c = dev_new(&dev_class, DEV_OK);
+    sw_tensor *t = T(c, 1, "(2,2):(1,2)");
+    st = sw_carrier_dlpack_info(c, &out, &type, &id);
+    if (expect_ok(st, "sw_carrier_dlpack_info on a custom carrier"))
+        ok(out == ((dev_store *)sw_carrier_state(c))->v && type == kDLCUDA &&
+               id == 3,
+           "it reports the slot's pointer and device");
+    st = sw_tensor_dlpack_device(t, &type, &id);
+    if (expect_ok(st, "the DLPack device of a custom carrier"))
+        ok(type == kDLCUDA && id == 3, "is the one the slot reports");
+    sw_dlpack_request r;
+    memset(&r, 0, sizeof r);
+    r.dl_device = SW_DLPACK_ARG_PAIR;
+    r.device[0] = kDLCUDA;
+    r.device[1] = 3;
+    r.max_version = SW_DLPACK_ARG_PAIR;
+    r.version[0] = 1;
+    st = sw_tensor_dlpack_export(t, &r, &versioned, &out);
+    if (expect_ok(st, "an export asking for the carrier's own device")) {
+        DLManagedTensorVersioned *m = out;
+        ok(versioned == 1, "is versioned");
+        ok(m->dl_tensor.device.device_type == kDLCUDA &&
+               m->dl_tensor.device.device_id == 3,
+           "the managed tensor carries the slot's device");
+        ok(m->dl_tensor.data == ((dev_store *)sw_carrier_state(c))->v,
+           "and its pointer");
+        is_int((int64_t)m->dl_tensor.byte_offset, 4, "byte_offset is 1 * 4");
+        is_int(m->dl_tensor.strides[1], 2, "the strides are the layout's");
+        m->deleter(m);
+    }
+    r.device[0] = kDLCPU;
+    r.device[1] = 0;
+    st = sw_tensor_dlpack_export(t, &r, &versioned, &out);
+    expect_fail(st, SW_EBUFFER,
+                "DLPack cross-device exports are not supported for this "
+                "tensor",
+                "a CPU dl_device for a carrier on another device");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+
+    /* No storage for a tensor with elements (every layout has one). */
+    c = dev_new(&dev_class, DEV_NULL);
+    t = T(c, 0, "4:1");
+    st = sw_tensor_dlpack_device(t, &type, &id);
+    expect_fail(st, SW_EBUFFER, "DLPack data pointer must be non-null",
+                "the device of a custom carrier without storage");
+    st = sw_tensor_to_dlpack(t, 0, &out);
+    expect_fail(st, SW_EBUFFER, "DLPack data pointer must be non-null",
+                "exporting a custom carrier without storage");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+
+    /* The slot's own failure comes through unchanged. */
+    c = dev_new(&dev_class, DEV_FAIL);
+    t = T(c, 0, "4:1");
+    out = SENT_PTR;
+    st = sw_tensor_to_dlpack(t, 1, &out);
+    expect_fail(st, SW_EVALUE, "the device is unplugged",
+                "exporting a custom carrier whose slot fails");
+    st = sw_tensor_dlpack_device(t, &type, &id);
+    expect_fail(st, SW_EVALUE, "the device is unplugged",
+                "the device of a custom carrier whose slot fails");
+    ok(out == SENT_PTR, "the failed export wrote nothing");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+
+    /* A version-1 class is accepted, and has no DLPack support. */
+    c = dev_new(&dev_class_v1, DEV_OK);
+    t = T(c, 0, "4:1");
+    st = sw_carrier_dlpack_info(c, &out, &type, &id);
+    expect_fail(st, SW_EBUFFER, "DLPack is not supported for this carrier",
+                "sw_carrier_dlpack_info on a version-1 class");
+    st = sw_tensor_to_dlpack(t, 0, &out);
+    expect_fail(st, SW_EBUFFER, "DLPack is not supported for this carrier",
+                "exporting a carrier of a version-1 class");
+    ok(out == SENT_PTR, "nothing was exported");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+
+    /* Versions past the current one are refused. */
+    sw_carrier_class future = dev_class;
+    future.version = SW_CARRIER_CLASS_VERSION + 1;
+    dev_store *s = calloc(1, sizeof *s);
+    c = NULL;
+    st = sw_carrier_new(&future, s, SW_DTYPE_FLOAT32, &c);
+    expect_fail(st, SW_EVALUE,
+                "carrier class is incomplete or of an unsupported version",
+                "a carrier class of a future version");
+    ok(c == NULL, "no carrier was made");
+    free(s);
+    future.version = 0;
+    s = calloc(1, sizeof *s);
+    st = sw_carrier_new(&future, s, SW_DTYPE_FLOAT32, &c);
+    expect_fail(st, SW_EVALUE,
+                "carrier class is incomplete or of an unsupported version",
+                "a carrier class of version 0");
+    free(s);
+    leak_check(base, "DLPack through custom carriers");
+}
+
+/* A binding's route answers instead of the class's slot. */
+static sw_status route_info(sw_carrier *c, void *ctx, void **pointer,
+                            int32_t *device_type, int32_t *device_id) {
+    int *mode = ctx;
+    if (*mode)
+        return sw_set_error(SW_EBUFFER, "this subclass does not export");
+    *pointer = sw_cpu_data(c);
+    *device_type = kDLCPU;
+    *device_id = 7;
+    return SW_OK;
+}
+
+static void test_dlpack_route(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *c = cpu_seq(4, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t = T(c, 0, "4:1");
+    int mode = 0;
+    int32_t type = -1, id = -1;
+    void *out = NULL;
+    sw_carrier_set_dlpack_route(c, route_info, &mode);
+    sw_status st = sw_tensor_dlpack_device(t, &type, &id);
+    if (expect_ok(st, "the device through a route"))
+        ok(type == kDLCPU && id == 7, "is the route's");
+    st = sw_tensor_to_dlpack(t, 0, &out);
+    if (expect_ok(st, "an export through a route")) {
+        DLManagedTensor *m = out;
+        ok(m->dl_tensor.device.device_id == 7 &&
+               m->dl_tensor.data == sw_cpu_data(c),
+           "carries the route's device and pointer");
+        m->deleter(m);
+    }
+    mode = 1;
+    st = sw_tensor_to_dlpack(t, 1, &out);
+    expect_fail(st, SW_EBUFFER, "this subclass does not export",
+                "a route that refuses");
+    sw_carrier_set_dlpack_route(c, NULL, &mode);
+    st = sw_tensor_dlpack_device(t, &type, &id);
+    if (expect_ok(st, "the device after the route is removed"))
+        ok(type == kDLCPU && id == 0, "is the CPU slot's again");
+    /* A route makes a carrier without a slot export. */
+    sw_carrier *g = generic_seq(4, 0);
+    mode = 0;
+    sw_carrier_set_dlpack_route(g, route_info, &mode);
+    st = sw_carrier_dlpack_info(g, &out, &type, &id);
+    if (expect_ok(st, "a routed Generic carrier"))
+        ok(out == NULL && id == 7, "answers through the route");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(g);
+    leak_check(base, "DLPack routes");
+}
+
+/* The request's owner: kept by the export, released once by its deleter. */
+static atomic_int owner_releases;
+static void *owner_seen;
+static void count_owner(void *owner) {
+    owner_seen = owner;
+    atomic_fetch_add(&owner_releases, 1);
+}
+
+static void test_dlpack_owner(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *c = cpu_seq(6, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t = T(c, 0, "(2,3):(1,2)");
+    int token;
+    sw_dlpack_request r;
+    memset(&r, 0, sizeof r);
+    r.owner = &token;
+    r.owner_release = count_owner;
+    atomic_store(&owner_releases, 0);
+    void *out = NULL;
+    int versioned = -1;
+    for (int v = 0; v < 2; ++v) {
+        r.max_version = v ? SW_DLPACK_ARG_PAIR : SW_DLPACK_ARG_NONE;
+        r.version[0] = 1;
+        owner_seen = NULL;
+        sw_status st = sw_tensor_dlpack_export(t, &r, &versioned, &out);
+        if (!expect_ok(st, "an export with an owner"))
+            continue;
+        is_int(atomic_load(&owner_releases), v, "the export keeps its owner");
+        if (versioned) {
+            DLManagedTensorVersioned *m = out;
+            m->deleter(m);
+        } else {
+            DLManagedTensor *m = out;
+            m->deleter(m);
+        }
+        is_int(atomic_load(&owner_releases), v + 1,
+               "its deleter releases the owner once (%s)",
+               v ? "versioned" : "legacy");
+        ok(owner_seen == &token, "and hands over the owner it was given");
+    }
+    /* A failed export leaves the owner to the caller. */
+    r.copy = 1;
+    sw_status st = sw_tensor_dlpack_export(t, &r, &versioned, &out);
+    expect_fail(st, SW_EBUFFER, "DLPack copy exports are not supported",
+                "a refused export with an owner");
+    is_int(atomic_load(&owner_releases), 2, "does not release the owner");
+    r.copy = 0;
+    sw_debug_fail_alloc_after(0);
+    st = sw_tensor_dlpack_export(t, &r, &versioned, &out);
+    sw_debug_fail_alloc_after(-1);
+    expect_fail(st, SW_ENOMEM, NULL, "an export with an owner out of memory");
+    is_int(atomic_load(&owner_releases), 2,
+           "an export that ran out of memory does not release the owner");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    leak_check(base, "exports with owners");
+}
+
 /* Peer hooks that count, to watch the carrier reference of an export. */
 static atomic_int peer_retains, peer_releases;
 static void peer_retain(void *p) {
@@ -1908,6 +2198,9 @@ int main(void) {
     test_dlpack_errors();
     test_dlpack_read_only();
     test_dlpack_request();
+    test_dlpack_custom_carrier();
+    test_dlpack_owner();
+    test_dlpack_route();
     test_dlpack_lifetime();
     test_dlpack_autograd();
     test_dlpack_faults();

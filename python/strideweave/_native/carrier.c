@@ -582,6 +582,111 @@ static sw_status hook_new_like_body(sw_carrier *c, int64_t n,
     return hook_result(self, "new_like", r, out);
 }
 
+/*
+ * One integer of the dict dlpack_info returned: KeyError naming the key
+ * when it is missing; a non-integer fails with TypeError and a value out
+ * of range with OverflowError.
+ */
+static int info_item(PyObject *info, const char *key, PyObject **out) {
+    PyObject *name = PyUnicode_FromString(key);
+    if (name == NULL) {
+        return -1;
+    }
+    PyObject *v = PyDict_GetItemWithError(info, name);
+    if (v == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, name);
+        }
+        Py_DECREF(name);
+        return -1;
+    }
+    Py_DECREF(name);
+    *out = PyNumber_Index(v);
+    return *out == NULL ? -1 : 0;
+}
+
+static int info_int32(PyObject *info, const char *key, int32_t *out) {
+    PyObject *v = NULL;
+    if (info_item(info, key, &v) < 0) {
+        return -1;
+    }
+    long x = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (x < INT32_MIN || x > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError,
+                     "dlpack_info()['%s'] is out of int32 range", key);
+        return -1;
+    }
+    *out = (int32_t)x;
+    return 0;
+}
+
+/*
+ * self.dlpack_info(): the base method refuses (BufferError), an override
+ * returns something dict() accepts with the keys pointer, device_type and
+ * device_id (more keys are ignored). Its own exceptions propagate.
+ */
+static sw_status call_dlpack_info(PyObject *self, void **pointer,
+                                  int32_t *device_type, int32_t *device_id) {
+    PyObject *r = PyObject_CallMethod(self, "dlpack_info", NULL);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    PyObject *info = PyDict_Check(r)
+                         ? Py_NewRef(r)
+                         : PyObject_CallOneArg((PyObject *)&PyDict_Type, r);
+    if (info == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "%.200s.dlpack_info() must return a dict, not "
+                         "'%.200s'",
+                         Py_TYPE(self)->tp_name, Py_TYPE(r)->tp_name);
+        }
+        Py_DECREF(r);
+        return HOOK_FAILED;
+    }
+    Py_DECREF(r);
+    PyObject *p = NULL;
+    int rc = info_item(info, "pointer", &p);
+    void *address = NULL;
+    if (rc == 0) {
+        address = PyLong_AsVoidPtr(p);
+        Py_DECREF(p);
+        rc = address == NULL && PyErr_Occurred() ? -1 : 0;
+    }
+    int32_t type = 0, id = 0;
+    if (rc == 0) {
+        rc = info_int32(info, "device_type", &type);
+    }
+    if (rc == 0) {
+        rc = info_int32(info, "device_id", &id);
+    }
+    Py_DECREF(info);
+    if (rc < 0) {
+        return HOOK_FAILED;
+    }
+    *pointer = address;
+    *device_type = type;
+    *device_id = id;
+    return SW_OK;
+}
+
+static sw_status hook_dlpack_info_body(sw_carrier *c, void **pointer,
+                                       int32_t *device_type,
+                                       int32_t *device_id) {
+    swpy_state *st;
+    PyObject *self = hook_self(c, &st);
+    if (self == NULL) {
+        return HOOK_FAILED;
+    }
+    return call_dlpack_info(self, pointer, device_type, device_id);
+}
+
 /* The slots as the library calls them: each takes the GIL for its
  * whole body (see gil.h). */
 
@@ -643,6 +748,41 @@ static sw_status hook_new_like(sw_carrier *c, int64_t n, const sw_value *values,
     return r;
 }
 
+static sw_status hook_dlpack_info(sw_carrier *c, void **pointer,
+                                  int32_t *device_type, int32_t *device_id) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = hook_dlpack_info_body(c, pointer, device_type, device_id);
+    swpy_gil_release(g);
+    return r;
+}
+
+/*
+ * The dlpack_info route of a Python subclass of a built-in backend: its
+ * dlpack_info method, an override or the backend's own. Without its
+ * object (gone, or the module cleared at shutdown) the backend's slot
+ * answers.
+ */
+static sw_status route_dlpack_info(sw_carrier *c, void *ctx, void **pointer,
+                                   int32_t *device_type, int32_t *device_id) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r;
+    PyObject *self = sw_carrier_get_peer(c);
+    swpy_state *st = self != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    if (PyErr_Occurred()) {
+        r = HOOK_FAILED;
+    } else if (st != NULL && st->str_size != NULL) {
+        r = call_dlpack_info(self, pointer, device_type, device_id);
+    } else {
+        const sw_carrier_class *cls = sw_carrier_get_class(c);
+        r = cls->dlpack_info != NULL
+                ? cls->dlpack_info(c, pointer, device_type, device_id)
+                : sw_set_error(SW_EBUFFER,
+                               "DLPack is not supported for this carrier");
+    }
+    swpy_gil_release(g);
+    return r;
+}
+
 static const sw_carrier_class python_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "Carrier",
@@ -655,6 +795,7 @@ static const sw_carrier_class python_class = {
     .destroy = hook_destroy,
     .allocate_like = hook_allocate_like,
     .new_like = hook_new_like,
+    .dlpack_info = hook_dlpack_info,
 };
 
 /* -------------------------------------------------------- carrier objects */
@@ -703,6 +844,9 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     PyTypeObject *type = Py_TYPE(self);
     if (type != st->cpu_type && type != st->generic_type &&
         type != st->file_type && type != st->evictable_type) {
+        /* Its dlpack_info method decides, as it does for Carrier
+         * subclasses through their vtable. */
+        sw_carrier_set_dlpack_route(owned, route_dlpack_info, NULL);
         return swpy_carrier_install_dispatch(st, self, owned);
     }
     return 0;
@@ -1339,8 +1483,14 @@ PyDoc_STRVAR(
 PyDoc_STRVAR(carrier_dlpack_info_doc,
              "dlpack_info($self, /)\n--\n\n"
              "Where a DLPack export finds the data (a hook).\n\n"
+             "Tensor.__dlpack__ and __dlpack_device__ ask it on every call. "
+             "A carrier opts in by overriding it: 'pointer' is the integer "
+             "address the tensor offset counts from (non-zero when the "
+             "tensor has elements), 'device_type' and 'device_id' the "
+             "DLPack device, reported verbatim.\n\n"
              "Returns:\n"
-             "    dict: 'pointer', 'device_type' and 'device_id'.\n\n"
+             "    dict: 'pointer', 'device_type' and 'device_id' (any value "
+             "dict() accepts; more keys are ignored).\n\n"
              "Raises:\n"
              "    BufferError: 'DLPack is not supported for this carrier' "
              "(the default).\n\n"

@@ -23,6 +23,7 @@
 #endif
 
 #include "carrier.h"
+#include "dlpack.h"
 #include "errors.h"
 #include "functional.h"
 #include "gil.h"
@@ -966,6 +967,59 @@ PyDoc_STRVAR(tensor_backwards_traversal_doc,
              "    >>> x.grad[0], y.grad\n"
              "    (3.0, None)\n");
 
+PyDoc_STRVAR(
+    tensor_dlpack_doc,
+    "__dlpack__($self, /, stream=None, *, max_version=None, dl_device=None, "
+    "copy=None)\n--\n\n"
+    "Exports the tensor's storage as a DLPack capsule, without copying.\n\n"
+    "The capsule aliases the carrier's memory: shape and strides are the "
+    "layout's leaf modes (strides in elements, stride 0 kept), byte_offset "
+    "is offset * itemsize. It keeps this tensor alive until the consumer "
+    "lets go, but not released storage. Only carriers whose dlpack_info() "
+    "answers export (CPU), and only Float32 and Int32 tensors.\n\n"
+    "Args:\n"
+    "    stream: accepted and ignored (export does no device work).\n"
+    "    max_version: the consumer's highest DLPack version (major, minor); "
+    "major >= 1 gives a \"dltensor_versioned\" capsule at version 1.0 "
+    "whose read-only flag is set when the tensor is not mutable, None or "
+    "major 0 a legacy \"dltensor\" capsule.\n"
+    "    dl_device: the device the consumer wants; must be the tensor's.\n"
+    "    copy: a true value asks for a copy, which is not supported.\n\n"
+    "Returns:\n"
+    "    A PyCapsule holding the managed tensor.\n\n"
+    "Raises:\n"
+    "    BufferError: 'DLPack copy exports are not supported', 'DLPack is "
+    "not supported for this carrier', 'DLPack data pointer must be "
+    "non-null', 'DLPack cross-device exports are not supported for this "
+    "tensor', 'DLPack export supports only Float32 and Int32 tensors'.\n"
+    "    TypeError: 'DLPack dl_device must be a tuple or list', 'DLPack "
+    "max_version must be a tuple or list'.\n"
+    "    ValueError: 'DLPack dl_device must have two elements', 'DLPack "
+    "max_version must have two elements', 'DLPack max_version elements "
+    "must be non-negative'.\n\n"
+    "Examples:\n"
+    "    >>> t = Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2)))\n"
+    "    >>> type(t.__dlpack__()).__name__\n"
+    "    'PyCapsule'\n"
+    "    >>> t.__dlpack__(copy=True)\n"
+    "    Traceback (most recent call last):\n"
+    "    BufferError: DLPack copy exports are not supported\n");
+
+PyDoc_STRVAR(tensor_dlpack_device_doc,
+             "__dlpack_device__($self, /)\n--\n\n"
+             "The DLPack device of the tensor's carrier.\n\n"
+             "Depends only on the carrier's dlpack_info(), so it answers "
+             "for dtypes __dlpack__ refuses.\n\n"
+             "Returns:\n"
+             "    (device_type, device_id); (1, 0) for CPU.\n\n"
+             "Raises:\n"
+             "    BufferError: 'DLPack is not supported for this carrier', "
+             "'DLPack data pointer must be non-null'.\n\n"
+             "Examples:\n"
+             "    >>> Tensor(CPU(2), 0, Layout(Shape(2), "
+             "Stride(1))).__dlpack_device__()\n"
+             "    (1, 0)\n");
+
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -988,6 +1042,10 @@ static PyMethodDef tensor_methods[] = {
      (PyCFunction)(void (*)(void))tensor_backwards_traversal,
      METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
      tensor_backwards_traversal_doc},
+    {"__dlpack__", (PyCFunction)(void (*)(void))swpy_tensor_dlpack,
+     METH_VARARGS | METH_KEYWORDS, tensor_dlpack_doc},
+    {"__dlpack_device__", swpy_tensor_dlpack_device, METH_NOARGS,
+     tensor_dlpack_device_doc},
     {NULL, NULL, 0, NULL},
 };
 
