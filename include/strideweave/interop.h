@@ -285,6 +285,16 @@ SW_API sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
                                     sw_carrier *destination, sw_tensor **out);
 
 /*
+ * The same move without recording (sw_op_execute_lowered): no saved
+ * inputs and no autograd context on the result, as a composite carrier
+ * runs an inner operation. The reverse route is still captured when grad
+ * mode is on and the tensor is differentiable.
+ */
+SW_API sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
+                                            sw_carrier *destination,
+                                            sw_tensor **out);
+
+/*
  * move(tensor, destination): SW_ETYPE "tensor must be a Tensor" for a NULL
  * tensor, then the class from sw_move_dispatch for the exact pair, run by
  * sw_move_op_forward on a fresh operation.

@@ -12,6 +12,15 @@ from strideweave.core.layout import Stride as Stride
 from strideweave.core.layout import Tiler as Tiler
 from strideweave.core.layout import Tree as Tree
 from strideweave.operation import (
+    CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
+)
+from strideweave.operation import (
+    ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.operation import (
+    FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,
+)
+from strideweave.operation import (
     GenericAddOperation as GenericAddOperation,
 )
 from strideweave.operation import (
@@ -66,6 +75,9 @@ from strideweave.operation import (
     GenericViewOperation as GenericViewOperation,
 )
 from strideweave.operation import (
+    MoveOperation as MoveOperation,
+)
+from strideweave.operation import (
     Operation as Operation,
 )
 from strideweave.operation import (
@@ -103,6 +115,9 @@ from strideweave.operation import (
 )
 from strideweave.operation import (
     matmul as matmul,
+)
+from strideweave.operation import (
+    move as move,
 )
 from strideweave.operation import (
     mul as mul,
@@ -166,6 +181,9 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -184,6 +202,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -197,6 +216,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

@@ -108,6 +108,27 @@ from strideweave.carriers.generic.ops import (
 from strideweave.carriers.generic.ops import (
     GenericTanhOperation as GenericTanhOperation,
 )
+from strideweave.carriers.move import (
+    CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
+)
+from strideweave.carriers.move import (
+    ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.carriers.move import (
+    FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,
+)
+from strideweave.carriers.move import (
+    MoveOperation as MoveOperation,
+)
+from strideweave.carriers.move import (
+    dispatch_move as dispatch_move,
+)
+from strideweave.carriers.move import (
+    register_move_operation as register_move_operation,
+)
+from strideweave.carriers.move import (
+    unregister_move_operation as unregister_move_operation,
+)
 from strideweave.carriers.operation_helpers import Operation as Operation
 from strideweave.carriers.operation_helpers import (
     execute_lowered_operation as execute_lowered_operation,
@@ -153,6 +174,9 @@ from strideweave.functional import (
 )
 from strideweave.functional import (
     matmul as matmul,
+)
+from strideweave.functional import (
+    move as move,
 )
 from strideweave.functional import (
     mul as mul,

@@ -32,6 +32,12 @@ from strideweave.carriers.generic.ops import (
     GenericSubOperation,
     GenericTanhOperation,
 )
+from strideweave.carriers.move import (
+    CpuToFileBackedMoveOperation,
+    ElementwiseMoveOperation,
+    FileBackedToCpuMoveOperation,
+    MoveOperation,
+)
 from strideweave.carriers.operation_helpers import Operation
 from strideweave.carriers.shared_ops import (
     GenericViewOperation,
@@ -49,6 +55,7 @@ from strideweave.functional import (
     is_grad_enabled,
     leaky_relu,
     matmul,
+    move,
     mul,
     neg,
     no_grad,
@@ -67,6 +74,9 @@ from strideweave.functional import (
 )
 
 __all__ = [
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -85,6 +95,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -98,6 +109,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

@@ -539,6 +539,20 @@ sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
+sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
+                                     sw_carrier *destination, sw_tensor **out) {
+    if (!sw_op_is_move(op))
+        return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    move_state *s = sw_op_state(op);
+    s->destination = destination;
+    sw_arg arg = sw_arg_tensor(tensor);
+    sw_status st = sw_op_execute_lowered(op, 1, &arg, out);
+    s->destination = NULL;
+    return st;
+}
+
 sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
     if (!tensor)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");

@@ -18,6 +18,7 @@ import strideweave.carriers.file_backed.carrier
 import strideweave.carriers.generic
 import strideweave.carriers.generic.carrier
 import strideweave.carriers.generic.ops
+import strideweave.carriers.move
 import strideweave.carriers.operation_helpers
 import strideweave.carriers.shared_ops
 import strideweave.core
@@ -48,6 +49,9 @@ CORE_NAMES = [
 # The reference's sorted operation names, restricted to those that exist so
 # far (moves, Evictable and the profiler come with later issues).
 OPERATION_NAMES = [
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -66,6 +70,7 @@ OPERATION_NAMES = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -79,6 +84,7 @@ OPERATION_NAMES = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",
@@ -206,6 +212,10 @@ def test_public_members_are_found():
         "GenericViewOperation",
         "PermuteOperation",
         "RearrangeOperation",
+        "MoveOperation",
+        "ElementwiseMoveOperation",
+        "CpuToFileBackedMoveOperation",
+        "FileBackedToCpuMoveOperation",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -247,6 +257,7 @@ def test_docstring_examples_run():
         strideweave.carriers.shared_ops,
         strideweave.carriers.generic.ops,
         strideweave.carriers.cpu.ops,
+        strideweave.carriers.move,
         strideweave._native,
     ):
         tests += finder.find(module, globs=vars(strideweave).copy())

@@ -26,6 +26,7 @@
 #include "errors.h"
 #include "gil.h"
 #include "layout.h"
+#include "move.h"
 #include "recipe.h"
 #include "tensor.h"
 
@@ -488,9 +489,25 @@ PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned) {
         return peer;
     }
     int i = native_index(st, sw_op_get_class(owned));
-    PyTypeObject *type = i >= 0                ? st->op_types[i]
-                         : is_python_op(owned) ? st->operation_type
-                                               : st->native_op_type;
+    PyTypeObject *type =
+        i >= 0                ? st->op_types[i]
+        : is_python_op(owned) ? st->operation_type
+        : sw_op_is_move(owned)
+            ? swpy_move_type_of_class(st, sw_move_op_class(owned))
+            : st->native_op_type;
+    PyObject *self = type->tp_alloc(type, 0);
+    PyObject *ctx = self != NULL ? PyDict_New() : NULL;
+    if (ctx == NULL) {
+        Py_XDECREF(self);
+        sw_op_unref(owned);
+        return NULL;
+    }
+    ((OperationObject *)self)->ctx = ctx;
+    adopt(self, owned);
+    return self;
+}
+
+PyObject *swpy_operation_new_object(PyTypeObject *type, sw_op *owned) {
     PyObject *self = type->tp_alloc(type, 0);
     PyObject *ctx = self != NULL ? PyDict_New() : NULL;
     if (ctx == NULL) {
@@ -1106,6 +1123,9 @@ static void mark_busy(PyObject *const *args, Py_ssize_t nargs, swpy_state *st,
 PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
                       PyObject *const *args, Py_ssize_t nargs,
                       swpy_run_mode mode) {
+    if (sw_op_is_move(op)) {
+        return swpy_move_run(st, op, args, nargs, mode);
+    }
     int python = is_python_op(op);
     int idx = python ? -1 : native_index(st, sw_op_get_class(op));
     call_args a;
