@@ -13,6 +13,9 @@ Examples:
 """
 
 from strideweave.carriers import CPU, Carrier, DType, FileBacked, Generic
+from strideweave.carriers.move import AwaitMove as AwaitMove
+from strideweave.carriers.move import AwaitResult as AwaitResult
+from strideweave.carriers.move import move_async as move_async
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.operation import (
     CpuToFileBackedMoveOperation,

@@ -5,6 +5,9 @@ from strideweave.carriers import Carrier as Carrier
 from strideweave.carriers import DType as DType
 from strideweave.carriers import FileBacked as FileBacked
 from strideweave.carriers import Generic as Generic
+from strideweave.carriers.move import AwaitMove as AwaitMove
+from strideweave.carriers.move import AwaitResult as AwaitResult
+from strideweave.carriers.move import move_async as move_async
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Node as Node
 from strideweave.core.layout import Shape as Shape

@@ -576,6 +576,201 @@ static PyObject *fn_dispatch(PyObject *module, PyObject *args, PyObject *kwds) {
     return Py_NewRef((PyObject *)swpy_move_type_of_class(st, cls));
 }
 
+/* ------------------------------------------------------ await handles */
+
+typedef struct {
+    PyObject_HEAD
+        /* Owned; NULL for a handle not made by move_async. */
+        sw_move_request *req;
+    PyObject *result; /* the moved Tensor once observed */
+    PyObject *source; /* the moved Tensor object, until then */
+    /* The recorded failure as an exception (type, value, traceback), made
+     * once so that every wait raises the same object. */
+    PyObject *exc_type, *exc_value, *exc_tb;
+} AwaitObject;
+
+#define AWAIT(o) ((AwaitObject *)(o))
+
+/* Keeps the pending Python exception as the handle's failure. */
+static void await_keep_exception(PyObject *self) {
+    AwaitObject *a = AWAIT(self);
+    PyErr_Fetch(&a->exc_type, &a->exc_value, &a->exc_tb);
+    PyErr_NormalizeException(&a->exc_type, &a->exc_value, &a->exc_tb);
+    if (a->exc_tb != NULL && a->exc_value != NULL) {
+        PyException_SetTraceback(a->exc_value, a->exc_tb);
+    }
+}
+
+static PyObject *await_raise(PyObject *self) {
+    AwaitObject *a = AWAIT(self);
+    PyErr_Restore(Py_XNewRef(a->exc_type), Py_XNewRef(a->exc_value),
+                  Py_XNewRef(a->exc_tb));
+    return NULL;
+}
+
+static PyObject *await_tp_new(PyTypeObject *type, PyObject *args,
+                              PyObject *kwds) {
+    PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances",
+                 type->tp_name);
+    return NULL;
+}
+
+static int await_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(AWAIT(self)->result);
+    Py_VISIT(AWAIT(self)->source);
+    Py_VISIT(AWAIT(self)->exc_type);
+    Py_VISIT(AWAIT(self)->exc_value);
+    Py_VISIT(AWAIT(self)->exc_tb);
+    return 0;
+}
+
+static int await_clear(PyObject *self) {
+    Py_CLEAR(AWAIT(self)->result);
+    Py_CLEAR(AWAIT(self)->source);
+    Py_CLEAR(AWAIT(self)->exc_type);
+    Py_CLEAR(AWAIT(self)->exc_value);
+    Py_CLEAR(AWAIT(self)->exc_tb);
+    return 0;
+}
+
+static void await_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    await_clear(self);
+    /* Dropping the handle neither waits for nor cancels the move. */
+    sw_move_request_unref(AWAIT(self)->req);
+    AWAIT(self)->req = NULL;
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *await_get_done(PyObject *self, void *closure) {
+    AwaitObject *a = AWAIT(self);
+    return PyBool_FromLong(a->req == NULL || sw_move_request_done(a->req) ||
+                           a->exc_value != NULL);
+}
+
+static PyObject *await_wait(PyObject *self, PyObject *unused) {
+    AwaitObject *a = AWAIT(self);
+    if (a->result != NULL) {
+        return Py_NewRef(a->result);
+    }
+    if (a->exc_value != NULL || a->exc_type != NULL) {
+        return await_raise(self);
+    }
+    if (a->req == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "this handle has no move");
+        return NULL;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return NULL;
+    }
+    sw_tensor *out = NULL;
+    sw_status s;
+    if (sw_move_request_done(a->req)) {
+        s = sw_move_request_wait(a->req, &out);
+    } else {
+        /* The worker may need the GIL to finish. */
+        SWPY_NOGIL_BEGIN
+        s = sw_move_request_wait(a->req, &out);
+        SWPY_NOGIL_END
+    }
+    /* Another thread may have observed the outcome meanwhile. */
+    if (a->result != NULL) {
+        sw_tensor_unref(out);
+        return Py_NewRef(a->result);
+    }
+    if (a->exc_value != NULL || a->exc_type != NULL) {
+        return await_raise(self);
+    }
+    if (s != SW_OK) {
+        swpy_raise(s);
+        await_keep_exception(self);
+        return await_raise(self);
+    }
+    PyObject *r = swpy_tensor_wrap(st, out);
+    if (r == NULL) {
+        return NULL;
+    }
+    if (a->source != NULL) {
+        share_layout(r, a->source);
+        Py_CLEAR(a->source);
+    }
+    a->result = Py_NewRef(r);
+    return r;
+}
+
+/* move_async(tensor, destination). */
+static PyObject *fn_move_async(PyObject *module, PyObject *args,
+                               PyObject *kwds) {
+    static char *kwlist[] = {"tensor", "destination", NULL};
+    PyObject *tensor = NULL, *destination = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move_async", kwlist,
+                                     &tensor, &destination)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_module_state(module);
+    PyObject *argv[2] = {tensor, destination};
+    sw_tensor *t = NULL;
+    sw_carrier *dst = NULL;
+    if (move_args(st, argv, 2, &t, &dst) < 0) {
+        return NULL;
+    }
+    /* One move per call: a sequence of destinations is refused first. */
+    if (PyList_Check(destination) || PyTuple_Check(destination)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "destination must be a Carrier instance");
+        return NULL;
+    }
+    PyObject *op = dispatched_instance(st, t, dst);
+    if (op == NULL) {
+        return NULL;
+    }
+    AwaitObject *handle =
+        (AwaitObject *)st->await_move_type->tp_alloc(st->await_move_type, 0);
+    if (handle == NULL) {
+        Py_DECREF(op);
+        return NULL;
+    }
+    sw_move_request *req = NULL;
+    sw_status s = sw_move_op_submit(OP(op), t, dst, &req);
+    Py_DECREF(op);
+    if (s != SW_OK) {
+        Py_DECREF(handle);
+        return swpy_raise(s);
+    }
+    handle->req = req;
+    handle->source = Py_NewRef(tensor);
+    /* A move that ran here and failed in Python code (a _copy hook, a
+     * carrier method): that exception is the outcome. */
+    if (PyErr_Occurred()) {
+        await_keep_exception((PyObject *)handle);
+    }
+    return (PyObject *)handle;
+}
+
+static PyObject *fn_move_wait_idle(PyObject *module, PyObject *unused) {
+    SWPY_NOGIL_BEGIN
+    sw_move_wait_idle();
+    SWPY_NOGIL_END
+    Py_RETURN_NONE;
+}
+
+static PyObject *fn_move_hold(PyObject *module, PyObject *arg) {
+    int hold = PyObject_IsTrue(arg);
+    if (hold < 0) {
+        return NULL;
+    }
+    sw_debug_move_hold(hold);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fn_move_pending(PyObject *module, PyObject *unused) {
+    return PyLong_FromLongLong(sw_move_pending_count());
+}
+
 /* ------------------------------------------------------- documentation */
 
 PyDoc_STRVAR(
@@ -760,6 +955,116 @@ PyDoc_STRVAR(file_to_cpu_doc,
              "    >>> FileBackedToCpuMoveOperation.destination_class is CPU\n"
              "    True\n");
 
+PyDoc_STRVAR(
+    move_async_doc,
+    "move_async(tensor, destination)\n--\n\n"
+    "Starts moving tensor's values into destination and returns a "
+    "completion handle.\n\n"
+    "Validation (the checks of move, in the same order) happens now and "
+    "raises directly. A bulk CPU/FileBacked transfer of 1 MiB or more then "
+    "runs on a worker thread, and the call returns at once; until it ends, "
+    "both carriers refuse writes, release and other moves with "
+    "RuntimeError('Carrier has a pending move'). Every other move "
+    "completes before move_async returns. wait() gives the moved Tensor "
+    "or raises the move's failure; the source carrier is released only "
+    "when the move succeeds. Dropping the handle neither waits for nor "
+    "cancels the move.\n\n"
+    "Args:\n"
+    "    tensor: the Tensor to move (one Tensor, not a sequence).\n"
+    "    destination: a live, mutable Carrier of tensor's dtype (one "
+    "carrier, not a sequence).\n\n"
+    "Returns:\n"
+    "    AwaitMove: the handle of the move.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave import CPU, FileBacked, Layout, Shape, "
+    "Stride, Tensor\n"
+    "    >>> from strideweave.carriers.move import move_async\n"
+    "    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))\n"
+    "    >>> handle = move_async(t, FileBacked(dtype=t.carrier.dtype()))\n"
+    "    >>> m = handle.wait()\n"
+    "    >>> handle.done, handle.wait() is m, t.carrier.is_released()\n"
+    "    (True, True, True)\n");
+
+PyDoc_STRVAR(
+    await_result_doc,
+    "The completion handle of work the framework started.\n\n"
+    "done tells whether the work reached its terminal outcome; wait() "
+    "blocks until then and returns the value or raises the failure, the "
+    "same on every call and from every thread. Handles are not "
+    "awaitables: there is no __await__. Only the framework makes them.\n\n"
+    "Returns:\n"
+    "    AwaitResult: not constructible from Python.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave.carriers.move import AwaitMove, AwaitResult\n"
+    "    >>> issubclass(AwaitMove, AwaitResult), hasattr(AwaitResult, "
+    "'__await__')\n"
+    "    (True, False)\n");
+
+PyDoc_STRVAR(await_move_doc,
+             "The handle of one move_async call; wait() returns the moved "
+             "Tensor.\n\n"
+             "Returns:\n"
+             "    AwaitMove: not constructible from Python.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave.carriers.move import AwaitMove\n"
+             "    >>> AwaitMove()\n"
+             "    Traceback (most recent call last):\n"
+             "    TypeError: cannot create "
+             "'strideweave.carriers.move.AwaitMove' instances\n");
+
+PyDoc_STRVAR(await_wait_doc,
+             "wait($self, /)\n--\n\n"
+             "Blocks until the work has its terminal outcome, then returns "
+             "the value or raises the failure.\n\n"
+             "Every call returns the identical object or raises the same "
+             "exception. The GIL is released while waiting.\n\n"
+             "Returns:\n"
+             "    object: the completed value (the moved Tensor for "
+             "AwaitMove).\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
+             "Tensor\n"
+             "    >>> from strideweave.carriers.move import move_async\n"
+             "    >>> h = move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
+             "Stride(1))), CPU(1))\n"
+             "    >>> h.wait() is h.wait()\n"
+             "    True\n");
+
+PyDoc_STRVAR(await_done_doc,
+             "True once the work has a terminal outcome (success or "
+             "failure).\n\n"
+             "Returns:\n"
+             "    bool: whether wait() would return at once.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
+             "Tensor\n"
+             "    >>> from strideweave.carriers.move import move_async\n"
+             "    >>> move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
+             "Stride(1))), CPU(1)).done\n"
+             "    True\n");
+
+PyDoc_STRVAR(move_wait_idle_doc,
+             "_move_wait_idle($module, /)\n--\n\n"
+             "Blocks until no asynchronous move is running (registered with "
+             "atexit by strideweave.carriers.move).\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+PyDoc_STRVAR(move_hold_doc,
+             "_debug_move_hold($module, hold, /)\n--\n\n"
+             "Test hook: while hold is true, asynchronous move workers wait "
+             "before transferring.\n\n"
+             "Args:\n"
+             "    hold: hold (true) or let the workers go (false).\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+PyDoc_STRVAR(move_pending_doc,
+             "_move_pending_count($module, /)\n--\n\n"
+             "The number of asynchronous moves running now.\n\n"
+             "Returns:\n"
+             "    int: the running moves.\n");
+
 /* ------------------------------------------------------------ type specs */
 
 #if defined(__GNUC__)
@@ -796,7 +1101,41 @@ static PyType_Slot file_to_cpu_slots[] = {
     {0, NULL},
 };
 
+static PyMethodDef await_methods[] = {
+    {"wait", await_wait, METH_NOARGS, await_wait_doc},
+    {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS, "See PEP 585."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef await_getset[] = {
+    {"done", await_get_done, NULL, await_done_doc, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot await_result_slots[] = {
+    {Py_tp_doc, (void *)await_result_doc},
+    {Py_tp_new, await_tp_new},
+    {Py_tp_dealloc, await_dealloc},
+    {Py_tp_traverse, await_traverse},
+    {Py_tp_clear, await_clear},
+    {Py_tp_methods, await_methods},
+    {Py_tp_getset, await_getset},
+    {0, NULL},
+};
+
+static PyType_Slot await_move_slots[] = {
+    {Py_tp_doc, (void *)await_move_doc},
+    {Py_tp_traverse, await_traverse},
+    {Py_tp_clear, await_clear},
+    {0, NULL},
+};
+
 static PyMethodDef move_functions[] = {
+    {"move_async", FC(fn_move_async), METH_VARARGS | METH_KEYWORDS,
+     move_async_doc},
+    {"_move_wait_idle", fn_move_wait_idle, METH_NOARGS, move_wait_idle_doc},
+    {"_debug_move_hold", fn_move_hold, METH_O, move_hold_doc},
+    {"_move_pending_count", fn_move_pending, METH_NOARGS, move_pending_doc},
     {"move", FC(fn_move), METH_VARARGS | METH_KEYWORDS, move_doc},
     {"register_move_operation", FC(fn_register), METH_VARARGS | METH_KEYWORDS,
      register_doc},
@@ -840,6 +1179,21 @@ static PyType_Spec move_specs[3] = {
         .flags = MOVE_FLAGS,
         .slots = file_to_cpu_slots,
     },
+};
+
+static PyType_Spec await_result_spec = {
+    .name = "strideweave.carriers.move.AwaitResult",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_result_slots,
+};
+
+static PyType_Spec await_move_spec = {
+    .name = "strideweave.carriers.move.AwaitMove",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_move_slots,
 };
 
 /* Sets a class attribute of an immutable type made here. */
@@ -887,6 +1241,23 @@ int swpy_move_init(PyObject *module, swpy_state *st) {
             PyModule_AddType(module, st->move_types[i]) < 0) {
             return -1;
         }
+    }
+    type = PyType_FromModuleAndSpec(module, &await_result_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_result_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_result_type) < 0) {
+        return -1;
+    }
+    type = PyType_FromModuleAndSpec(module, &await_move_spec,
+                                    (PyObject *)st->await_result_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_move_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_move_type) < 0) {
+        return -1;
     }
     return PyModule_AddFunctions(module, move_functions);
 }

@@ -3,7 +3,8 @@
 ``move(tensor, destination)`` picks the :class:`MoveOperation` class
 registered for the exact pair ``(type(tensor.carrier), type(destination))``
 (:func:`dispatch_move`), or :class:`ElementwiseMoveOperation` when the pair
-has no entry. The registry starts with the bulk transfers
+has no entry; :func:`move_async` starts the same move and returns an
+:class:`AwaitMove` handle. The registry starts with the bulk transfers
 ``(CPU, FileBacked)`` and ``(FileBacked, CPU)``; entries apply to their exact
 classes only, never to subclasses.
 
@@ -19,30 +20,41 @@ Examples:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 from collections.abc import Iterator
 
+from strideweave import _native
 from strideweave._native import (
+    AwaitMove,
+    AwaitResult,
     CpuToFileBackedMoveOperation,
     ElementwiseMoveOperation,
     FileBackedToCpuMoveOperation,
     MoveOperation,
     dispatch_move,
+    move_async,
     register_move_operation,
     unregister_move_operation,
 )
 from strideweave.carriers.base import Carrier
 
 __all__ = [
+    "AwaitMove",
+    "AwaitResult",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "FileBackedToCpuMoveOperation",
     "MoveOperation",
     "dispatch_move",
+    "move_async",
     "register_move_operation",
     "registered_move_operation",
     "unregister_move_operation",
 ]
+
+# Asynchronous moves finish before the interpreter goes away.
+atexit.register(_native._move_wait_idle)
 
 
 @contextlib.contextmanager
