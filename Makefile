@@ -66,6 +66,7 @@ bench: install
 	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
 	$(VPY) bench/bench_layout.py
 	$(VPY) bench/bench_ops.py
+	$(VPY) bench/bench_move.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
