@@ -8,6 +8,9 @@ import pytest
 import strideweave as sw
 import strideweave.functional
 from helpers_carriers import L, ListCarrier, flat
+from helpers_ops import build
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from strideweave import CPU, Carrier, DType, FileBacked, Generic, Tensor, _native
 from strideweave.carriers.move import (
     CpuToFileBackedMoveOperation,
@@ -19,6 +22,7 @@ from strideweave.carriers.move import (
     registered_move_operation,
     unregister_move_operation,
 )
+from test_layout_properties import nonempty_layouts
 
 
 @pytest.fixture(autouse=True)
@@ -826,3 +830,27 @@ def test_base_carrier_subclass_without_hooks():
     dest = Bare([0.0, 0.0])
     m2 = sw.move(m, dest)
     assert dest.v == [1.0, 2.0] and m2.carrier is dest
+
+
+# ------------------------------------------------------------ properties
+
+
+@settings(deadline=None)
+@given(layout=nonempty_layouts(max_size=64), offset=st.integers(0, 3))
+def test_round_trips_keep_logical_values_and_layout(layout, offset):
+    def value(p):
+        return float(p % 97 + 1)
+
+    t = build("CPU", layout, offset, value, DType.Float32)
+    expected = logical(t)
+    f = FileBacked(dtype=DType.Float32)
+    on_file = sw.move(t, f)
+    assert on_file.layout is layout and on_file.offset == 0
+    assert f.size() == layout.cosize and logical(on_file) == expected
+    back = sw.move(on_file, CPU(layout.cosize))
+    assert logical(back) == expected and f.is_released()
+    again = sw.move(back, CPU(layout.cosize + 2))  # the elementwise fallback
+    assert logical(again) == expected
+    g = build("Generic", layout, offset, value)
+    via_generic = sw.move(g, FileBacked())
+    assert logical(via_generic) == expected

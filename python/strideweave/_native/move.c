@@ -51,7 +51,7 @@ static int key_of_type(swpy_state *st, PyObject *cls, const char *what,
 static sw_status base_copy(sw_op *op, sw_tensor *tensor,
                            sw_carrier *destination, sw_tensor *output,
                            int64_t element_count) {
-    return sw_fail(SW_ENOTIMPL, "MoveOperation._copy must be implemented");
+    return sw_set_error(SW_ENOTIMPL, "MoveOperation._copy must be implemented");
 }
 
 /* The class of MoveOperation itself: unpinned, no copy of its own. */
