@@ -285,6 +285,14 @@ SW_API sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
                                     sw_carrier *destination, sw_tensor **out);
 
 /*
+ * Only the checks of sw_move_op_forward (1-11, and the pending-move checks
+ * of sw_move_op_submit), under the calling thread's grad mode: the first
+ * failure, or SW_OK. Nothing changes.
+ */
+SW_API sw_status sw_move_op_check(sw_op *op, sw_tensor *tensor,
+                                  sw_carrier *destination);
+
+/*
  * The same move without recording (sw_op_execute_lowered): no saved
  * inputs and no autograd context on the result, as a composite carrier
  * runs an inner operation. The reverse route is still captured when grad

@@ -605,6 +605,15 @@ sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
+sw_status sw_move_op_check(sw_op *op, sw_tensor *tensor,
+                           sw_carrier *destination) {
+    if (!sw_op_is_move(op))
+        return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
+    move_plan p;
+    return move_check(((move_state *)sw_op_state(op))->cls, tensor, destination,
+                      &p);
+}
+
 sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
                                      sw_carrier *destination, sw_tensor **out) {
     if (!sw_op_is_move(op))

@@ -1942,6 +1942,14 @@ static void test_move_lowered(void) {
     expect_fail(st, SW_EVALUE,
                 "destination must not be the tensor's own carrier",
                 "lowered into its own carrier");
+    st = sw_move_op_check(op, t, sw_tensor_carrier(t));
+    expect_fail(st, SW_EVALUE,
+                "destination must not be the tensor's own carrier",
+                "checking a move into its own carrier");
+    st = sw_move_op_check(op, t, d);
+    expect_ok(st, "checking a valid move");
+    ok(!sw_carrier_is_released(c) && sw_carrier_version(d) == 0,
+       "checking changes nothing");
     r = NULL;
     st = sw_move_op_execute_lowered(op, t, d, &r);
     if (expect_ok(st, "a lowered move")) {
@@ -1958,6 +1966,9 @@ static void test_move_lowered(void) {
         st = sw_move_op_execute_lowered(noop, t, d, &dummy);
         expect_fail(st, SW_ETYPE, "operation must be a MoveOperation",
                     "lowered on another operation");
+        st = sw_move_op_check(noop, t, d);
+        expect_fail(st, SW_ETYPE, "operation must be a MoveOperation",
+                    "checking with another operation");
         sw_op_unref(noop);
     }
     sw_op_unref(op);

@@ -824,6 +824,14 @@ def test_base_carrier_subclass_without_hooks():
             return True
 
     t = Tensor(Bare([1.0, 2.0]), 0, flat(2))
+    message = "^move has no reverse route: Bare carrier does not support allocation$"
+    with pytest.raises(NotImplementedError, match=message):
+        sw.move(t, Generic([0.0, 0.0]))
+    with pytest.raises(NotImplementedError, match=message):
+        sw.move_async(t, Generic([0.0, 0.0]))
+    with pytest.raises(ValueError, match="too small"):  # earlier checks first
+        sw.move(t, Generic([0.0]))
+    assert not t.carrier.is_released()
     with sw.no_grad():
         m = sw.move(t, Generic([0.0, 0.0]))
     assert logical(m) == [1.0, 2.0]

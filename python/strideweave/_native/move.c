@@ -325,11 +325,64 @@ static int move_args(swpy_state *st, PyObject *const *args, Py_ssize_t nargs,
     return 0;
 }
 
+/* Whether a Python carrier class defines one of the allocation hooks
+ * (the base's new_like allocates through allocate_like). */
+static int allocates(swpy_state *st, PyObject *type) {
+    static const char *const names[] = {"allocate_like", "new_like"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *mine = PyObject_GetAttrString(type, names[i]);
+        PyObject *base =
+            mine != NULL
+                ? PyObject_GetAttrString((PyObject *)st->carrier_type, names[i])
+                : NULL;
+        int differs = base != NULL && mine != base;
+        Py_XDECREF(mine);
+        Py_XDECREF(base);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (differs) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The library checks a differentiable move's route back before any work,
+ * but cannot see whether a Python carrier class can allocate: a source
+ * whose class has no allocation hook fails here, after every other check,
+ * as the library fails for a backend without allocation.
+ */
+static int check_python_reverse(swpy_state *st, sw_op *op, PyObject *tensor,
+                                sw_tensor *t, sw_carrier *dst) {
+    sw_carrier *src = sw_tensor_carrier(t);
+    if (!swpy_carrier_is_python(src) || !sw_grad_enabled() ||
+        !sw_tensor_is_differentiable(t)) {
+        return 0;
+    }
+    PyObject *type = (PyObject *)Py_TYPE(((TensorObject *)tensor)->carrier);
+    int can = allocates(st, type);
+    if (can != 0) {
+        return can < 0 ? -1 : 0;
+    }
+    sw_status s = sw_move_op_check(op, t, dst);
+    if (swpy_check(s) < 0) {
+        return -1;
+    }
+    PyErr_Format(PyExc_NotImplementedError,
+                 "move has no reverse route: %s carrier does not support "
+                 "allocation",
+                 ((PyTypeObject *)type)->tp_name);
+    return -1;
+}
+
 PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
                         Py_ssize_t nargs, swpy_run_mode mode) {
     sw_tensor *t = NULL;
     sw_carrier *dst = NULL;
-    if (move_args(st, args, nargs, &t, &dst) < 0) {
+    if (move_args(st, args, nargs, &t, &dst) < 0 ||
+        check_python_reverse(st, op, args[0], t, dst) < 0) {
         return NULL;
     }
     sw_tensor *out = NULL;
@@ -732,6 +785,11 @@ static PyObject *fn_move_async(PyObject *module, PyObject *args,
         (AwaitObject *)st->await_move_type->tp_alloc(st->await_move_type, 0);
     if (handle == NULL) {
         Py_DECREF(op);
+        return NULL;
+    }
+    if (check_python_reverse(st, OP(op), tensor, t, dst) < 0) {
+        Py_DECREF(op);
+        Py_DECREF(handle);
         return NULL;
     }
     sw_move_request *req = NULL;
