@@ -507,29 +507,6 @@ static PyObject *move_op_copy(PyObject *self, PyObject *const *args,
 
 /* ------------------------------------------------------------ functions */
 
-static PyObject *fn_move(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"tensor", "destination", NULL};
-    PyObject *tensor = NULL, *destination = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move", kwlist, &tensor,
-                                     &destination)) {
-        return NULL;
-    }
-    swpy_state *st = swpy_module_state(module);
-    PyObject *argv[2] = {tensor, destination};
-    sw_tensor *t = NULL;
-    sw_carrier *dst = NULL;
-    if (move_args(st, argv, 2, &t, &dst) < 0) {
-        return NULL;
-    }
-    PyObject *op = dispatched_instance(st, t, dst);
-    if (op == NULL) {
-        return NULL;
-    }
-    PyObject *r = swpy_move_run(st, OP(op), argv, 2, SWPY_RUN_FORWARD);
-    Py_DECREF(op);
-    return r;
-}
-
 /* The classes of a registry call; 0, or -1 with TypeError. */
 static int pair_args(swpy_state *st, PyObject *src, PyObject *dst,
                      sw_move_key *skey, sw_move_key *dkey) {
@@ -755,15 +732,10 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
     return r;
 }
 
-/* move_async(tensor, destination). */
-static PyObject *fn_move_async(PyObject *module, PyObject *args,
-                               PyObject *kwds) {
-    static char *kwlist[] = {"tensor", "destination", NULL};
-    PyObject *tensor = NULL, *destination = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move_async", kwlist,
-                                     &tensor, &destination)) {
-        return NULL;
-    }
+/* move_async(tensor, destination): the handle, or NULL with the
+ * validation failure set. */
+static PyObject *submit(PyObject *module, PyObject *tensor,
+                        PyObject *destination) {
     swpy_state *st = swpy_module_state(module);
     PyObject *argv[2] = {tensor, destination};
     sw_tensor *t = NULL;
@@ -809,6 +781,34 @@ static PyObject *fn_move_async(PyObject *module, PyObject *args,
     return (PyObject *)handle;
 }
 
+static PyObject *fn_move_async(PyObject *module, PyObject *args,
+                               PyObject *kwds) {
+    static char *kwlist[] = {"tensor", "destination", NULL};
+    PyObject *tensor = NULL, *destination = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move_async", kwlist,
+                                     &tensor, &destination)) {
+        return NULL;
+    }
+    return submit(module, tensor, destination);
+}
+
+/* move(tensor, destination) is move_async(tensor, destination).wait(). */
+static PyObject *fn_move(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"tensor", "destination", NULL};
+    PyObject *tensor = NULL, *destination = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move", kwlist, &tensor,
+                                     &destination)) {
+        return NULL;
+    }
+    PyObject *handle = submit(module, tensor, destination);
+    if (handle == NULL) {
+        return NULL;
+    }
+    PyObject *r = await_wait(handle, NULL);
+    Py_DECREF(handle);
+    return r;
+}
+
 static PyObject *fn_move_wait_idle(PyObject *module, PyObject *unused) {
     SWPY_NOGIL_BEGIN
     sw_move_wait_idle();
@@ -835,7 +835,7 @@ PyDoc_STRVAR(
     move_doc,
     "move(tensor, destination)\n--\n\n"
     "Moves tensor's values into destination and releases the source "
-    "carrier.\n\n"
+    "carrier: move_async(tensor, destination).wait().\n\n"
     "The operation class comes from the move registry for the exact pair "
     "(type(tensor.carrier), type(destination)); the result is a Tensor "
     "over destination at offset 0 with tensor's layout. The destination "
