@@ -394,3 +394,30 @@ def test_many_moves_from_many_threads():
     for th in threads:
         th.join()
     assert errors == []
+
+
+def test_blocking_move_protects_participants_too():
+    t = big_cpu(last=4.0)
+    source = t.carrier
+    f = f32_file()
+    _native._debug_move_hold(True)
+    results = []
+    mover = threading.Thread(target=lambda: results.append(sw.move(t, f)))
+    mover.start()
+    while _native._move_pending_count() == 0:
+        threading.Event().wait(0.001)
+    with pytest.raises(RuntimeError, match="^Carrier has a pending move$"):
+        source[0] = 1.0
+    with pytest.raises(RuntimeError, match="^Carrier has a pending move$"):
+        f.release()
+    _native._debug_move_hold(False)
+    mover.join()
+    (m,) = results
+    assert m.carrier is f and m[BIG - 1] == 4.0 and source.is_released()
+
+
+def test_blocking_move_refuses_sequences_first():
+    t = Tensor(CPU(1), 0, flat(1))
+    t.carrier.release()
+    with pytest.raises(TypeError, match="^destination must be a Carrier instance$"):
+        sw.move(t, [CPU(1)])
