@@ -82,21 +82,17 @@ def main() -> None:
     os.environ["TMPDIR"] = workdir
     ddfile = os.path.join(workdir, "dd.bin")
     count = str(nbytes // (8 * MiB))
-    runs = 3
+    runs = 5
 
-    dd_write, dd_write_sync, dd_read, dd_read_small = [], [], [], []
+    dd_write, dd_read, dd_read_small = [], [], []
+    sw_write, sw_read, peaks = [], [], []
+    # dd and the moves alternate, so that both see the same machine load.
     for _ in range(runs):
         dd_write.append(dd_rate(["if=/dev/zero", f"of={ddfile}", "bs=8M", f"count={count}"]))
         dd_read.append(dd_rate([f"if={ddfile}", "of=/dev/null", f"bs={nbytes}", "count=1"]))
         dd_read_small.append(dd_rate([f"if={ddfile}", "of=/dev/null", "bs=8M"]))
         os.remove(ddfile)
-    dd_write_sync.append(
-        dd_rate(["if=/dev/zero", f"of={ddfile}", "bs=8M", f"count={count}", "conv=fdatasync"])
-    )
-    os.remove(ddfile)
 
-    sw_write, sw_read, peaks = [], [], []
-    for _ in range(runs):
         src = CPU(n)
         ctypes.memset(src.pointer(), 1, nbytes)  # real pages, like dd's buffer
         t = Tensor(src, 0, layout)
@@ -113,6 +109,10 @@ def main() -> None:
         peaks.append((status_kib("VmHWM") - rss_one) / 1024)
         assert back[n - 1] != 0.0
         del t, src, on_file, back, dest
+    dd_write_sync = [
+        dd_rate(["if=/dev/zero", f"of={ddfile}", "bs=8M", f"count={count}", "conv=fdatasync"])
+    ]
+    os.remove(ddfile)
 
     w, r = best(sw_write), best(sw_read)
     dw, dr = best(dd_write), best(dd_read)
