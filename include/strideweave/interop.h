@@ -365,7 +365,9 @@ SW_API sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out);
 SW_API sw_move_request *sw_move_request_retain(sw_move_request *r);
 SW_API void sw_move_request_unref(sw_move_request *r);
 
-/* Blocks until no asynchronous move is running (for process exit). */
+/* Blocks until no asynchronous move is running (for process exit); a
+ * worker held by sw_debug_move_hold never ends, so release the hold
+ * first. */
 SW_API void sw_move_wait_idle(void);
 /* The number of asynchronous moves running now. */
 SW_API int64_t sw_move_pending_count(void);
