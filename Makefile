@@ -84,6 +84,7 @@ bench: install
 	$(VPY) bench/bench_ops.py
 	$(VPY) bench/bench_einops.py
 	$(VPY) bench/bench_dlpack.py
+	$(VPY) bench/bench_move.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \

@@ -297,10 +297,19 @@ SW_API sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
                                     sw_carrier *destination, sw_tensor **out);
 
 /*
- * The same move run by lowered execution (sw_op_execute_lowered): the same
- * checks, transfer and release of the source, but no saved inputs and no
- * autograd node. Composite carriers run their residency transitions this
- * way.
+ * Only the checks of sw_move_op_forward (1-11, and the pending-move checks
+ * of sw_move_op_submit), under the calling thread's grad mode: the first
+ * failure, or SW_OK. Nothing changes.
+ */
+SW_API sw_status sw_move_op_check(sw_op *op, sw_tensor *tensor,
+                                  sw_carrier *destination);
+
+/*
+ * The same move without recording (sw_op_execute_lowered): no saved
+ * inputs and no autograd context on the result, as a composite carrier
+ * runs an inner operation (an Evictable's residency transitions). The
+ * reverse route is still captured when grad mode is on and the tensor is
+ * differentiable.
  */
 SW_API sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
                                             sw_carrier *destination,
@@ -313,6 +322,71 @@ SW_API sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
  */
 SW_API sw_status sw_move(sw_tensor *tensor, sw_carrier *destination,
                          sw_tensor **out);
+
+/* ------------------------------------------------ asynchronous moves */
+
+/*
+ * move_async: one move, validated at submission and completed later.
+ *
+ * sw_move_op_submit runs every check of sw_move_op_forward (1-11, plus
+ * SW_ERUNTIME "tensor carrier has a pending move" after 3 and
+ * "destination carrier has a pending move" after 6) and returns the
+ * failure directly, with nothing changed and no request. Then it writes an
+ * owned request to *out and starts the transfer:
+ *
+ *  - a built-in bulk route (CpuToFileBackedMoveOperation from a CPU
+ *    carrier into a FileBacked one, FileBackedToCpuMoveOperation back) of
+ *    at least SW_MOVE_ASYNC_MIN_BYTES runs on a worker thread of its own;
+ *    until it ends, both carriers refuse writes, version bumps, resizing,
+ *    release, ownership claims and other moves from every other thread
+ *    with SW_ERUNTIME "Carrier has a pending move" (reads are allowed: the
+ *    source does not change);
+ *  - every other move (small ones, and those that may call back into a
+ *    host language: Python carriers and copy hooks) runs on the calling
+ *    thread before sw_move_op_submit returns, so the request is already
+ *    done.
+ *
+ * The move is a recorded forward under the submitting thread's grad mode:
+ * on success the result's autograd context is op, exactly as with
+ * sw_move_op_forward. The source is released only at the successful
+ * commit; a failure leaves the source live and unchanged, restores the
+ * destination's version and size, and becomes the request's outcome.
+ *
+ * A request is reference-counted; dropping every reference neither waits
+ * for nor cancels the move, which keeps what it needs until it ends.
+ * sw_move_request_done is non-zero once the outcome is recorded (after the
+ * carriers are usable again). sw_move_request_wait blocks until then and
+ * returns the same outcome every time, from any thread: SW_OK and the
+ * result (an owned reference; out may be NULL), or the recorded status
+ * with its message set for the calling thread.
+ *
+ * sw_move_async is move_async: SW_ETYPE "tensor must be a Tensor" for a
+ * NULL tensor, then the registered class for the exact pair, submitted on
+ * a fresh operation.
+ */
+#define SW_MOVE_ASYNC_MIN_BYTES ((int64_t)1 << 20)
+
+typedef struct sw_move_request sw_move_request;
+
+SW_API sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
+                                   sw_carrier *destination,
+                                   sw_move_request **out);
+SW_API sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
+                               sw_move_request **out);
+SW_API int sw_move_request_done(const sw_move_request *r);
+SW_API sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out);
+SW_API sw_move_request *sw_move_request_retain(sw_move_request *r);
+SW_API void sw_move_request_unref(sw_move_request *r);
+
+/* Blocks until no asynchronous move is running (for process exit); a
+ * worker held by sw_debug_move_hold never ends, so release the hold
+ * first. */
+SW_API void sw_move_wait_idle(void);
+/* The number of asynchronous moves running now. */
+SW_API int64_t sw_move_pending_count(void);
+/* Test hook: while held (non-zero), worker threads wait before they
+ * start transferring; releasing the hold lets them go. */
+SW_API void sw_debug_move_hold(int hold);
 
 #ifdef __cplusplus
 }

@@ -15,10 +15,16 @@ Examples:
 # Registers the spec classes of the layout command strings with the extension.
 from strideweave import einops as einops
 from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic
+from strideweave.carriers.move import AwaitMove as AwaitMove
+from strideweave.carriers.move import AwaitResult as AwaitResult
+from strideweave.carriers.move import move_async as move_async
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.core.module import Module, Parameter
 from strideweave.operation import (
+    CpuToFileBackedMoveOperation,
+    ElementwiseMoveOperation,
     EvictableOperation,
+    FileBackedToCpuMoveOperation,
     GenericAddOperation,
     GenericDivOperation,
     GenericElementwiseMulOperation,
@@ -37,6 +43,7 @@ from strideweave.operation import (
     GenericSubOperation,
     GenericTanhOperation,
     GenericViewOperation,
+    MoveOperation,
     Operation,
     PermuteOperation,
     RearrangeOperation,
@@ -50,6 +57,7 @@ from strideweave.operation import (
     is_grad_enabled,
     leaky_relu,
     matmul,
+    move,
     mul,
     neg,
     no_grad,
@@ -90,7 +98,10 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
     "EvictableOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -109,6 +120,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -122,6 +134,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

@@ -7,6 +7,9 @@ from strideweave.carriers import DType as DType
 from strideweave.carriers import Evictable as Evictable
 from strideweave.carriers import FileBacked as FileBacked
 from strideweave.carriers import Generic as Generic
+from strideweave.carriers.move import AwaitMove as AwaitMove
+from strideweave.carriers.move import AwaitResult as AwaitResult
+from strideweave.carriers.move import move_async as move_async
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Node as Node
 from strideweave.core.layout import Shape as Shape
@@ -17,6 +20,15 @@ from strideweave.core.module import Module as Module
 from strideweave.core.module import Parameter as Parameter
 from strideweave.operation import (
     EvictableOperation as EvictableOperation,
+)
+from strideweave.operation import (
+    CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
+)
+from strideweave.operation import (
+    ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.operation import (
+    FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,
 )
 from strideweave.operation import (
     GenericAddOperation as GenericAddOperation,
@@ -73,6 +85,9 @@ from strideweave.operation import (
     GenericViewOperation as GenericViewOperation,
 )
 from strideweave.operation import (
+    MoveOperation as MoveOperation,
+)
+from strideweave.operation import (
     Operation as Operation,
 )
 from strideweave.operation import (
@@ -110,6 +125,9 @@ from strideweave.operation import (
 )
 from strideweave.operation import (
     matmul as matmul,
+)
+from strideweave.operation import (
+    move as move,
 )
 from strideweave.operation import (
     mul as mul,
@@ -176,7 +194,10 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
     "EvictableOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -195,6 +216,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -208,6 +230,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

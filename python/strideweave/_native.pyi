@@ -117,6 +117,36 @@ from strideweave.carriers.generic.ops import (
 from strideweave.carriers.generic.ops import (
     GenericTanhOperation as GenericTanhOperation,
 )
+from strideweave.carriers.move import (
+    AwaitMove as AwaitMove,
+)
+from strideweave.carriers.move import (
+    AwaitResult as AwaitResult,
+)
+from strideweave.carriers.move import (
+    CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
+)
+from strideweave.carriers.move import (
+    ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.carriers.move import (
+    FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,
+)
+from strideweave.carriers.move import (
+    MoveOperation as MoveOperation,
+)
+from strideweave.carriers.move import (
+    dispatch_move as dispatch_move,
+)
+from strideweave.carriers.move import (
+    move_async as move_async,
+)
+from strideweave.carriers.move import (
+    register_move_operation as register_move_operation,
+)
+from strideweave.carriers.move import (
+    unregister_move_operation as unregister_move_operation,
+)
 from strideweave.carriers.operation_helpers import Operation as Operation
 from strideweave.carriers.operation_helpers import (
     execute_lowered_operation as execute_lowered_operation,
@@ -163,6 +193,9 @@ from strideweave.functional import (
 )
 from strideweave.functional import (
     matmul as matmul,
+)
+from strideweave.functional import (
+    move as move,
 )
 from strideweave.functional import (
     mul as mul,
@@ -216,6 +249,9 @@ def _debug_live_allocs() -> int: ...
 def _debug_fail_alloc_after(n: int, /) -> None: ...
 def _debug_fail_io_after(n: int, /) -> None: ...
 def _file_remove_temporaries() -> None: ...
+def _move_wait_idle() -> None: ...
+def _debug_move_hold(hold: object, /) -> None: ...
+def _move_pending_count() -> int: ...
 def _debug_allocate_like(carrier: Carrier, size: int, dtype: Any = None, /) -> Carrier: ...
 def _debug_new_like(carrier: Carrier, values: Any, /) -> Carrier: ...
 def _einops_register(

@@ -33,6 +33,12 @@ from strideweave.carriers.generic.ops import (
     GenericSubOperation,
     GenericTanhOperation,
 )
+from strideweave.carriers.move import (
+    CpuToFileBackedMoveOperation,
+    ElementwiseMoveOperation,
+    FileBackedToCpuMoveOperation,
+    MoveOperation,
+)
 from strideweave.carriers.operation_helpers import Operation
 from strideweave.carriers.shared_ops import (
     GenericViewOperation,
@@ -50,6 +56,7 @@ from strideweave.functional import (
     is_grad_enabled,
     leaky_relu,
     matmul,
+    move,
     mul,
     neg,
     no_grad,
@@ -68,7 +75,10 @@ from strideweave.functional import (
 )
 
 __all__ = [
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
     "EvictableOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -87,6 +97,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -100,6 +111,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

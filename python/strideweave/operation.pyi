@@ -52,6 +52,18 @@ from strideweave.carriers.generic.ops import (
 from strideweave.carriers.generic.ops import (
     GenericTanhOperation as GenericTanhOperation,
 )
+from strideweave.carriers.move import (
+    CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
+)
+from strideweave.carriers.move import (
+    ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.carriers.move import (
+    FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,
+)
+from strideweave.carriers.move import (
+    MoveOperation as MoveOperation,
+)
 from strideweave.carriers.operation_helpers import Operation as Operation
 from strideweave.carriers.shared_ops import (
     GenericViewOperation as GenericViewOperation,
@@ -91,6 +103,9 @@ from strideweave.functional import (
 )
 from strideweave.functional import (
     matmul as matmul,
+)
+from strideweave.functional import (
+    move as move,
 )
 from strideweave.functional import (
     mul as mul,
@@ -139,7 +154,10 @@ from strideweave.functional import (
 )
 
 __all__ = [
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
     "EvictableOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -158,6 +176,7 @@ __all__ = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -171,6 +190,7 @@ __all__ = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",

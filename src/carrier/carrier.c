@@ -114,6 +114,8 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     c->dispatch_tag = NULL;
     c->dlpack_fn = NULL;
     c->dlpack_ctx = NULL;
+    atomic_init(&c->move_pending, 0);
+    atomic_init(&c->move_thread, 0);
     *out = c;
     return SW_OK;
 }
@@ -186,6 +188,25 @@ int sw_carrier_is_mutable(sw_carrier *c) {
     return intrinsic && writable_now(c);
 }
 
+sw_status sw_carrier_check_move(const sw_carrier *c) {
+    if (atomic_load(&c->move_pending) > 0 &&
+        atomic_load(&c->move_thread) != sw_thread_id())
+        return sw_fail(SW_ERUNTIME, "Carrier has a pending move");
+    return SW_OK;
+}
+
+void sw_carrier_move_mark(sw_carrier *c, int pending) {
+    if (pending > 0) {
+        atomic_fetch_add(&c->move_pending, 1);
+    } else if (atomic_fetch_sub(&c->move_pending, 1) == 1) {
+        atomic_store(&c->move_thread, 0);
+    }
+}
+
+void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread) {
+    atomic_store(&c->move_thread, thread);
+}
+
 sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out) {
     if (c->released)
         return sw_carrier_fail_released();
@@ -199,6 +220,9 @@ sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v) {
         return sw_carrier_fail_released();
     if (!sw_carrier_is_mutable(c) || !c->cls->set)
         return sw_carrier_fail_immutable();
+    sw_status moving = sw_carrier_check_move(c);
+    if (moving)
+        return moving;
     if (i < 0 || i >= sw_carrier_size(c))
         return sw_fail(SW_EINDEX, "Carrier index out of range");
     int_fast64_t before = atomic_load(&c->version);
@@ -241,6 +265,9 @@ void sw_carrier_set_dlpack_route(sw_carrier *c, sw_dlpack_info_fn fn,
 sw_status sw_carrier_bump_version(sw_carrier *c) {
     if (!writable_now(c))
         return fail_owned();
+    sw_status moving = sw_carrier_check_move(c);
+    if (moving)
+        return moving;
     atomic_fetch_add(&c->version, 1);
     return SW_OK;
 }
@@ -248,6 +275,9 @@ sw_status sw_carrier_bump_version(sw_carrier *c) {
 sw_status sw_carrier_release_storage(sw_carrier *c) {
     if (!writable_now(c))
         return fail_owned();
+    sw_status moving = sw_carrier_check_move(c);
+    if (moving)
+        return moving;
     if (c->released)
         return SW_OK;
     if (c->cls->release)
@@ -320,6 +350,9 @@ sw_status sw_carrier_claim(sw_carrier *c, int64_t *token) {
     if (c->owner_token)
         return sw_fail(SW_ERUNTIME,
                        "Carrier is already owned by another carrier");
+    sw_status moving = sw_carrier_check_move(c);
+    if (moving)
+        return moving;
     c->owner_token = atomic_fetch_add(&next_token, 1);
     *token = c->owner_token;
     return SW_OK;

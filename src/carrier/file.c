@@ -379,6 +379,8 @@ static sw_status check_live_file(sw_carrier *c) {
 
 sw_status sw_file_resize(sw_carrier *c, int64_t size) {
     sw_status st = check_live_file(c);
+    if (!st)
+        st = sw_carrier_check_move(c);
     if (st)
         return st;
     int64_t bytes;

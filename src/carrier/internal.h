@@ -25,11 +25,28 @@ struct sw_carrier {
     /* A binding's dlpack_info route (NULL: the class's slot). */
     sw_dlpack_info_fn dlpack_fn;
     void *dlpack_ctx;
+    /* Asynchronous moves this carrier takes part in (as source or
+     * destination), and the worker thread running them (0 before it
+     * starts): no other thread may write, resize, release or claim the
+     * carrier until they end. See sw_carrier_check_move. */
+    atomic_int move_pending;
+    atomic_uintptr_t move_thread;
 };
 
 /* Common failures with the reference texts. */
 sw_status sw_carrier_fail_released(void);
 sw_status sw_carrier_fail_immutable(void);
+
+/*
+ * SW_ERUNTIME "Carrier has a pending move" while an asynchronous move
+ * uses c and the caller is not its worker thread; SW_OK otherwise.
+ */
+sw_status sw_carrier_check_move(const sw_carrier *c);
+
+/* Marks c as taking part in an asynchronous move (pending > 0), or ends
+ * that (pending < 0); sets the worker thread allowed to change it. */
+void sw_carrier_move_mark(sw_carrier *c, int pending);
+void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread);
 
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);

@@ -9,8 +9,9 @@
  * built-in entries are static nodes, so it needs no initialisation and
  * allocates only for registrations made at run time.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -189,6 +190,25 @@ static sw_status copy_cpu_to_file(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
+/*
+ * Asks for transparent huge pages over the 2 MiB-aligned interior of a
+ * large buffer about to be filled: the fresh pages of a big destination
+ * then fault in 2 MiB at a time, which otherwise costs more than the
+ * read itself. Advice only; failures are ignored.
+ */
+static void advise_huge(void *data, int64_t bytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t start = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)data + (uintptr_t)bytes) & ~(huge - 1);
+    if (bytes >= (int64_t)(4 * huge) && end > start)
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
                                   sw_carrier *destination, sw_tensor *output,
                                   int64_t element_count) {
@@ -200,6 +220,7 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
     char *data = sw_cpu_data(destination);
     if (!data)
         return sw_carrier_fail_released();
+    advise_huge(data, element_count * item);
     int64_t chunk = BULK_CHUNK_BYTES / item;
     sw_status st = SW_OK;
     for (int64_t i = 0; i < element_count && !st; i += chunk) {
@@ -375,10 +396,22 @@ const sw_move_class *sw_move_dispatch(sw_move_key source,
 
 /* ------------------------------------------------------ the operation */
 
+/* What the checks of a move decided, for the transfer that follows. */
+typedef struct move_plan {
+    int64_t required; /* the layout's cosize */
+    int grow;         /* the destination is an empty FileBacked to grow */
+    const sw_move_class *reverse; /* the route back, when recording */
+    sw_move_key dkey;
+} move_plan;
+
 typedef struct move_state {
     const sw_move_class *cls;
     /* The destination of the forward in progress (borrowed). */
     sw_carrier *destination;
+    /* Set when the checks already ran (an asynchronous submission): the
+     * forward then only transfers and commits. */
+    int planned;
+    move_plan plan;
     /* Saved by a successful recorded forward for backward: the route back
      * and the destination's key. */
     const sw_move_class *reverse;
@@ -444,19 +477,20 @@ static int can_grow(sw_carrier *c) {
     return sw_carrier_is_file(c);
 }
 
-static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
-                              sw_tensor **out) {
-    move_state *s = sw_op_state(op);
-    if (nargs < 1 || args[0].kind != SW_ARG_TENSOR || !args[0].as.tensor)
+/* Every check of a move, in the documented order; nothing changes. */
+static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
+                            sw_carrier *dst, move_plan *p) {
+    if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
-    sw_tensor *t = args[0].as.tensor;
-    sw_carrier *src = t->carrier, *dst = s->destination;
+    sw_carrier *src = t->carrier;
     if (sw_carrier_is_released(src))
         return sw_fail(SW_ERUNTIME, "tensor carrier is released");
     if (sw_carrier_is_owned(src) && !sw_carrier_has_owner_access(src))
         return sw_fail(SW_ERUNTIME, "tensor carrier is owned by another "
                                     "carrier object and cannot be moved "
                                     "directly");
+    if (sw_carrier_check_move(src))
+        return sw_fail(SW_ERUNTIME, "tensor carrier has a pending move");
     if (!dst)
         return sw_fail(SW_ETYPE, "destination must be a Carrier instance");
     if (dst == src)
@@ -464,13 +498,15 @@ static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                        "destination must not be the tensor's own carrier");
     if (sw_carrier_is_released(dst))
         return sw_fail(SW_ERUNTIME, "destination carrier is released");
+    if (sw_carrier_check_move(dst))
+        return sw_fail(SW_ERUNTIME, "destination carrier has a pending move");
     if (!sw_carrier_is_mutable(dst))
         return sw_fail(SW_ERUNTIME, "destination carrier must be mutable");
     if (sw_carrier_dtype(dst) != sw_carrier_dtype(src))
         return sw_fail(SW_ETYPE,
                        "destination dtype must match the tensor dtype");
     sw_move_key skey = sw_move_key_of(src), dkey = sw_move_key_of(dst);
-    sw_status st = check_pins(s->cls, skey, dkey);
+    sw_status st = check_pins(cls, skey, dkey);
     if (st)
         return st;
     int64_t required = t->layout->cosize;
@@ -494,22 +530,35 @@ static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                            "support allocation",
                            src->cls->name);
     }
+    p->required = required;
+    p->grow = grow;
+    p->reverse = reverse;
+    p->dkey = dkey;
+    return SW_OK;
+}
+
+/* The transfer and the commit of a checked move. */
+static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
+                          sw_carrier *dst, const move_plan *p,
+                          sw_tensor **out) {
+    sw_carrier *src = t->carrier;
     int64_t dst_version = sw_carrier_version(dst);
-    if (grow) {
-        st = sw_file_resize(dst, required);
+    sw_status st = SW_OK;
+    if (p->grow) {
+        st = sw_file_resize(dst, p->required);
         if (st)
             return st;
     }
     sw_tensor *r = NULL;
     st = sw_tensor_new(dst, 0, t->layout, &r);
     if (!st)
-        st = s->cls->copy(op, t, dst, r, required);
+        st = s->cls->copy(op, t, dst, r, p->required);
     if (st) {
         saved_error e;
         save_error(&e, st);
         sw_tensor_unref(r);
         restore_version(dst, dst_version);
-        if (grow)
+        if (p->grow)
             (void)sw_file_resize(dst, 0);
         return restore_error(&e);
     }
@@ -519,10 +568,27 @@ static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         sw_tensor_unref(r);
         return st;
     }
-    s->reverse = reverse;
-    s->destination_key = dkey.id;
+    s->reverse = p->reverse;
+    s->destination_key = p->dkey.id;
     *out = r;
     return SW_OK;
+}
+
+static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out) {
+    move_state *s = sw_op_state(op);
+    if (nargs < 1 || args[0].kind != SW_ARG_TENSOR || !args[0].as.tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_tensor *t = args[0].as.tensor;
+    move_plan p;
+    if (s->planned) {
+        p = s->plan;
+    } else {
+        sw_status st = move_check(s->cls, t, s->destination, &p);
+        if (st)
+            return st;
+    }
+    return move_run(op, s, t, s->destination, &p, out);
 }
 
 sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
@@ -539,6 +605,15 @@ sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
+sw_status sw_move_op_check(sw_op *op, sw_tensor *tensor,
+                           sw_carrier *destination) {
+    if (!sw_op_is_move(op))
+        return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
+    move_plan p;
+    return move_check(((move_state *)sw_op_state(op))->cls, tensor, destination,
+                      &p);
+}
+
 sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
                                      sw_carrier *destination, sw_tensor **out) {
     if (!sw_op_is_move(op))
@@ -553,19 +628,278 @@ sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
-sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
-    if (!tensor)
-        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+/* The class registered for the pair of tensor's carrier and destination. */
+static const sw_move_class *dispatch_pair(sw_tensor *tensor,
+                                          sw_carrier *destination) {
     sw_move_key dkey = {NULL, NULL};
     if (destination)
         dkey = sw_move_key_of(destination);
-    const sw_move_class *cls =
-        sw_move_dispatch(sw_move_key_of(tensor->carrier), dkey);
+    return sw_move_dispatch(sw_move_key_of(tensor->carrier), dkey);
+}
+
+sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     sw_op *op = NULL;
-    sw_status st = sw_move_op_new(cls, &op);
+    sw_status st = sw_move_op_new(dispatch_pair(tensor, destination), &op);
     if (st)
         return st;
     st = sw_move_op_forward(op, tensor, destination, out);
+    sw_op_unref(op);
+    return st;
+}
+
+/* ---------------------------------------------------- asynchronous moves */
+
+struct sw_move_request {
+    atomic_int refs;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    atomic_int done;
+    /* The terminal outcome (under lock once done). */
+    sw_tensor *result;
+    saved_error error;
+    /* The move, kept by the worker until it ends. */
+    sw_op *op;
+    sw_tensor *tensor;
+    sw_carrier *destination;
+    int record; /* the submitter's grad mode */
+};
+
+/* Workers running, and the test gate that holds them before they copy. */
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
+static int64_t workers_running;
+static int workers_held;
+
+void sw_debug_move_hold(int hold) {
+    pthread_mutex_lock(&workers_lock);
+    workers_held = hold != 0;
+    pthread_cond_broadcast(&workers_cond);
+    pthread_mutex_unlock(&workers_lock);
+}
+
+void sw_move_wait_idle(void) {
+    pthread_mutex_lock(&workers_lock);
+    while (workers_running > 0)
+        pthread_cond_wait(&workers_cond, &workers_lock);
+    pthread_mutex_unlock(&workers_lock);
+}
+
+int64_t sw_move_pending_count(void) {
+    pthread_mutex_lock(&workers_lock);
+    int64_t n = workers_running;
+    pthread_mutex_unlock(&workers_lock);
+    return n;
+}
+
+static sw_status request_new(sw_move_request **out) {
+    sw_move_request *r = sw_malloc(sizeof *r);
+    if (!r)
+        return sw_oom();
+    memset(r, 0, sizeof *r);
+    atomic_init(&r->refs, 1);
+    atomic_init(&r->done, 0);
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        sw_free(r);
+        return sw_fail(SW_ERUNTIME, "cannot create a move request lock");
+    }
+    if (pthread_cond_init(&r->cond, NULL) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        sw_free(r);
+        return sw_fail(SW_ERUNTIME, "cannot create a move request lock");
+    }
+    *out = r;
+    return SW_OK;
+}
+
+sw_move_request *sw_move_request_retain(sw_move_request *r) {
+    if (r)
+        atomic_fetch_add(&r->refs, 1);
+    return r;
+}
+
+void sw_move_request_unref(sw_move_request *r) {
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    sw_tensor_unref(r->result);
+    sw_op_unref(r->op);
+    sw_tensor_unref(r->tensor);
+    sw_carrier_unref(r->destination);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->lock);
+    sw_free(r);
+}
+
+/* Records the terminal outcome once (st and the calling thread's error,
+ * or result) and wakes the waiters. */
+static void request_finish(sw_move_request *r, sw_status st,
+                           sw_tensor *result) {
+    pthread_mutex_lock(&r->lock);
+    if (!atomic_load(&r->done)) {
+        if (st)
+            save_error(&r->error, st);
+        else
+            r->result = result;
+        result = NULL;
+        atomic_store(&r->done, 1);
+        pthread_cond_broadcast(&r->cond);
+    }
+    pthread_mutex_unlock(&r->lock);
+    sw_tensor_unref(result);
+}
+
+int sw_move_request_done(const sw_move_request *r) {
+    return r && atomic_load(&r->done);
+}
+
+sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out) {
+    if (!r)
+        return sw_fail(SW_ETYPE, "move request must not be NULL");
+    pthread_mutex_lock(&r->lock);
+    while (!atomic_load(&r->done))
+        pthread_cond_wait(&r->cond, &r->lock);
+    sw_tensor *result = r->result;
+    saved_error e = r->error;
+    pthread_mutex_unlock(&r->lock);
+    if (!result)
+        return restore_error(&e);
+    if (out)
+        *out = sw_tensor_retain(result);
+    return SW_OK;
+}
+
+/* Runs the checked move r describes on the calling thread, as a recorded
+ * forward under the calling thread's grad mode. */
+static sw_status request_run(sw_move_request *r, sw_tensor **out) {
+    move_state *s = sw_op_state(r->op);
+    s->destination = r->destination;
+    s->planned = 1;
+    sw_arg arg = sw_arg_tensor(r->tensor);
+    sw_status st = sw_op_forward(r->op, 1, &arg, out);
+    s->destination = NULL;
+    s->planned = 0;
+    return st;
+}
+
+static void *move_worker(void *arg) {
+    sw_move_request *r = arg;
+    pthread_mutex_lock(&workers_lock);
+    while (workers_held)
+        pthread_cond_wait(&workers_cond, &workers_lock);
+    pthread_mutex_unlock(&workers_lock);
+    sw_carrier *src = r->tensor->carrier, *dst = r->destination;
+    uintptr_t me = sw_thread_id();
+    sw_carrier_move_worker(src, me);
+    sw_carrier_move_worker(dst, me);
+    sw_set_grad_enabled(r->record);
+    sw_tensor *out = NULL;
+    sw_status st = request_run(r, &out);
+    /* The participants are usable again before the outcome is visible:
+     * whoever sees done may write to, release or move them. */
+    sw_carrier_move_mark(src, -1);
+    sw_carrier_move_mark(dst, -1);
+    request_finish(r, st, st ? NULL : out);
+    sw_move_request_unref(r);
+    pthread_mutex_lock(&workers_lock);
+    if (--workers_running == 0)
+        pthread_cond_broadcast(&workers_cond);
+    pthread_mutex_unlock(&workers_lock);
+    return NULL;
+}
+
+/* Whether a checked move runs on a worker thread: a built-in bulk route
+ * between the built-in CPU and FileBacked storages, of at least
+ * SW_MOVE_ASYNC_MIN_BYTES. Everything else may call back into a host
+ * language or is small, and completes at submission. */
+static int runs_async(const sw_move_class *cls, sw_tensor *t, sw_carrier *dst,
+                      const move_plan *p) {
+    sw_carrier *src = t->carrier;
+    int pair = (cls == &cpu_to_file_class && sw_carrier_is_cpu(src) &&
+                sw_carrier_is_file(dst)) ||
+               (cls == &file_to_cpu_class && sw_carrier_is_file(src) &&
+                sw_carrier_is_cpu(dst));
+    int64_t bytes;
+    return pair &&
+           sw_mul_ok(p->required, sw_dtype_itemsize(sw_carrier_dtype(src)),
+                     &bytes) &&
+           bytes >= SW_MOVE_ASYNC_MIN_BYTES;
+}
+
+sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
+                            sw_carrier *destination, sw_move_request **out) {
+    if (!sw_op_is_move(op))
+        return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
+    move_state *s = sw_op_state(op);
+    if (s->planned)
+        return sw_fail(SW_ERUNTIME, "this move operation is already running");
+    move_plan p;
+    sw_status st = move_check(s->cls, tensor, destination, &p);
+    if (st)
+        return st;
+    sw_move_request *r = NULL;
+    st = request_new(&r);
+    if (st)
+        return st;
+    r->op = sw_op_retain(op);
+    r->tensor = sw_tensor_retain(tensor);
+    r->destination = sw_carrier_retain(destination);
+    r->record = sw_grad_enabled();
+    s->plan = p;
+    if (runs_async(s->cls, tensor, destination, &p)) {
+        /* The participants are protected from now until the worker ends. */
+        sw_carrier_move_mark(tensor->carrier, 1);
+        sw_carrier_move_mark(destination, 1);
+        s->planned = 1;
+        pthread_mutex_lock(&workers_lock);
+        ++workers_running;
+        pthread_mutex_unlock(&workers_lock);
+        pthread_attr_t attr;
+        pthread_t thread;
+        int ok = pthread_attr_init(&attr) == 0;
+        if (ok) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&thread, &attr, move_worker,
+                                sw_move_request_retain(r)) == 0;
+            pthread_attr_destroy(&attr);
+        }
+        if (ok) {
+            *out = r;
+            return SW_OK;
+        }
+        /* No thread: the move runs here instead. */
+        sw_move_request_unref(r); /* the worker's reference */
+        s->planned = 0;
+        sw_carrier_move_mark(tensor->carrier, -1);
+        sw_carrier_move_mark(destination, -1);
+        pthread_mutex_lock(&workers_lock);
+        if (--workers_running == 0)
+            pthread_cond_broadcast(&workers_cond);
+        pthread_mutex_unlock(&workers_lock);
+    }
+    sw_tensor *result = NULL;
+    st = request_run(r, &result);
+    request_finish(r, st, st ? NULL : result);
+    /* A synchronous request keeps nothing but its outcome. */
+    sw_op_unref(r->op);
+    sw_tensor_unref(r->tensor);
+    sw_carrier_unref(r->destination);
+    r->op = NULL;
+    r->tensor = NULL;
+    r->destination = NULL;
+    *out = r;
+    return SW_OK;
+}
+
+sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
+                        sw_move_request **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_op *op = NULL;
+    sw_status st = sw_move_op_new(dispatch_pair(tensor, destination), &op);
+    if (st)
+        return st;
+    st = sw_move_op_submit(op, tensor, destination, out);
     sw_op_unref(op);
     return st;
 }

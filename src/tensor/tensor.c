@@ -179,6 +179,9 @@ sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
         return sw_fail(SW_ERUNTIME, "scatter_onto carrier is released");
     if (!sw_carrier_is_mutable(c))
         return sw_carrier_fail_immutable();
+    sw_status moving = sw_carrier_check_move(c);
+    if (moving)
+        return moving;
     if (sw_carrier_is_released(src->carrier))
         return sw_fail(SW_ERUNTIME, "to_scatter carrier is released");
     if (!sw_tree_equal(mapping->shape, src->layout->shape))

@@ -2190,6 +2190,346 @@ static bool setup_dir(void) {
     return setenv("TMPDIR", tmp_dir, 1) == 0;
 }
 
+/* --------------------------------------------------- asynchronous moves */
+
+static sw_carrier *file_new_f32(void) {
+    sw_carrier *f = NULL;
+    if (sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &f) != SW_OK)
+        bail_out(sw_errmsg());
+    return f;
+}
+
+static sw_tensor *flat_tensor(sw_carrier *c, int64_t n) {
+    char lay[64];
+    snprintf(lay, sizeof lay, "%lld:1", (long long)n);
+    return T(c, 0, lay);
+}
+
+static sw_status noop_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                              sw_tensor **out) {
+    return sw_set_error(SW_ERUNTIME, "not a move");
+}
+
+static const sw_op_class noop_class = {
+    .version = SW_OP_CLASS_VERSION,
+    .name = "noop",
+    .forward = noop_forward,
+};
+
+static void test_move_lowered(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *c = cpu_seq(3, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t = T(c, 0, "3:1");
+    sw_carrier *d = cpu_seq(3, SW_DTYPE_FLOAT32, 0, 1);
+    sw_op *op = NULL;
+    if (sw_move_op_new(sw_move_elementwise(), &op) != SW_OK)
+        bail_out(sw_errmsg());
+    sw_tensor *r = SENT_TENSOR;
+    sw_status st = sw_move_op_execute_lowered(op, NULL, d, &r);
+    expect_fail(st, SW_ETYPE, "tensor must be a Tensor", "lowered NULL");
+    ok(r == SENT_TENSOR, "a failed lowered move leaves *out alone");
+    st = sw_move_op_execute_lowered(op, t, sw_tensor_carrier(t), &r);
+    expect_fail(st, SW_EVALUE,
+                "destination must not be the tensor's own carrier",
+                "lowered into its own carrier");
+    st = sw_move_op_check(op, t, sw_tensor_carrier(t));
+    expect_fail(st, SW_EVALUE,
+                "destination must not be the tensor's own carrier",
+                "checking a move into its own carrier");
+    st = sw_move_op_check(op, t, d);
+    expect_ok(st, "checking a valid move");
+    ok(!sw_carrier_is_released(c) && sw_carrier_version(d) == 0,
+       "checking changes nothing");
+    r = NULL;
+    st = sw_move_op_execute_lowered(op, t, d, &r);
+    if (expect_ok(st, "a lowered move")) {
+        ok(sw_tensor_autograd_ctx(r) == NULL,
+           "a lowered move records no autograd context");
+        is_int(sw_op_ninputs(op), 0, "and saves no input");
+        ok(cget(d, 2) == 3 && sw_carrier_is_released(c),
+           "the values moved and the source is released");
+    }
+    sw_tensor_unref(r);
+    sw_tensor *dummy = NULL;
+    sw_op *noop = NULL;
+    if (sw_op_new(&noop_class, NULL, &noop) == SW_OK) {
+        st = sw_move_op_execute_lowered(noop, t, d, &dummy);
+        expect_fail(st, SW_ETYPE, "operation must be a MoveOperation",
+                    "lowered on another operation");
+        st = sw_move_op_check(noop, t, d);
+        expect_fail(st, SW_ETYPE, "operation must be a MoveOperation",
+                    "checking with another operation");
+        sw_op_unref(noop);
+    }
+    sw_op_unref(op);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(d);
+    leak_check(base, "lowered moves");
+}
+
+static void test_move_async_small(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *c = cpu_seq(4, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t = T(c, 0, "4:1");
+    sw_carrier *f = file_new_f32();
+    sw_move_request *req = NULL;
+    sw_status st = sw_move_async(t, f, &req);
+    if (expect_ok(st, "a small move_async")) {
+        ok(sw_move_request_done(req), "a small move is done at submission");
+        is_int(sw_move_pending_count(), 0, "no worker was started");
+        sw_tensor *a = NULL, *b = NULL;
+        st = sw_move_request_wait(req, &a);
+        expect_ok(st, "wait");
+        st = sw_move_request_wait(req, &b);
+        expect_ok(st, "a second wait");
+        ok(a && a == b, "every wait returns the same result");
+        ok(a && sw_tensor_carrier(a) == f && cget(f, 3) == 4,
+           "the result is over the destination");
+        ok(sw_carrier_is_released(c), "the source is released");
+        ok(a && sw_tensor_autograd_ctx(a) != NULL &&
+               sw_op_is_move(sw_tensor_autograd_ctx(a)),
+           "the result records the move");
+        st = sw_move_request_wait(req, NULL);
+        expect_ok(st, "wait without an out-parameter");
+        sw_tensor_unref(a);
+        sw_tensor_unref(b);
+    }
+    sw_move_request_unref(req);
+    sw_move_request_unref(NULL);
+    ok(!sw_move_request_done(NULL), "a NULL request is not done");
+    st = sw_move_request_wait(NULL, NULL);
+    expect_fail(st, SW_ETYPE, "move request must not be NULL", "wait NULL");
+
+    /* Validation failures come back directly, with no request. */
+    req = (sw_move_request *)SENT_PTR;
+    st = sw_move_async(NULL, f, &req);
+    expect_fail(st, SW_ETYPE, "tensor must be a Tensor", "move_async NULL");
+    st = sw_move_async(t, f, &req);
+    expect_fail(st, SW_ERUNTIME, "tensor carrier is released",
+                "move_async of a released source");
+    sw_carrier *c2 = cpu_seq(4, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t2 = T(c2, 0, "4:1");
+    st = sw_move_async(t2, NULL, &req);
+    expect_fail(st, SW_ETYPE, "destination must be a Carrier instance",
+                "move_async without a destination");
+    ok(req == (sw_move_request *)SENT_PTR, "*out is left alone");
+    ok(!sw_carrier_is_released(c2), "the source is kept");
+
+    /* A copy failure after submission is the request's outcome. */
+    sw_carrier *g = generic_seq(4, 0);
+    sw_tensor *gt = T(g, 0, "4:1");
+    sw_move_request *fr = NULL;
+    sw_carrier *f2 = file_new_f32();
+    sw_debug_fail_io_after(1);
+    st = sw_move_async(t2, f2, &fr);
+    sw_debug_fail_io_after(-1);
+    if (expect_ok(st, "a move that fails after submission is submitted")) {
+        ok(sw_move_request_done(fr), "and is done");
+        sw_tensor *r = SENT_TENSOR;
+        st = sw_move_request_wait(fr, &r);
+        is_int(st, SW_EOS, "wait reports the I/O failure");
+        ok(strstr(sw_errmsg(), "No space left") != NULL,
+           "with the system's message");
+        sw_clear_error();
+        st = sw_move_request_wait(fr, &r);
+        is_int(st, SW_EOS, "every wait reports it");
+        sw_clear_error();
+        ok(r == SENT_TENSOR, "and writes no result");
+        ok(!sw_carrier_is_released(c2) && cget(c2, 3) == 4,
+           "the source is live and unchanged");
+        is_int(sw_carrier_version(f2), 0, "the destination version is kept");
+    }
+    sw_move_request_unref(fr);
+    sw_tensor_unref(gt);
+    sw_carrier_unref(g);
+    sw_carrier_unref(f2);
+    sw_tensor_unref(t2);
+    sw_carrier_unref(c2);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(f);
+    leak_check(base, "small asynchronous moves");
+}
+
+static void test_move_async_worker(void) {
+    int64_t base = sw_debug_live_allocs();
+    int64_t n = (int64_t)1 << 19; /* 2 MiB of float32 */
+    sw_carrier *c = cpu_seq(n, SW_DTYPE_FLOAT32, 0, 1);
+    sw_tensor *t = flat_tensor(c, n);
+    sw_carrier *f = file_new_f32();
+    sw_debug_move_hold(1);
+    sw_move_request *req = NULL;
+    sw_status st = sw_move_async(t, f, &req);
+    if (!expect_ok(st, "a 2 MiB move_async")) {
+        sw_debug_move_hold(0);
+        bail_out("cannot continue");
+    }
+    ok(!sw_move_request_done(req), "it is not done while the worker waits");
+    is_int(sw_move_pending_count(), 1, "one worker runs");
+
+    /* The participants refuse changes from other threads. */
+    sw_value v = sw_value_f64(1);
+    st = sw_carrier_set(c, 0, &v);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "writing the source");
+    st = sw_carrier_set(f, 0, &v);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "writing the destination");
+    st = sw_carrier_bump_version(c);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "bumping the source's version");
+    st = sw_carrier_release_storage(c);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "releasing the source");
+    st = sw_carrier_release_storage(f);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "releasing the destination");
+    st = sw_file_resize(f, 3);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "resizing the destination");
+    int64_t token = 0;
+    st = sw_carrier_claim(c, &token);
+    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                "claiming the source");
+    sw_carrier *other = file_new_f32();
+    sw_tensor *r = SENT_TENSOR;
+    st = sw_move(t, other, &r);
+    expect_fail(st, SW_ERUNTIME, "tensor carrier has a pending move",
+                "moving the source again");
+    sw_carrier *c3 = cpu_seq(4, SW_DTYPE_FLOAT32, 0, 1);
+    sw_tensor *t3 = T(c3, 0, "4:1");
+    st = sw_move(t3, f, &r);
+    expect_fail(st, SW_ERUNTIME, "destination carrier has a pending move",
+                "moving into the destination");
+    sw_move_request *second = (sw_move_request *)SENT_PTR;
+    st = sw_move_async(t, other, &second);
+    expect_fail(st, SW_ERUNTIME, "tensor carrier has a pending move",
+                "move_async of the source again");
+    ok(r == SENT_TENSOR && second == (sw_move_request *)SENT_PTR,
+       "the refused moves wrote nothing");
+    ok(cget(c, 5) == 5, "the source can still be read");
+
+    sw_debug_move_hold(0);
+    sw_tensor *a = NULL;
+    st = sw_move_request_wait(req, &a);
+    if (expect_ok(st, "wait for the worker")) {
+        ok(sw_move_request_done(req), "the request is done");
+        ok(sw_carrier_is_released(c), "the source is released at commit");
+        is_int(sw_carrier_size(f), n, "the file has the cosize");
+        is_int(sw_carrier_version(f), 0, "the destination version is 0");
+        ok(cget(f, 0) == 0 && cget(f, n - 1) == (double)(n - 1),
+           "the values arrived");
+        ok(sw_tensor_autograd_ctx(a) &&
+               sw_op_ninputs(sw_tensor_autograd_ctx(a)) == 1,
+           "the result records the move with its input");
+        st = sw_carrier_set(f, 0, &v);
+        expect_ok(st, "the destination is writable again");
+    }
+    sw_tensor_unref(a);
+    sw_move_request_unref(req);
+    sw_move_wait_idle();
+    is_int(sw_move_pending_count(), 0, "no worker is left");
+
+    /* And back, dropping the request before it ends. */
+    sw_carrier *d = NULL;
+    if (sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 1, &d) != SW_OK)
+        bail_out(sw_errmsg());
+    sw_tensor *ft = flat_tensor(f, n);
+    sw_debug_move_hold(1);
+    req = NULL;
+    st = sw_move_async(ft, d, &req);
+    expect_ok(st, "FileBacked to CPU asynchronously");
+    ok(!sw_move_request_done(req), "pending");
+    sw_move_request_unref(req); /* neither waits nor cancels */
+    sw_debug_move_hold(0);
+    sw_move_wait_idle();
+    ok(sw_carrier_is_released(f), "the dropped move still completed");
+    const float *p = sw_cpu_data(d);
+    ok(p && p[n - 1] == (float)(n - 1), "and delivered the values");
+    sw_tensor_unref(ft);
+
+    /* An I/O failure on the worker: the source stays. */
+    sw_carrier *c4 = cpu_seq(n, SW_DTYPE_FLOAT32, 1, 1);
+    sw_tensor *t4 = flat_tensor(c4, n);
+    sw_carrier *f4 = file_new_f32();
+    sw_debug_move_hold(1);
+    req = NULL;
+    st = sw_move_async(t4, f4, &req);
+    expect_ok(st, "an asynchronous move that will fail");
+    sw_debug_fail_io_after(1);
+    sw_debug_move_hold(0);
+    r = SENT_TENSOR;
+    st = sw_move_request_wait(req, &r);
+    sw_debug_fail_io_after(-1);
+    is_int(st, SW_EOS, "the worker's I/O failure is the outcome");
+    sw_clear_error();
+    ok(r == SENT_TENSOR, "no result");
+    ok(!sw_carrier_is_released(c4) && cget(c4, n - 1) == (double)n,
+       "the source is live and unchanged");
+    is_int(sw_carrier_version(c4), 0, "the source version is kept");
+    is_int(sw_carrier_version(f4), 0, "the destination version is kept");
+    st = sw_carrier_set(c4, 0, &v);
+    expect_ok(st, "the source is writable again");
+    sw_move_request_unref(req);
+    sw_move_wait_idle();
+
+    sw_tensor_unref(t4);
+    sw_carrier_unref(c4);
+    sw_carrier_unref(f4);
+    sw_tensor_unref(t3);
+    sw_carrier_unref(c3);
+    sw_carrier_unref(other);
+    sw_carrier_unref(d);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(f);
+    leak_check(base, "asynchronous moves on a worker");
+    is_int(count_entries(tmp_dir), 0, "no temporary file is left");
+}
+
+typedef struct waiter_arg {
+    sw_move_request *req;
+    sw_tensor *result;
+    sw_status st;
+} waiter_arg;
+
+static void *waiter(void *p) {
+    waiter_arg *w = p;
+    w->st = sw_move_request_wait(w->req, &w->result);
+    return NULL;
+}
+
+static void test_move_async_concurrent_waits(void) {
+    int64_t base = sw_debug_live_allocs();
+    int64_t n = (int64_t)1 << 19;
+    sw_carrier *c = cpu_seq(n, SW_DTYPE_FLOAT32, 0, 1);
+    sw_tensor *t = flat_tensor(c, n);
+    sw_carrier *f = file_new_f32();
+    sw_debug_move_hold(1);
+    sw_move_request *req = NULL;
+    sw_status st = sw_move_async(t, f, &req);
+    expect_ok(st, "submit for two waiters");
+    waiter_arg w[2] = {{req, NULL, SW_EVALUE}, {req, NULL, SW_EVALUE}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; ++i)
+        pthread_create(&th[i], NULL, waiter, &w[i]);
+    sw_debug_move_hold(0);
+    for (int i = 0; i < 2; ++i)
+        pthread_join(th[i], NULL);
+    ok(w[0].st == SW_OK && w[1].st == SW_OK, "both waits succeed");
+    ok(w[0].result && w[0].result == w[1].result,
+       "both get the identical result");
+    sw_tensor_unref(w[0].result);
+    sw_tensor_unref(w[1].result);
+    sw_move_request_unref(req);
+    sw_move_wait_idle();
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(f);
+    leak_check(base, "concurrent waits");
+}
+
 int main(void) {
     if (!ok(setup_dir(), "a private TMPDIR"))
         return done_testing();
@@ -2212,6 +2552,10 @@ int main(void) {
     test_registry();
     test_move_autograd();
     test_move_backward_faults();
+    test_move_lowered();
+    test_move_async_small();
+    test_move_async_worker();
+    test_move_async_concurrent_waits();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     is_int(count_entries(tmp_dir), 0, "no temporary file is left");
     ok(rmdir(tmp_dir) == 0, "the private TMPDIR is removed (it was empty)");

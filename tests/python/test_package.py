@@ -19,6 +19,7 @@ import strideweave.carriers.file_backed.carrier
 import strideweave.carriers.generic
 import strideweave.carriers.generic.carrier
 import strideweave.carriers.generic.ops
+import strideweave.carriers.move
 import strideweave.carriers.operation_helpers
 import strideweave.carriers.shared_ops
 import strideweave.core
@@ -64,7 +65,10 @@ CORE_NAMES = [
 # The reference's sorted operation names, restricted to those that exist so
 # far (moves and the profiler come with later issues).
 OPERATION_NAMES = [
+    "CpuToFileBackedMoveOperation",
+    "ElementwiseMoveOperation",
     "EvictableOperation",
+    "FileBackedToCpuMoveOperation",
     "GenericAddOperation",
     "GenericDivOperation",
     "GenericELUOperation",
@@ -83,6 +87,7 @@ OPERATION_NAMES = [
     "GenericSubOperation",
     "GenericTanhOperation",
     "GenericViewOperation",
+    "MoveOperation",
     "Operation",
     "PermuteOperation",
     "RearrangeOperation",
@@ -96,6 +101,7 @@ OPERATION_NAMES = [
     "is_grad_enabled",
     "leaky_relu",
     "matmul",
+    "move",
     "mul",
     "neg",
     "no_grad",
@@ -240,6 +246,10 @@ def test_public_members_are_found():
         "RearrangeOperation",
         "Module",
         "Parameter",
+        "MoveOperation",
+        "ElementwiseMoveOperation",
+        "CpuToFileBackedMoveOperation",
+        "FileBackedToCpuMoveOperation",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -282,6 +292,7 @@ def test_docstring_examples_run():
         strideweave.carriers.shared_ops,
         strideweave.carriers.generic.ops,
         strideweave.carriers.cpu.ops,
+        strideweave.carriers.move,
         strideweave._native,
         strideweave.core.module,
         strideweave.friendly,

@@ -14,6 +14,7 @@
 #include "einops.h"
 #include "functional.h"
 #include "layout.h"
+#include "move.h"
 #include "operation.h"
 #include "strideweave/strideweave.h"
 #include "tensor.h"
@@ -286,7 +287,7 @@ static int module_exec(PyObject *module) {
         swpy_operation_init_types(module, st) < 0 ||
         swpy_evictable_init_types(module, st) < 0 ||
         swpy_functional_init(module, st) < 0 ||
-        swpy_einops_init(module, st) < 0) {
+        swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -332,6 +333,14 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     for (int i = 0; i < SWPY_EINOPS_CACHES; i++) {
         Py_VISIT(st->einops_cache[i]);
     }
+    Py_VISIT(st->move_op_type);
+    for (int i = 0; i < 3; i++) {
+        Py_VISIT(st->move_types[i]);
+    }
+    Py_VISIT(st->move_classes);
+    Py_VISIT(st->move_registered);
+    Py_VISIT(st->await_result_type);
+    Py_VISIT(st->await_move_type);
     return 0;
 }
 
@@ -340,6 +349,8 @@ static int module_clear(PyObject *module) {
     if (st == NULL) {
         return 0;
     }
+    /* First: it maps carrier classes to keys with the types below. */
+    swpy_move_clear(st);
     Py_CLEAR(st->shape_type);
     Py_CLEAR(st->stride_type);
     Py_CLEAR(st->layout_type);

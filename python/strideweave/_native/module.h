@@ -107,6 +107,18 @@ typedef struct swpy_state {
      * it hits the type's attribute cache). */
     PyObject *str_id;
     PyObject *einops_cache[SWPY_EINOPS_CACHES];
+    /* Moves (see move.h): MoveOperation and the three built-in move
+     * classes; the library move class of each Python subclass (type ->
+     * capsule); the pairs registered from Python ((source, destination)
+     * -> operation class), kept alive while the library registry names
+     * them; the completion handle types. */
+    PyTypeObject *move_op_type;
+    PyTypeObject *move_types[3];
+    PyObject *move_classes;
+    PyObject *move_registered;
+    PyTypeObject *await_result_type;
+    PyTypeObject *await_move_type;
+    PyObject *str_copy_hook; /* "_copy" */
 } swpy_state;
 
 /* The definition of this module, to find its state from a subclass. */

@@ -26,6 +26,7 @@
 #include "errors.h"
 #include "gil.h"
 #include "layout.h"
+#include "move.h"
 #include "recipe.h"
 #include "tensor.h"
 
@@ -502,10 +503,13 @@ PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned) {
         return peer;
     }
     int i = native_index(st, sw_op_get_class(owned));
-    PyTypeObject *type = i >= 0                      ? st->op_types[i]
-                         : is_python_op(owned)       ? st->operation_type
-                         : sw_op_is_evictable(owned) ? st->evictable_op_type
-                                                     : st->native_op_type;
+    PyTypeObject *type =
+        i >= 0                      ? st->op_types[i]
+        : is_python_op(owned)       ? st->operation_type
+        : sw_op_is_evictable(owned) ? st->evictable_op_type
+        : sw_op_is_move(owned)
+            ? swpy_move_type_of_class(st, sw_move_op_class(owned))
+            : st->native_op_type;
     return swpy_op_new_object(type, owned);
 }
 
@@ -1125,6 +1129,9 @@ static void mark_busy(PyObject *const *args, Py_ssize_t nargs, swpy_state *st,
 PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
                       PyObject *const *args, Py_ssize_t nargs,
                       swpy_run_mode mode) {
+    if (sw_op_is_move(op)) {
+        return swpy_move_run(st, op, args, nargs, mode);
+    }
     /* An Evictable adapter takes the arguments of the operation it wraps,
      * which also keeps the op.ctx values. */
     sw_op *kind_op = op;

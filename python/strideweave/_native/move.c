@@ -1,0 +1,1352 @@
+/*
+ * Moves from Python: see move.h.
+ */
+#include "move.h"
+
+#include <string.h>
+
+#include "strideweave/evictable.h"
+
+#include "carrier.h"
+#include "errors.h"
+#include "gil.h"
+#include "layout.h"
+#include "tensor.h"
+
+/* A failure status whose Python exception explains it (see swpy_raise). */
+#define HOOK_FAILED SW_ERUNTIME
+
+/* Indexes of st->move_types. */
+enum { MOVE_ELEMENTWISE = 0, MOVE_CPU_TO_FILE = 1, MOVE_FILE_TO_CPU = 2 };
+
+#define OP(o) (((OperationObject *)(o))->op)
+
+/* ------------------------------------------------------------------ keys */
+
+/*
+ * The move key of a carrier class; TypeError "<what> must be a Carrier
+ * subclass" for anything else. The name is borrowed from the class.
+ */
+static int key_of_type(swpy_state *st, PyObject *cls, const char *what,
+                       sw_move_key *out) {
+    if (!PyType_Check(cls) ||
+        !PyType_IsSubtype((PyTypeObject *)cls, st->carrier_type)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Carrier subclass", what);
+        return -1;
+    }
+    if (cls == (PyObject *)st->cpu_type) {
+        *out = sw_move_key_cpu();
+    } else if (cls == (PyObject *)st->generic_type) {
+        *out = sw_move_key_generic();
+    } else if (cls == (PyObject *)st->file_type) {
+        *out = sw_move_key_file();
+    } else if (cls == (PyObject *)st->evictable_type) {
+        *out = sw_move_key_class(sw_evictable_class());
+    } else {
+        /* The dispatch tag of its instances (see carrier.c). */
+        out->id = cls;
+        out->name = ((PyTypeObject *)cls)->tp_name;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------- move classes */
+
+static sw_status base_copy(sw_op *op, sw_tensor *tensor,
+                           sw_carrier *destination, sw_tensor *output,
+                           int64_t element_count) {
+    return sw_set_error(SW_ENOTIMPL, "MoveOperation._copy must be implemented");
+}
+
+/* The class of MoveOperation itself: unpinned, no copy of its own. */
+static const sw_move_class base_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "MoveOperation",
+    .copy = base_copy,
+};
+
+/* A library move class made for a Python subclass, with its names. */
+typedef struct class_box {
+    sw_move_class cls;
+    char names[];
+} class_box;
+
+static void box_free(PyObject *capsule) {
+    PyMem_Free(PyCapsule_GetPointer(capsule, "strideweave.move_class"));
+}
+
+/* The library classes of the native move types, by index (base: -1). */
+static const sw_move_class *native_class(int i) {
+    switch (i) {
+    case MOVE_ELEMENTWISE:
+        return sw_move_elementwise();
+    case MOVE_CPU_TO_FILE:
+        return sw_move_cpu_to_file();
+    case MOVE_FILE_TO_CPU:
+        return sw_move_file_to_cpu();
+    default:
+        return &base_class;
+    }
+}
+
+/* The index of the nearest native move type in type's MRO (-1: only
+ * MoveOperation itself). */
+static int native_base(swpy_state *st, PyTypeObject *type) {
+    PyObject *mro = type->tp_mro;
+    for (Py_ssize_t k = 0; mro != NULL && k < PyTuple_GET_SIZE(mro); k++) {
+        PyObject *t = PyTuple_GET_ITEM(mro, k);
+        for (int i = 0; i < 3; i++) {
+            if (t == (PyObject *)st->move_types[i]) {
+                return i;
+            }
+        }
+    }
+    return -1;
+}
+
+PyTypeObject *swpy_move_type_of_class(swpy_state *st,
+                                      const sw_move_class *cls) {
+    if (cls == sw_move_elementwise()) {
+        return st->move_types[MOVE_ELEMENTWISE];
+    }
+    if (cls == sw_move_cpu_to_file()) {
+        return st->move_types[MOVE_CPU_TO_FILE];
+    }
+    if (cls == sw_move_file_to_cpu()) {
+        return st->move_types[MOVE_FILE_TO_CPU];
+    }
+    if (cls == &base_class || cls == NULL || cls->ctx == NULL) {
+        return st->move_op_type;
+    }
+    return (PyTypeObject *)cls->ctx;
+}
+
+static sw_status py_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
+                         sw_tensor *output, int64_t element_count);
+
+/* A pin attribute of a move class: None, or a Carrier subclass. */
+static int pin_of(swpy_state *st, PyTypeObject *type, const char *attr,
+                  sw_move_key *out) {
+    PyObject *v = PyObject_GetAttrString((PyObject *)type, attr);
+    if (v == NULL) {
+        return -1;
+    }
+    int r = 0;
+    if (v == Py_None) {
+        out->id = NULL;
+        out->name = NULL;
+    } else {
+        r = key_of_type(st, v, attr, out);
+    }
+    Py_DECREF(v);
+    return r;
+}
+
+/*
+ * The library move class of a MoveOperation class (borrowed: the module
+ * state keeps it), made on first use. NULL with an exception set when a
+ * pin attribute is neither None nor a Carrier subclass.
+ */
+static const sw_move_class *class_of_type(swpy_state *st, PyTypeObject *type) {
+    if (type == st->move_op_type) {
+        return &base_class;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (type == st->move_types[i]) {
+            return native_class(i);
+        }
+    }
+    PyObject *capsule =
+        PyDict_GetItemWithError(st->move_classes, (PyObject *)type);
+    if (capsule != NULL) {
+        return PyCapsule_GetPointer(capsule, "strideweave.move_class");
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    int base = native_base(st, type);
+    PyTypeObject *base_type =
+        base >= 0 ? st->move_types[base] : st->move_op_type;
+    sw_move_key src, dst;
+    if (pin_of(st, type, "source_class", &src) < 0 ||
+        pin_of(st, type, "destination_class", &dst) < 0) {
+        return NULL;
+    }
+    /* _copy overridden below the native base: the hook calls Python. */
+    PyObject *mine = PyObject_GetAttr((PyObject *)type, st->str_copy_hook);
+    PyObject *theirs = mine != NULL ? PyObject_GetAttr((PyObject *)base_type,
+                                                       st->str_copy_hook)
+                                    : NULL;
+    if (theirs == NULL) {
+        Py_XDECREF(mine);
+        return NULL;
+    }
+    int overridden = mine != theirs;
+    Py_DECREF(mine);
+    Py_DECREF(theirs);
+    const char *name = type->tp_name;
+    const char *sn = src.name ? src.name : "";
+    const char *dn = dst.name ? dst.name : "";
+    size_t ln = strlen(name) + 1, ls = strlen(sn) + 1, ld = strlen(dn) + 1;
+    class_box *box = PyMem_Malloc(sizeof *box + ln + ls + ld);
+    if (box == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memset(&box->cls, 0, sizeof box->cls);
+    memcpy(box->names, name, ln);
+    memcpy(box->names + ln, sn, ls);
+    memcpy(box->names + ln + ls, dn, ld);
+    box->cls.version = SW_MOVE_CLASS_VERSION;
+    box->cls.name = box->names;
+    box->cls.source_pin.id = src.id;
+    box->cls.source_pin.name = src.id ? box->names + ln : NULL;
+    box->cls.destination_pin.id = dst.id;
+    box->cls.destination_pin.name = dst.id ? box->names + ln + ls : NULL;
+    box->cls.copy = overridden ? py_copy : native_class(base)->copy;
+    box->cls.ctx = type; /* kept alive as a key of move_classes */
+    capsule = PyCapsule_New(box, "strideweave.move_class", box_free);
+    if (capsule == NULL) {
+        PyMem_Free(box);
+        return NULL;
+    }
+    int r = PyDict_SetItem(st->move_classes, (PyObject *)type, capsule);
+    Py_DECREF(capsule);
+    return r < 0 ? NULL : &box->cls;
+}
+
+/* ----------------------------------------------------- the Python hook */
+
+/* A move's result shares the source's layout object (the library shares
+ * the layout value; this keeps `result.layout is tensor.layout`). */
+static void share_layout(PyObject *result, PyObject *source) {
+    TensorObject *r = (TensorObject *)result, *s = (TensorObject *)source;
+    if (r->layout != NULL && s->layout != NULL && r->layout != s->layout &&
+        swpy_layout_get(r->layout) == swpy_layout_get(s->layout)) {
+        Py_SETREF(r->layout, Py_NewRef(s->layout));
+    }
+}
+
+static sw_status py_copy_body(sw_op *op, sw_tensor *tensor,
+                              sw_carrier *destination, sw_tensor *output,
+                              int64_t element_count) {
+    if (PyErr_Occurred()) {
+        return HOOK_FAILED;
+    }
+    PyTypeObject *type = (PyTypeObject *)sw_move_op_class(op)->ctx;
+    swpy_state *st = swpy_state_of_type(type);
+    if (st == NULL) {
+        return HOOK_FAILED;
+    }
+    /* An operation the library made (a backward pass's reverse route) has
+     * no object: a fresh instance of the class runs the hook. */
+    PyObject *self = sw_op_get_peer(op);
+    if (self != NULL) {
+        Py_INCREF(self);
+    } else {
+        self = PyObject_CallNoArgs((PyObject *)type);
+        if (self == NULL) {
+            return HOOK_FAILED;
+        }
+    }
+    PyObject *t = swpy_tensor_wrap(st, sw_tensor_retain(tensor));
+    PyObject *d = t != NULL
+                      ? swpy_carrier_wrap(st, sw_carrier_retain(destination))
+                      : NULL;
+    PyObject *o =
+        d != NULL ? swpy_tensor_wrap(st, sw_tensor_retain(output)) : NULL;
+    if (o != NULL) {
+        share_layout(o, t);
+    }
+    PyObject *n = o != NULL ? PyLong_FromLongLong(element_count) : NULL;
+    PyObject *r = n != NULL ? PyObject_CallMethodObjArgs(
+                                  self, st->str_copy_hook, t, d, o, n, NULL)
+                            : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(d);
+    Py_XDECREF(o);
+    Py_XDECREF(n);
+    Py_DECREF(self);
+    if (r == NULL) {
+        return HOOK_FAILED;
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+static sw_status py_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
+                         sw_tensor *output, int64_t element_count) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status r = py_copy_body(op, tensor, destination, output, element_count);
+    swpy_gil_release(g);
+    return r;
+}
+
+/* ------------------------------------------------------------- running */
+
+/* The carrier of a Carrier object, NULL (no exception) for anything else
+ * and for an object whose __init__ never ran. */
+static sw_carrier *carrier_or_null(swpy_state *st, PyObject *o) {
+    if (!swpy_is_carrier(st, o)) {
+        return NULL;
+    }
+    return ((CarrierObject *)o)->carrier;
+}
+
+/* Whether a move can run without the GIL: a native copy between native
+ * carriers (nothing calls back into Python), and worth it. */
+static int move_without_gil(const sw_move_class *cls, sw_tensor *t,
+                            sw_carrier *dst) {
+    if (dst == NULL ||
+        (cls != sw_move_elementwise() && cls != sw_move_cpu_to_file() &&
+         cls != sw_move_file_to_cpu())) {
+        return 0;
+    }
+    sw_carrier *src = sw_tensor_carrier(t);
+    int native_src = sw_carrier_is_cpu(src) || sw_carrier_is_file(src);
+    int native_dst = sw_carrier_is_cpu(dst) || sw_carrier_is_file(dst);
+    return native_src && native_dst &&
+           swpy_bulk(sw_layout_cosize(sw_tensor_layout(t)));
+}
+
+/* The (tensor, destination) arguments of a move. */
+static int move_args(swpy_state *st, PyObject *const *args, Py_ssize_t nargs,
+                     sw_tensor **t, sw_carrier **dst) {
+    if (nargs < 1 || !swpy_is_tensor(st, args[0])) {
+        PyErr_SetString(PyExc_TypeError, "tensor must be a Tensor");
+        return -1;
+    }
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "a move takes a tensor and a destination carrier");
+        return -1;
+    }
+    *t = swpy_tensor_of(args[0]);
+    if (*t == NULL) {
+        return -1;
+    }
+    *dst = carrier_or_null(st, args[1]);
+    return 0;
+}
+
+/* Whether a Python carrier class defines one of the allocation hooks
+ * (the base's new_like allocates through allocate_like). */
+static int allocates(swpy_state *st, PyObject *type) {
+    static const char *const names[] = {"allocate_like", "new_like"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *mine = PyObject_GetAttrString(type, names[i]);
+        PyObject *base =
+            mine != NULL
+                ? PyObject_GetAttrString((PyObject *)st->carrier_type, names[i])
+                : NULL;
+        int differs = base != NULL && mine != base;
+        Py_XDECREF(mine);
+        Py_XDECREF(base);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (differs) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The library checks a differentiable move's route back before any work,
+ * but cannot see whether a Python carrier class can allocate: a source
+ * whose class has no allocation hook fails here, after every other check,
+ * as the library fails for a backend without allocation.
+ */
+static int check_python_reverse(swpy_state *st, sw_op *op, PyObject *tensor,
+                                sw_tensor *t, sw_carrier *dst) {
+    sw_carrier *src = sw_tensor_carrier(t);
+    if (!swpy_carrier_is_python(src) || !sw_grad_enabled() ||
+        !sw_tensor_is_differentiable(t)) {
+        return 0;
+    }
+    PyObject *type = (PyObject *)Py_TYPE(((TensorObject *)tensor)->carrier);
+    int can = allocates(st, type);
+    if (can != 0) {
+        return can < 0 ? -1 : 0;
+    }
+    sw_status s = sw_move_op_check(op, t, dst);
+    if (swpy_check(s) < 0) {
+        return -1;
+    }
+    PyErr_Format(PyExc_NotImplementedError,
+                 "move has no reverse route: %s carrier does not support "
+                 "allocation",
+                 ((PyTypeObject *)type)->tp_name);
+    return -1;
+}
+
+PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
+                        Py_ssize_t nargs, swpy_run_mode mode) {
+    sw_tensor *t = NULL;
+    sw_carrier *dst = NULL;
+    if (move_args(st, args, nargs, &t, &dst) < 0 ||
+        check_python_reverse(st, op, args[0], t, dst) < 0) {
+        return NULL;
+    }
+    sw_tensor *out = NULL;
+    sw_status s;
+    if (move_without_gil(sw_move_op_class(op), t, dst)) {
+        PyObject *src_obj = ((TensorObject *)args[0])->carrier;
+        swpy_carrier_enter(src_obj, args[1]);
+        SWPY_NOGIL_BEGIN
+        s = mode == SWPY_RUN_FORWARD
+                ? sw_move_op_forward(op, t, dst, &out)
+                : sw_move_op_execute_lowered(op, t, dst, &out);
+        SWPY_NOGIL_END
+        swpy_carrier_leave(src_obj, args[1]);
+    } else {
+        s = mode == SWPY_RUN_FORWARD
+                ? sw_move_op_forward(op, t, dst, &out)
+                : sw_move_op_execute_lowered(op, t, dst, &out);
+    }
+    if (swpy_check(s) < 0) {
+        sw_tensor_unref(s == SW_OK ? out : NULL);
+        return NULL;
+    }
+    PyObject *r = swpy_tensor_wrap(st, out);
+    if (r != NULL) {
+        share_layout(r, args[0]);
+    }
+    return r;
+}
+
+/* A fresh instance of the operation class registered for the pair of
+ * tensor's carrier and destination (an owned reference). */
+static PyObject *dispatched_instance(swpy_state *st, sw_tensor *t,
+                                     sw_carrier *dst) {
+    sw_move_key dkey = {NULL, NULL};
+    if (dst != NULL) {
+        dkey = sw_move_key_of(dst);
+    }
+    const sw_move_class *cls =
+        sw_move_dispatch(sw_move_key_of(sw_tensor_carrier(t)), dkey);
+    return PyObject_CallNoArgs((PyObject *)swpy_move_type_of_class(st, cls));
+}
+
+/* ------------------------------------------------ MoveOperation methods */
+
+static PyObject *move_op_tp_new(PyTypeObject *type, PyObject *args,
+                                PyObject *kwds) {
+    swpy_state *st = swpy_state_of_type(type);
+    if (st == NULL) {
+        return NULL;
+    }
+    const sw_move_class *cls = class_of_type(st, type);
+    if (cls == NULL) {
+        return NULL;
+    }
+    sw_op *op = NULL;
+    sw_status s = sw_move_op_new(cls, &op);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_operation_new_object(type, op);
+}
+
+/* _copy(tensor, destination, output, element_count): the native copy of
+ * the nearest built-in class (what a subclass reaches through super()). */
+static PyObject *move_op_copy(PyObject *self, PyObject *const *args,
+                              Py_ssize_t nargs) {
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return NULL;
+    }
+    int base = native_base(st, Py_TYPE(self));
+    if (base < 0) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "MoveOperation._copy must be implemented");
+        return NULL;
+    }
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError,
+                     "_copy() takes 4 arguments (tensor, destination, "
+                     "output, element_count), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (!swpy_is_tensor(st, args[0])) {
+        PyErr_SetString(PyExc_TypeError, "tensor must be a Tensor");
+        return NULL;
+    }
+    sw_carrier *dst = carrier_or_null(st, args[1]);
+    if (dst == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "destination must be a Carrier instance");
+        return NULL;
+    }
+    if (!swpy_is_tensor(st, args[2])) {
+        PyErr_SetString(PyExc_TypeError, "output must be a Tensor");
+        return NULL;
+    }
+    long long count = PyLong_AsLongLong(args[3]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    sw_tensor *t = swpy_tensor_of(args[0]);
+    sw_tensor *o = t != NULL ? swpy_tensor_of(args[2]) : NULL;
+    sw_op *op = OP(self);
+    if (o == NULL || op == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the Operation object has been cleared");
+        }
+        return NULL;
+    }
+    if (sw_carrier_is_released(sw_tensor_carrier(t))) {
+        PyErr_SetString(PyExc_RuntimeError, "tensor carrier is released");
+        return NULL;
+    }
+    if (swpy_check(native_class(base)->copy(op, t, dst, o, (int64_t)count)) <
+        0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------ functions */
+
+/* The classes of a registry call; 0, or -1 with TypeError. */
+static int pair_args(swpy_state *st, PyObject *src, PyObject *dst,
+                     sw_move_key *skey, sw_move_key *dkey) {
+    if (key_of_type(st, src, "source_class", skey) < 0 ||
+        key_of_type(st, dst, "destination_class", dkey) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *fn_register(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"source_class", "destination_class",
+                             "operation_class", NULL};
+    PyObject *src = NULL, *dst = NULL, *op_cls = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:register_move_operation",
+                                     kwlist, &src, &dst, &op_cls)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_module_state(module);
+    sw_move_key skey, dkey;
+    if (pair_args(st, src, dst, &skey, &dkey) < 0) {
+        return NULL;
+    }
+    if (!PyType_Check(op_cls) ||
+        !PyType_IsSubtype((PyTypeObject *)op_cls, st->move_op_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "operation_class must be a MoveOperation subclass");
+        return NULL;
+    }
+    const sw_move_class *cls = class_of_type(st, (PyTypeObject *)op_cls);
+    if (cls == NULL) {
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, src, dst);
+    if (pair == NULL) {
+        return NULL;
+    }
+    sw_status s = sw_move_register(skey, dkey, cls);
+    if (s != SW_OK) {
+        Py_DECREF(pair);
+        return swpy_raise(s);
+    }
+    /* The classes stay alive while the library registry names them. */
+    if (PyDict_SetItem(st->move_registered, pair, op_cls) < 0) {
+        (void)sw_move_unregister(skey, dkey, NULL);
+        Py_DECREF(pair);
+        return NULL;
+    }
+    Py_DECREF(pair);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fn_unregister(PyObject *module, PyObject *args,
+                               PyObject *kwds) {
+    static char *kwlist[] = {"source_class", "destination_class", NULL};
+    PyObject *src = NULL, *dst = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:unregister_move_operation",
+                                     kwlist, &src, &dst)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_module_state(module);
+    sw_move_key skey, dkey;
+    if (pair_args(st, src, dst, &skey, &dkey) < 0) {
+        return NULL;
+    }
+    const sw_move_class *cls = NULL;
+    sw_status s = sw_move_unregister(skey, dkey, &cls);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    PyObject *r = Py_NewRef((PyObject *)swpy_move_type_of_class(st, cls));
+    PyObject *pair = PyTuple_Pack(2, src, dst);
+    if (pair == NULL || (PyDict_DelItem(st->move_registered, pair) < 0 &&
+                         !PyErr_ExceptionMatches(PyExc_KeyError))) {
+        Py_XDECREF(pair);
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyErr_Clear();
+    Py_DECREF(pair);
+    return r;
+}
+
+static PyObject *fn_dispatch(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"source_class", "destination_class", NULL};
+    PyObject *src = NULL, *dst = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:dispatch_move", kwlist,
+                                     &src, &dst)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_module_state(module);
+    sw_move_key skey, dkey;
+    if (pair_args(st, src, dst, &skey, &dkey) < 0) {
+        return NULL;
+    }
+    const sw_move_class *cls = sw_move_dispatch(skey, dkey);
+    return Py_NewRef((PyObject *)swpy_move_type_of_class(st, cls));
+}
+
+/* ------------------------------------------------------ await handles */
+
+typedef struct {
+    PyObject_HEAD
+        /* Owned; NULL for a handle not made by move_async. */
+        sw_move_request *req;
+    PyObject *result; /* the moved Tensor once observed */
+    PyObject *source; /* the moved Tensor object, until then */
+    /* The recorded failure as an exception (type, value, traceback), made
+     * once so that every wait raises the same object. */
+    PyObject *exc_type, *exc_value, *exc_tb;
+} AwaitObject;
+
+#define AWAIT(o) ((AwaitObject *)(o))
+
+/* Keeps the pending Python exception as the handle's failure. */
+static void await_keep_exception(PyObject *self) {
+    AwaitObject *a = AWAIT(self);
+    PyErr_Fetch(&a->exc_type, &a->exc_value, &a->exc_tb);
+    PyErr_NormalizeException(&a->exc_type, &a->exc_value, &a->exc_tb);
+    if (a->exc_tb != NULL && a->exc_value != NULL) {
+        PyException_SetTraceback(a->exc_value, a->exc_tb);
+    }
+}
+
+static PyObject *await_raise(PyObject *self) {
+    AwaitObject *a = AWAIT(self);
+    PyErr_Restore(Py_XNewRef(a->exc_type), Py_XNewRef(a->exc_value),
+                  Py_XNewRef(a->exc_tb));
+    return NULL;
+}
+
+static PyObject *await_tp_new(PyTypeObject *type, PyObject *args,
+                              PyObject *kwds) {
+    PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances",
+                 type->tp_name);
+    return NULL;
+}
+
+static int await_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(AWAIT(self)->result);
+    Py_VISIT(AWAIT(self)->source);
+    Py_VISIT(AWAIT(self)->exc_type);
+    Py_VISIT(AWAIT(self)->exc_value);
+    Py_VISIT(AWAIT(self)->exc_tb);
+    return 0;
+}
+
+static int await_clear(PyObject *self) {
+    Py_CLEAR(AWAIT(self)->result);
+    Py_CLEAR(AWAIT(self)->source);
+    Py_CLEAR(AWAIT(self)->exc_type);
+    Py_CLEAR(AWAIT(self)->exc_value);
+    Py_CLEAR(AWAIT(self)->exc_tb);
+    return 0;
+}
+
+static void await_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    await_clear(self);
+    /* Dropping the handle neither waits for nor cancels the move. */
+    sw_move_request_unref(AWAIT(self)->req);
+    AWAIT(self)->req = NULL;
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *await_get_done(PyObject *self, void *closure) {
+    AwaitObject *a = AWAIT(self);
+    return PyBool_FromLong(a->req == NULL || sw_move_request_done(a->req) ||
+                           a->exc_value != NULL);
+}
+
+static PyObject *await_wait(PyObject *self, PyObject *unused) {
+    AwaitObject *a = AWAIT(self);
+    if (a->result != NULL) {
+        return Py_NewRef(a->result);
+    }
+    if (a->exc_value != NULL || a->exc_type != NULL) {
+        return await_raise(self);
+    }
+    if (a->req == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "this handle has no move");
+        return NULL;
+    }
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        return NULL;
+    }
+    sw_tensor *out = NULL;
+    sw_status s;
+    if (sw_move_request_done(a->req)) {
+        s = sw_move_request_wait(a->req, &out);
+    } else {
+        /* The worker may need the GIL to finish. */
+        SWPY_NOGIL_BEGIN
+        s = sw_move_request_wait(a->req, &out);
+        SWPY_NOGIL_END
+    }
+    /* Another thread may have observed the outcome meanwhile. */
+    if (a->result != NULL) {
+        sw_tensor_unref(out);
+        return Py_NewRef(a->result);
+    }
+    if (a->exc_value != NULL || a->exc_type != NULL) {
+        return await_raise(self);
+    }
+    if (s != SW_OK) {
+        swpy_raise(s);
+        await_keep_exception(self);
+        return await_raise(self);
+    }
+    PyObject *r = swpy_tensor_wrap(st, out);
+    if (r == NULL) {
+        return NULL;
+    }
+    if (a->source != NULL) {
+        share_layout(r, a->source);
+        Py_CLEAR(a->source);
+    }
+    a->result = Py_NewRef(r);
+    return r;
+}
+
+/* move_async(tensor, destination): the handle, or NULL with the
+ * validation failure set. */
+static PyObject *submit(PyObject *module, PyObject *tensor,
+                        PyObject *destination) {
+    swpy_state *st = swpy_module_state(module);
+    PyObject *argv[2] = {tensor, destination};
+    sw_tensor *t = NULL;
+    sw_carrier *dst = NULL;
+    if (move_args(st, argv, 2, &t, &dst) < 0) {
+        return NULL;
+    }
+    /* One move per call: a sequence of destinations is refused first. */
+    if (PyList_Check(destination) || PyTuple_Check(destination)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "destination must be a Carrier instance");
+        return NULL;
+    }
+    PyObject *op = dispatched_instance(st, t, dst);
+    if (op == NULL) {
+        return NULL;
+    }
+    AwaitObject *handle =
+        (AwaitObject *)st->await_move_type->tp_alloc(st->await_move_type, 0);
+    if (handle == NULL) {
+        Py_DECREF(op);
+        return NULL;
+    }
+    if (check_python_reverse(st, OP(op), tensor, t, dst) < 0) {
+        Py_DECREF(op);
+        Py_DECREF(handle);
+        return NULL;
+    }
+    sw_move_request *req = NULL;
+    sw_status s = sw_move_op_submit(OP(op), t, dst, &req);
+    Py_DECREF(op);
+    if (s != SW_OK) {
+        Py_DECREF(handle);
+        return swpy_raise(s);
+    }
+    handle->req = req;
+    handle->source = Py_NewRef(tensor);
+    /* A move that ran here and failed in Python code (a _copy hook, a
+     * carrier method): that exception is the outcome. */
+    if (PyErr_Occurred()) {
+        await_keep_exception((PyObject *)handle);
+    }
+    return (PyObject *)handle;
+}
+
+static PyObject *fn_move_async(PyObject *module, PyObject *args,
+                               PyObject *kwds) {
+    static char *kwlist[] = {"tensor", "destination", NULL};
+    PyObject *tensor = NULL, *destination = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move_async", kwlist,
+                                     &tensor, &destination)) {
+        return NULL;
+    }
+    return submit(module, tensor, destination);
+}
+
+/* move(tensor, destination) is move_async(tensor, destination).wait(). */
+static PyObject *fn_move(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"tensor", "destination", NULL};
+    PyObject *tensor = NULL, *destination = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:move", kwlist, &tensor,
+                                     &destination)) {
+        return NULL;
+    }
+    PyObject *handle = submit(module, tensor, destination);
+    if (handle == NULL) {
+        return NULL;
+    }
+    PyObject *r = await_wait(handle, NULL);
+    Py_DECREF(handle);
+    return r;
+}
+
+static PyObject *fn_move_wait_idle(PyObject *module, PyObject *unused) {
+    SWPY_NOGIL_BEGIN
+    sw_move_wait_idle();
+    SWPY_NOGIL_END
+    Py_RETURN_NONE;
+}
+
+static PyObject *fn_move_hold(PyObject *module, PyObject *arg) {
+    int hold = PyObject_IsTrue(arg);
+    if (hold < 0) {
+        return NULL;
+    }
+    sw_debug_move_hold(hold);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fn_move_pending(PyObject *module, PyObject *unused) {
+    return PyLong_FromLongLong(sw_move_pending_count());
+}
+
+/* ------------------------------------------------------- documentation */
+
+PyDoc_STRVAR(
+    move_doc,
+    "move(tensor, destination)\n--\n\n"
+    "Moves tensor's values into destination and releases the source "
+    "carrier: move_async(tensor, destination).wait().\n\n"
+    "The operation class comes from the move registry for the exact pair "
+    "(type(tensor.carrier), type(destination)); the result is a Tensor "
+    "over destination at offset 0 with tensor's layout. The destination "
+    "needs the layout's cosize slots (an empty FileBacked grows to it). "
+    "The source carrier is released only after the copy succeeded; a "
+    "failed move leaves both carriers as they were. With grad mode on, "
+    "the result's autograd context is the move and backward returns the "
+    "gradient in fresh storage of the source carrier's class.\n\n"
+    "Args:\n"
+    "    tensor: the Tensor to move.\n"
+    "    destination: a live, mutable Carrier of tensor's dtype, not "
+    "tensor's own carrier.\n\n"
+    "Returns:\n"
+    "    Tensor: the moved tensor, backed by destination.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave import FileBacked, Generic, Layout, Shape, "
+    "Stride, Tensor, move\n"
+    "    >>> t = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
+    "Stride(1)))\n"
+    "    >>> m = move(t, FileBacked())\n"
+    "    >>> m[1], t.carrier.is_released()\n"
+    "    (2.0, True)\n");
+
+PyDoc_STRVAR(
+    register_doc,
+    "register_move_operation(source_class, destination_class, "
+    "operation_class)\n--\n\n"
+    "Registers operation_class for the exact carrier class pair in the "
+    "process-global move registry.\n\n"
+    "The entry applies to these two classes only, not to subclasses. A "
+    "pair that already has an entry (built-in ones included) is refused "
+    "and keeps it.\n\n"
+    "Args:\n"
+    "    source_class: a Carrier subclass.\n"
+    "    destination_class: a Carrier subclass.\n"
+    "    operation_class: a MoveOperation subclass.\n\n"
+    "Returns:\n"
+    "    None.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave import Generic\n"
+    "    >>> from strideweave.carriers.move import ElementwiseMoveOperation, "
+    "dispatch_move, register_move_operation, unregister_move_operation\n"
+    "    >>> class Mine(Generic): ...\n"
+    "    >>> class MyMove(ElementwiseMoveOperation): ...\n"
+    "    >>> register_move_operation(Mine, Generic, MyMove)\n"
+    "    >>> dispatch_move(Mine, Generic) is MyMove\n"
+    "    True\n"
+    "    >>> unregister_move_operation(Mine, Generic) is MyMove\n"
+    "    True\n");
+
+PyDoc_STRVAR(unregister_doc,
+             "unregister_move_operation(source_class, destination_class)\n--"
+             "\n\n"
+             "Removes the registry entry of the exact carrier class pair.\n\n"
+             "Args:\n"
+             "    source_class: a Carrier subclass.\n"
+             "    destination_class: a Carrier subclass.\n\n"
+             "Returns:\n"
+             "    type: the operation class that was registered.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import Generic\n"
+             "    >>> from strideweave.carriers.move import "
+             "unregister_move_operation\n"
+             "    >>> unregister_move_operation(Generic, Generic)\n"
+             "    Traceback (most recent call last):\n"
+             "    KeyError: 'no move operation is registered for (Generic, "
+             "Generic)'\n");
+
+PyDoc_STRVAR(dispatch_doc,
+             "dispatch_move(source_class, destination_class)\n--\n\n"
+             "The move operation class for the exact carrier class pair.\n\n"
+             "Matches classes by identity: a subclass does not inherit its "
+             "parent's entry. Pairs without an entry use "
+             "ElementwiseMoveOperation.\n\n"
+             "Args:\n"
+             "    source_class: a Carrier subclass.\n"
+             "    destination_class: a Carrier subclass.\n\n"
+             "Returns:\n"
+             "    type: a MoveOperation subclass.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, FileBacked\n"
+             "    >>> from strideweave.carriers.move import dispatch_move\n"
+             "    >>> dispatch_move(CPU, FileBacked).__name__\n"
+             "    'CpuToFileBackedMoveOperation'\n"
+             "    >>> dispatch_move(CPU, CPU).__name__\n"
+             "    'ElementwiseMoveOperation'\n");
+
+PyDoc_STRVAR(
+    move_op_doc,
+    "MoveOperation()\n--\n\n"
+    "The base of the operations that move a tensor into another "
+    "carrier.\n\n"
+    "forward(tensor, destination) validates the move, makes the result "
+    "Tensor over destination, runs _copy(tensor, destination, output, "
+    "element_count) and releases the source carrier once it returned. "
+    "Subclasses implement _copy; the class attributes source_class and "
+    "destination_class, when not None, pin the exact carrier classes the "
+    "operation accepts. They are read when the class is first "
+    "instantiated or registered.\n\n"
+    "Returns:\n"
+    "    MoveOperation: the operation.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave import Generic, Layout, Shape, Stride, "
+    "Tensor\n"
+    "    >>> from strideweave.carriers.move import MoveOperation\n"
+    "    >>> class Copy(MoveOperation):\n"
+    "    ...     def _copy(self, tensor, destination, output, "
+    "element_count):\n"
+    "    ...         for i in range(tensor.size()):\n"
+    "    ...             output[i] = tensor[i]\n"
+    "    >>> t = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
+    "Stride(1)))\n"
+    "    >>> Copy().forward(t, Generic([0.0, 0.0]))[1]\n"
+    "    2.0\n");
+
+PyDoc_STRVAR(move_op_copy_doc,
+             "_copy($self, tensor, destination, output, element_count, /)\n"
+             "--\n\n"
+             "Performs one move's transfer: fills destination so that "
+             "output holds tensor's values.\n\n"
+             "The base raises NotImplementedError; the built-in classes "
+             "run their native copy.\n\n"
+             "Args:\n"
+             "    tensor: the Tensor being moved.\n"
+             "    destination: the receiving carrier.\n"
+             "    output: the result Tensor over destination.\n"
+             "    element_count: the layout's cosize, the slots covered.\n\n"
+             "Returns:\n"
+             "    None.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave.carriers.move import MoveOperation\n"
+             "    >>> MoveOperation()._copy(None, None, None, 0)\n"
+             "    Traceback (most recent call last):\n"
+             "    NotImplementedError: MoveOperation._copy must be "
+             "implemented\n");
+
+PyDoc_STRVAR(elementwise_doc,
+             "ElementwiseMoveOperation()\n--\n\n"
+             "The move of every pair without a registered operation: "
+             "output[i] = tensor[i] for every logical index.\n\n"
+             "Holes of the destination keep their values; the "
+             "destination's version rises once per element.\n\n"
+             "Returns:\n"
+             "    ElementwiseMoveOperation: the operation.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU\n"
+             "    >>> from strideweave.carriers.move import dispatch_move\n"
+             "    >>> dispatch_move(CPU, CPU) is ElementwiseMoveOperation\n"
+             "    True\n");
+
+PyDoc_STRVAR(cpu_to_file_doc,
+             "CpuToFileBackedMoveOperation()\n--\n\n"
+             "The bulk move from CPU to FileBacked: the layout's whole "
+             "physical span, holes included, written to the file in large "
+             "pieces.\n\n"
+             "Pinned to exactly CPU sources and FileBacked destinations; "
+             "the destination's version is unchanged.\n\n"
+             "Returns:\n"
+             "    CpuToFileBackedMoveOperation: the operation.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, FileBacked\n"
+             "    >>> CpuToFileBackedMoveOperation.source_class is CPU\n"
+             "    True\n");
+
+PyDoc_STRVAR(file_to_cpu_doc,
+             "FileBackedToCpuMoveOperation()\n--\n\n"
+             "The bulk move from FileBacked to CPU: the layout's whole "
+             "physical span read from the file in large pieces.\n\n"
+             "Pinned to exactly FileBacked sources and CPU destinations; "
+             "the destination's version is unchanged.\n\n"
+             "Returns:\n"
+             "    FileBackedToCpuMoveOperation: the operation.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, FileBacked\n"
+             "    >>> FileBackedToCpuMoveOperation.destination_class is CPU\n"
+             "    True\n");
+
+PyDoc_STRVAR(
+    move_async_doc,
+    "move_async(tensor, destination)\n--\n\n"
+    "Starts moving tensor's values into destination and returns a "
+    "completion handle.\n\n"
+    "Validation (the checks of move, in the same order) happens now and "
+    "raises directly. A bulk CPU/FileBacked transfer of 1 MiB or more then "
+    "runs on a worker thread, and the call returns at once; until it ends, "
+    "both carriers refuse writes, release and other moves with "
+    "RuntimeError('Carrier has a pending move'). Every other move "
+    "completes before move_async returns. wait() gives the moved Tensor "
+    "or raises the move's failure; the source carrier is released only "
+    "when the move succeeds. Dropping the handle neither waits for nor "
+    "cancels the move.\n\n"
+    "Args:\n"
+    "    tensor: the Tensor to move (one Tensor, not a sequence).\n"
+    "    destination: a live, mutable Carrier of tensor's dtype (one "
+    "carrier, not a sequence).\n\n"
+    "Returns:\n"
+    "    AwaitMove: the handle of the move.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave import CPU, FileBacked, Layout, Shape, "
+    "Stride, Tensor\n"
+    "    >>> from strideweave.carriers.move import move_async\n"
+    "    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))\n"
+    "    >>> handle = move_async(t, FileBacked(dtype=t.carrier.dtype()))\n"
+    "    >>> m = handle.wait()\n"
+    "    >>> handle.done, handle.wait() is m, t.carrier.is_released()\n"
+    "    (True, True, True)\n");
+
+PyDoc_STRVAR(
+    await_result_doc,
+    "The completion handle of work the framework started.\n\n"
+    "done tells whether the work reached its terminal outcome; wait() "
+    "blocks until then and returns the value or raises the failure, the "
+    "same on every call and from every thread. Handles are not "
+    "awaitables: there is no __await__. Only the framework makes them.\n\n"
+    "Returns:\n"
+    "    AwaitResult: not constructible from Python.\n\n"
+    "Examples:\n"
+    "    >>> from strideweave.carriers.move import AwaitMove, AwaitResult\n"
+    "    >>> issubclass(AwaitMove, AwaitResult), hasattr(AwaitResult, "
+    "'__await__')\n"
+    "    (True, False)\n");
+
+PyDoc_STRVAR(await_move_doc,
+             "The handle of one move_async call; wait() returns the moved "
+             "Tensor.\n\n"
+             "Returns:\n"
+             "    AwaitMove: not constructible from Python.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave.carriers.move import AwaitMove\n"
+             "    >>> AwaitMove()\n"
+             "    Traceback (most recent call last):\n"
+             "    TypeError: cannot create "
+             "'strideweave.carriers.move.AwaitMove' instances\n");
+
+PyDoc_STRVAR(await_wait_doc,
+             "wait($self, /)\n--\n\n"
+             "Blocks until the work has its terminal outcome, then returns "
+             "the value or raises the failure.\n\n"
+             "Every call returns the identical object or raises the same "
+             "exception. The GIL is released while waiting.\n\n"
+             "Returns:\n"
+             "    object: the completed value (the moved Tensor for "
+             "AwaitMove).\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
+             "Tensor\n"
+             "    >>> from strideweave.carriers.move import move_async\n"
+             "    >>> h = move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
+             "Stride(1))), CPU(1))\n"
+             "    >>> h.wait() is h.wait()\n"
+             "    True\n");
+
+PyDoc_STRVAR(await_done_doc,
+             "True once the work has a terminal outcome (success or "
+             "failure).\n\n"
+             "Returns:\n"
+             "    bool: whether wait() would return at once.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
+             "Tensor\n"
+             "    >>> from strideweave.carriers.move import move_async\n"
+             "    >>> move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
+             "Stride(1))), CPU(1)).done\n"
+             "    True\n");
+
+PyDoc_STRVAR(move_wait_idle_doc,
+             "_move_wait_idle($module, /)\n--\n\n"
+             "Blocks until no asynchronous move is running (registered with "
+             "atexit by strideweave.carriers.move).\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+PyDoc_STRVAR(move_hold_doc,
+             "_debug_move_hold($module, hold, /)\n--\n\n"
+             "Test hook: while hold is true, asynchronous move workers wait "
+             "before transferring.\n\n"
+             "Args:\n"
+             "    hold: hold (true) or let the workers go (false).\n\n"
+             "Returns:\n"
+             "    None.\n");
+
+PyDoc_STRVAR(move_pending_doc,
+             "_move_pending_count($module, /)\n--\n\n"
+             "The number of asynchronous moves running now.\n\n"
+             "Returns:\n"
+             "    int: the running moves.\n");
+
+/* ------------------------------------------------------------ type specs */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+
+#define FC(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef move_op_methods[] = {
+    {"_copy", FC(move_op_copy), METH_FASTCALL, move_op_copy_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot move_op_slots[] = {
+    {Py_tp_doc, (void *)move_op_doc},
+    {Py_tp_new, move_op_tp_new},
+    {Py_tp_methods, move_op_methods},
+    {0, NULL},
+};
+
+static PyType_Slot elementwise_slots[] = {
+    {Py_tp_doc, (void *)elementwise_doc},
+    {0, NULL},
+};
+
+static PyType_Slot cpu_to_file_slots[] = {
+    {Py_tp_doc, (void *)cpu_to_file_doc},
+    {0, NULL},
+};
+
+static PyType_Slot file_to_cpu_slots[] = {
+    {Py_tp_doc, (void *)file_to_cpu_doc},
+    {0, NULL},
+};
+
+static PyMethodDef await_methods[] = {
+    {"wait", await_wait, METH_NOARGS, await_wait_doc},
+    {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS, "See PEP 585."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef await_getset[] = {
+    {"done", await_get_done, NULL, await_done_doc, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot await_result_slots[] = {
+    {Py_tp_doc, (void *)await_result_doc},
+    {Py_tp_new, await_tp_new},
+    {Py_tp_dealloc, await_dealloc},
+    {Py_tp_traverse, await_traverse},
+    {Py_tp_clear, await_clear},
+    {Py_tp_methods, await_methods},
+    {Py_tp_getset, await_getset},
+    {0, NULL},
+};
+
+static PyType_Slot await_move_slots[] = {
+    {Py_tp_doc, (void *)await_move_doc},
+    {Py_tp_traverse, await_traverse},
+    {Py_tp_clear, await_clear},
+    {0, NULL},
+};
+
+static PyMethodDef move_functions[] = {
+    {"move_async", FC(fn_move_async), METH_VARARGS | METH_KEYWORDS,
+     move_async_doc},
+    {"_move_wait_idle", fn_move_wait_idle, METH_NOARGS, move_wait_idle_doc},
+    {"_debug_move_hold", fn_move_hold, METH_O, move_hold_doc},
+    {"_move_pending_count", fn_move_pending, METH_NOARGS, move_pending_doc},
+    {"move", FC(fn_move), METH_VARARGS | METH_KEYWORDS, move_doc},
+    {"register_move_operation", FC(fn_register), METH_VARARGS | METH_KEYWORDS,
+     register_doc},
+    {"unregister_move_operation", FC(fn_unregister),
+     METH_VARARGS | METH_KEYWORDS, unregister_doc},
+    {"dispatch_move", FC(fn_dispatch), METH_VARARGS | METH_KEYWORDS,
+     dispatch_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#define MOVE_FLAGS                                                             \
+    (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE)
+
+static PyType_Spec move_op_spec = {
+    .name = "strideweave.carriers.move.MoveOperation",
+    .basicsize = sizeof(OperationObject),
+    .flags = MOVE_FLAGS,
+    .slots = move_op_slots,
+};
+
+static PyType_Spec move_specs[3] = {
+    {
+        .name = "strideweave.carriers.move.ElementwiseMoveOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags = MOVE_FLAGS,
+        .slots = elementwise_slots,
+    },
+    {
+        .name = "strideweave.carriers.move.CpuToFileBackedMoveOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags = MOVE_FLAGS,
+        .slots = cpu_to_file_slots,
+    },
+    {
+        .name = "strideweave.carriers.move.FileBackedToCpuMoveOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags = MOVE_FLAGS,
+        .slots = file_to_cpu_slots,
+    },
+};
+
+static PyType_Spec await_result_spec = {
+    .name = "strideweave.carriers.move.AwaitResult",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_result_slots,
+};
+
+static PyType_Spec await_move_spec = {
+    .name = "strideweave.carriers.move.AwaitMove",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_move_slots,
+};
+
+/* Sets a class attribute of an immutable type made here. */
+static int set_class_attr(PyTypeObject *type, const char *name,
+                          PyObject *value) {
+    int r = PyDict_SetItemString(type->tp_dict, name, value);
+    PyType_Modified(type);
+    return r;
+}
+
+int swpy_move_init(PyObject *module, swpy_state *st) {
+    st->str_copy_hook = PyUnicode_InternFromString("_copy");
+    st->move_classes = PyDict_New();
+    st->move_registered = PyDict_New();
+    if (st->str_copy_hook == NULL || st->move_classes == NULL ||
+        st->move_registered == NULL) {
+        return -1;
+    }
+    PyObject *type = PyType_FromModuleAndSpec(module, &move_op_spec,
+                                              (PyObject *)st->operation_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->move_op_type = (PyTypeObject *)type;
+    if (set_class_attr(st->move_op_type, "source_class", Py_None) < 0 ||
+        set_class_attr(st->move_op_type, "destination_class", Py_None) < 0 ||
+        PyModule_AddType(module, st->move_op_type) < 0) {
+        return -1;
+    }
+    PyObject *pins[3][2] = {
+        {Py_None, Py_None},
+        {(PyObject *)st->cpu_type, (PyObject *)st->file_type},
+        {(PyObject *)st->file_type, (PyObject *)st->cpu_type},
+    };
+    for (int i = 0; i < 3; i++) {
+        type = PyType_FromModuleAndSpec(module, &move_specs[i],
+                                        (PyObject *)st->move_op_type);
+        if (type == NULL) {
+            return -1;
+        }
+        st->move_types[i] = (PyTypeObject *)type;
+        if (set_class_attr(st->move_types[i], "source_class", pins[i][0]) < 0 ||
+            set_class_attr(st->move_types[i], "destination_class", pins[i][1]) <
+                0 ||
+            PyModule_AddType(module, st->move_types[i]) < 0) {
+            return -1;
+        }
+    }
+    type = PyType_FromModuleAndSpec(module, &await_result_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_result_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_result_type) < 0) {
+        return -1;
+    }
+    type = PyType_FromModuleAndSpec(module, &await_move_spec,
+                                    (PyObject *)st->await_result_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_move_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_move_type) < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, move_functions);
+}
+
+void swpy_move_clear(swpy_state *st) {
+    if (st->move_registered != NULL) {
+        /* The library registry is process-wide: take out what this
+         * module put in before its classes go. */
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(st->move_registered, &pos, &key, &value)) {
+            sw_move_key skey, dkey;
+            if (pair_args(st, PyTuple_GET_ITEM(key, 0),
+                          PyTuple_GET_ITEM(key, 1), &skey, &dkey) == 0) {
+                (void)sw_move_unregister(skey, dkey, NULL);
+            }
+            PyErr_Clear();
+            sw_clear_error();
+        }
+    }
+    Py_CLEAR(st->move_registered);
+    Py_CLEAR(st->move_classes);
+    Py_CLEAR(st->move_op_type);
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(st->move_types[i]);
+    }
+    Py_CLEAR(st->await_result_type);
+    Py_CLEAR(st->await_move_type);
+    Py_CLEAR(st->str_copy_hook);
+}
