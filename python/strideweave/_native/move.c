@@ -446,7 +446,7 @@ static PyObject *move_op_tp_new(PyTypeObject *type, PyObject *args,
     if (s != SW_OK) {
         return swpy_raise(s);
     }
-    return swpy_operation_new_object(type, op);
+    return swpy_op_new_object(type, op);
 }
 
 /* _copy(tensor, destination, output, element_count): the native copy of

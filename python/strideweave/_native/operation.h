@@ -34,12 +34,6 @@ void swpy_operation_free_state(swpy_state *st);
 int swpy_is_operation(swpy_state *st, PyObject *o);
 
 /*
- * A new object of type (an Operation subclass) made the peer of owned (an
- * owned reference, consumed), with an empty ctx.
- */
-PyObject *swpy_operation_new_object(PyTypeObject *type, sw_op *owned);
-
-/*
  * The Python object for an operation the library returned (an owned
  * reference, consumed): its peer if it has one, else a new object of the
  * class of its native class, made its peer.
