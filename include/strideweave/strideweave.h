@@ -15,5 +15,6 @@
 #include "strideweave/einops.h"
 #include "strideweave/dlpack.h"
 #include "strideweave/interop.h"
+#include "strideweave/profile.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -282,7 +282,8 @@ static int module_exec(PyObject *module) {
         swpy_carrier_init_types(module, st) < 0 ||
         swpy_tensor_init_type(module, st) < 0 ||
         swpy_operation_init_types(module, st) < 0 ||
-        swpy_functional_init(module, st) < 0) {
+        swpy_functional_init(module, st) < 0 ||
+        swpy_profile_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -320,6 +321,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->op_types[i]);
     }
     Py_VISIT(st->tag_types);
+    Py_VISIT(st->profiler_type);
     return 0;
 }
 
@@ -363,6 +365,7 @@ static int module_clear(PyObject *module) {
         st->op_classes[i] = NULL;
     }
     Py_CLEAR(st->tag_types);
+    Py_CLEAR(st->profiler_type);
     Py_CLEAR(st->str_forward_hook);
     Py_CLEAR(st->str_backward);
     Py_CLEAR(st->str_dispatch_hook);
