@@ -3,7 +3,7 @@
 ``__all__`` is the sorted list of the operation names that
 ``strideweave`` re-exports after its core names. The objects are the same
 as in their home modules (``strideweave.functional``,
-``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``,
+``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``, ``strideweave.profiling``,
 ``strideweave.carriers.operation_helpers``).
 
 Examples:
@@ -65,6 +65,7 @@ from strideweave.functional import (
     tanh,
     view,
 )
+from strideweave.profiling import Profiler, ProfilerAggregate, ProfilerEvent, profile
 
 __all__ = [
     "GenericAddOperation",
@@ -87,6 +88,9 @@ __all__ = [
     "GenericViewOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -103,6 +107,7 @@ __all__ = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",

@@ -137,6 +137,11 @@ from strideweave.functional import (
     view as view,
 )
 
+from strideweave.profiling import Profiler as Profiler
+from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
+from strideweave.profiling import ProfilerEvent as ProfilerEvent
+from strideweave.profiling import profile as profile
+
 __all__ = [
     "GenericAddOperation",
     "GenericDivOperation",
@@ -158,6 +163,9 @@ __all__ = [
     "GenericViewOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -174,6 +182,7 @@ __all__ = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",

@@ -25,6 +25,7 @@ import strideweave.core.layout
 import strideweave.functional
 import strideweave.layout
 import strideweave.operation
+import strideweave.profiling
 import strideweave.tensor
 from strideweave import _native
 
@@ -68,6 +69,9 @@ OPERATION_NAMES = [
     "GenericViewOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -84,6 +88,7 @@ OPERATION_NAMES = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",
@@ -206,6 +211,9 @@ def test_public_members_are_found():
         "GenericViewOperation",
         "PermuteOperation",
         "RearrangeOperation",
+        "Profiler",
+        "ProfilerEvent",
+        "ProfilerAggregate",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -248,6 +256,7 @@ def test_docstring_examples_run():
         strideweave.carriers.generic.ops,
         strideweave.carriers.cpu.ops,
         strideweave._native,
+        strideweave.profiling,
     ):
         tests += finder.find(module, globs=vars(strideweave).copy())
     examples = 0
