@@ -66,12 +66,14 @@ bench: install
 	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
 	$(VPY) bench/bench_layout.py
 	$(VPY) bench/bench_ops.py
+	$(VPY) bench/bench_profiler.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
-		bench/bench_kernels_c >/dev/null
+		bench/bench_kernels_c bench/bench_profile_c >/dev/null
 	./build/bench/bench/bench_layout_c
 	./build/bench/bench/bench_kernels_c
+	./build/bench/bench/bench_profile_c
 
 # The C tests and the whole pytest suite against an AddressSanitizer +
 # UndefinedBehaviorSanitizer build; the first report stops the run.
