@@ -48,7 +48,7 @@ def best_times(cases) -> dict[str, float]:
     a, b = vector(), vector()
     times = {name: float("inf") for name, _ in cases}
     with sw.no_grad():
-        for name, make in cases:
+        for _, make in cases:
             loop(a, b, make())  # warm up
         for _ in range(REPEATS):
             for name, make in cases:

@@ -41,19 +41,19 @@ typedef struct sw_profiler sw_profiler;
 
 /* One recorded execution, copied out by sw_profiler_event. */
 typedef struct sw_profile_event {
-    int64_t id;        /* from 0, in execution start order */
-    int64_t parent_id; /* nearest recorded enclosing execution, or -1 */
-    const char *name;  /* the canonical dispatched name */
-    const void *carrier_tag;         /* sw_op_dispatch_tag of the op */
-    const sw_op_class *impl_class;   /* the executed operation's class */
-    const void *impl_tag;            /* sw_profiler_set_impl_hooks, or NULL */
-    int32_t nshapes;                 /* -1 unless shapes are recorded */
-    const sw_layout *const *shapes;  /* per argument: layout or NULL */
-    int64_t start_ns;                /* CLOCK_MONOTONIC nanoseconds */
-    int64_t duration_ns;             /* inclusive wall time */
-    int64_t self_ns;                 /* minus directly nested executions */
-    uint64_t thread_id;              /* pthread_self() of the thread */
-    int succeeded;                   /* the execution returned a result */
+    int64_t id;              /* from 0, in execution start order */
+    int64_t parent_id;       /* nearest recorded enclosing execution, or -1 */
+    const char *name;        /* the canonical dispatched name */
+    const void *carrier_tag; /* sw_op_dispatch_tag of the op */
+    const sw_op_class *impl_class;  /* the executed operation's class */
+    const void *impl_tag;           /* sw_profiler_set_impl_hooks, or NULL */
+    int32_t nshapes;                /* -1 unless shapes are recorded */
+    const sw_layout *const *shapes; /* per argument: layout or NULL */
+    int64_t start_ns;               /* CLOCK_MONOTONIC nanoseconds */
+    int64_t duration_ns;            /* inclusive wall time */
+    int64_t self_ns;                /* minus directly nested executions */
+    uint64_t thread_id;             /* pthread_self() of the thread */
+    int succeeded;                  /* the execution returned a result */
 } sw_profile_event;
 
 /* A new, not yet started profiler that records every carrier class

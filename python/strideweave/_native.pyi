@@ -226,9 +226,7 @@ class ProfilerSession:
     def events(
         self,
     ) -> tuple[
-        tuple[
-            int, int | None, str, type, type, tuple[Any, ...] | None, int, int, int, int, bool
-        ],
+        tuple[int, int | None, str, type, type, tuple[Any, ...] | None, int, int, int, int, bool],
         ...,
     ]: ...
 

@@ -3,8 +3,8 @@
 ``__all__`` is the sorted list of the operation names that
 ``strideweave`` re-exports after its core names. The objects are the same
 as in their home modules (``strideweave.functional``,
-``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``, ``strideweave.profiling``,
-``strideweave.carriers.operation_helpers``).
+``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``,
+``strideweave.carriers.operation_helpers``, ``strideweave.profiling``).
 
 Examples:
     >>> import strideweave

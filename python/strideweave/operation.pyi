@@ -136,7 +136,6 @@ from strideweave.functional import (
 from strideweave.functional import (
     view as view,
 )
-
 from strideweave.profiling import Profiler as Profiler
 from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
 from strideweave.profiling import ProfilerEvent as ProfilerEvent

@@ -307,8 +307,10 @@ class Profiler:
             >>> t = sw.Tensor(sw.CPU(2), 0, sw.Layout(sw.Shape([2]), sw.Stride([1])))
             >>> with sw.profile() as prof:
             ...     _ = sw.exp(t)
-            >>> print(prof.table().splitlines()[0].rstrip())
-            Name  Carrier                              Calls  Total (ns)  Self total (ns)  Mean (ns)  Min (ns)  Max (ns)
+            >>> print(prof.table().splitlines()[0][:49])
+            Name  Carrier                               Calls
+            >>> len(prof.table().splitlines())
+            3
         """
         if sort_by not in _SORT_FIELDS:
             raise ValueError(f"unsupported profiler table sort field: {sort_by!r}")

@@ -222,7 +222,7 @@ static sw_status forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
 }
 
 typedef sw_status (*run_fn)(sw_op *op, int32_t nargs, const sw_arg *args,
-                           sw_tensor **out);
+                            sw_tensor **out);
 
 /* An execution with a profiler active on this thread: dispatched
  * operations run inside a profiler frame. Kept out of line so that the

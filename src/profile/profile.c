@@ -40,9 +40,9 @@ struct sw_profiler {
     atomic_int state;
     uint64_t thread;
     int record_shapes;
-    int failed;           /* an event could not be recorded */
-    int32_t ntags;        /* < 0: every carrier class */
-    const void **tags;    /* the selected dispatch tags */
+    int failed;        /* an event could not be recorded */
+    int32_t ntags;     /* < 0: every carrier class */
+    const void **tags; /* the selected dispatch tags */
     sw_profile_tag_fn tag_fn;
     sw_profile_release_fn release_fn;
     event *events;
@@ -65,8 +65,7 @@ int64_t sw_profile_now_ns(void) {
 }
 
 static int load_state(const sw_profiler *p) {
-    return atomic_load_explicit((atomic_int *)&p->state,
-                                memory_order_acquire);
+    return atomic_load_explicit((atomic_int *)&p->state, memory_order_acquire);
 }
 
 static int move_state(sw_profiler *p, int from, int to) {
@@ -333,7 +332,7 @@ int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
     f->parent = parent;
     f->child_ns = 0;
     f->event = -1;
-    f->parent_rec = !parent ? -1
+    f->parent_rec = !parent              ? -1
                     : parent->event >= 0 ? parent->event
                                          : parent->parent_rec;
     if (selected(p, sw_op_dispatch_tag(op))) {

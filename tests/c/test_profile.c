@@ -226,7 +226,8 @@ static void test_builtin_recording(void) {
     is_int(e.id, 0, "event id 0");
     is_int(e.parent_id, -1, "a root event");
     is_str(e.name, "add", "canonical name");
-    ok(e.carrier_tag == (const void *)sw_carrier_get_class(sw_tensor_carrier(a)),
+    ok(e.carrier_tag ==
+           (const void *)sw_carrier_get_class(sw_tensor_carrier(a)),
        "carrier tag is the CPU class");
     ok(e.impl_class != NULL && e.impl_tag == NULL, "implementation class");
     is_int(e.nshapes, -1, "no shapes unless recorded");
@@ -259,7 +260,8 @@ static void test_builtin_recording(void) {
     /* The events keep the layout alive after the tensors are gone. */
     sw_tensor_unref(a);
     sw_tensor_unref(b);
-    ok(sw_layout_size(ev(p, 0).shapes[0]) == 4, "the shape outlives the tensor");
+    ok(sw_layout_size(ev(p, 0).shapes[0]) == 4,
+       "the shape outlives the tensor");
     sw_profiler_unref(p);
     leak_check(base, "builtin recording");
 }

@@ -270,9 +270,7 @@ def test_nested_execution_and_self_time():
     assert (outer.id, outer.parent_id) == (0, None)
     assert (inner.id, inner.parent_id) == (1, 0)
     assert inner.start_time_ns >= outer.start_time_ns
-    assert (
-        inner.start_time_ns + inner.duration_ns <= outer.start_time_ns + outer.duration_ns
-    )
+    assert inner.start_time_ns + inner.duration_ns <= outer.start_time_ns + outer.duration_ns
     assert inner.duration_ns >= INNER_SLEEP * NS
     assert inner.self_time_ns == inner.duration_ns
     assert outer.duration_ns >= (OUTER_SLEEP + INNER_SLEEP) * NS
@@ -469,7 +467,9 @@ def test_cross_thread_exit_abandons_and_owner_recovers():
 def test_cross_thread_exit_then_new_profile_recovers():
     prof = sw.profile()
     prof.__enter__()
-    th = threading.Thread(target=lambda: pytest.raises(RuntimeError, prof.__exit__, None, None, None))
+    th = threading.Thread(
+        target=lambda: pytest.raises(RuntimeError, prof.__exit__, None, None, None)
+    )
     th.start()
     th.join()
     with sw.profile() as again:
@@ -578,7 +578,9 @@ def test_table_grouped_column_and_empty():
     prof = fake([ev(0, "relu", CPU, 3, 3, ((2, (3, 4)), None))])
     lines = prof.table(group_by_input_shape=True).split("\n")
     carrier = "strideweave.carriers.cpu.carrier.CPU"
-    assert lines[0].startswith("Name  " + "Carrier".ljust(len(carrier)) + "  Input shapes       " + "  Calls")
+    assert lines[0].startswith(
+        "Name  " + "Carrier".ljust(len(carrier)) + "  Input shapes       " + "  Calls"
+    )
     assert lines[2].startswith("relu  " + carrier + "  ((2, (3, 4)), None)  1    ")
     empty = fake([]).table()
     assert empty.split("\n") == [

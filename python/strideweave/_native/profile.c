@@ -273,12 +273,9 @@ PyDoc_STRVAR(session_doc,
              "one thread; see strideweave.profiling.");
 
 static PyType_Slot session_slots[] = {
-    {Py_tp_doc, (void *)session_doc},
-    {Py_tp_new, (void *)session_new},
-    {Py_tp_dealloc, (void *)session_dealloc},
-    {Py_tp_methods, session_methods},
-    {Py_tp_getset, session_getset},
-    {0, NULL},
+    {Py_tp_doc, (void *)session_doc},         {Py_tp_new, (void *)session_new},
+    {Py_tp_dealloc, (void *)session_dealloc}, {Py_tp_methods, session_methods},
+    {Py_tp_getset, session_getset},           {0, NULL},
 };
 
 static PyType_Spec session_spec = {
