@@ -671,3 +671,40 @@ def test_chrome_trace(tmp_path):
     assert inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 1e-3
     with pytest.raises(RuntimeError, match="only after context exit"):
         sw.profile().export_chrome_trace(path)
+
+
+@pytest.mark.parametrize("kind", ["CPU", "Generic"])
+def test_backward_under_profiler(kind):
+    if kind == "CPU":
+        x = Tensor(CPU(1), 0, layout([1]))
+        x[0] = 2.0
+    else:
+        x = generic_vector([2.0])
+    with sw.profile(record_shapes=True) as prof:
+        y = sw.mul(x, 3.0)
+        z = sw.elementwise_mul(y, y)
+        z.backward()
+    assert x.grad[0] == pytest.approx(36.0)
+    # the reverse pass runs backward rules directly; only the accumulation
+    # of y's two gradient contributions is a dispatched execution
+    names = [e.name for e in prof.events()]
+    assert names[:2] == ["mul", "elementwise_mul"]
+    assert set(names[2:]) <= {"add"}
+    assert all(e.succeeded for e in prof.events())
+
+
+class MyReLU(GenericReLUOperation):
+    pass
+
+
+class ReLUCarrier(Generic):
+    def _dispatch_op(self, name):
+        return MyReLU() if name == "relu" else super()._dispatch_op(name)
+
+
+def test_implementation_type_is_the_python_subclass():
+    t = Tensor(ReLUCarrier([1.0, -1.0]), 0, layout([2]))
+    with sw.profile(carriers=[ReLUCarrier]) as prof:
+        sw.relu(t)
+    (e,) = prof.events()
+    assert (e.carrier_type, e.implementation_type) == (ReLUCarrier, MyReLU)

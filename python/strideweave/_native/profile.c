@@ -272,11 +272,19 @@ PyDoc_STRVAR(session_doc,
              "The library's recording of dispatched operation executions on "
              "one thread; see strideweave.profiling.");
 
+/* The slot table stores function pointers in void * (the CPython API). */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
 static PyType_Slot session_slots[] = {
-    {Py_tp_doc, (void *)session_doc},         {Py_tp_new, (void *)session_new},
-    {Py_tp_dealloc, (void *)session_dealloc}, {Py_tp_methods, session_methods},
-    {Py_tp_getset, session_getset},           {0, NULL},
+    {Py_tp_doc, (void *)session_doc}, {Py_tp_new, session_new},
+    {Py_tp_dealloc, session_dealloc}, {Py_tp_methods, session_methods},
+    {Py_tp_getset, session_getset},   {0, NULL},
 };
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 static PyType_Spec session_spec = {
     .name = "strideweave._native.ProfilerSession",
