@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "strideweave/carrier.h"
+#include "strideweave/interop.h"
 #include "strideweave/layout.h"
 #include "strideweave/op.h"
 #include "strideweave/profile.h"
@@ -378,6 +379,28 @@ static void test_nesting_and_self_time(void) {
     leak_check(base, "nesting");
 }
 
+/* Moves run unannotated operations (no dispatch metadata): not recorded,
+ * and an operation around them is charged their time as its own. */
+static void test_moves_not_recorded(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_carrier *dest = NULL;
+    sw_tensor *moved = NULL, *r = NULL;
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    sw_profiler *p = started(-1, NULL, 1);
+    expect_ok(sw_move(a, dest, &moved), "a move under the profiler");
+    expect_ok(sw_add(moved, moved, &r), "an add after it");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "only the add is recorded");
+    is_str(ev(p, 0).name, "add", "the recorded execution");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
+    leak_check(base, "moves");
+}
+
 static void test_session_rules(void) {
     int64_t base = sw_debug_live_allocs();
     sw_profiler *p = NULL, *q = NULL;
@@ -583,6 +606,7 @@ int main(void) {
     init_classes();
     test_builtin_recording();
     test_nesting_and_self_time();
+    test_moves_not_recorded();
     test_session_rules();
     test_threads();
     test_alloc_failures();
