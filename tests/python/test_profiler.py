@@ -708,3 +708,40 @@ def test_implementation_type_is_the_python_subclass():
         sw.relu(t)
     (e,) = prof.events()
     assert (e.carrier_type, e.implementation_type) == (ReLUCarrier, MyReLU)
+
+
+class Adapter(Operation):
+    """Runs the primary carrier's operation through lowered execution, as a
+    composite carrier's adapter does."""
+
+    def _forward(self, x):
+        primary = Tensor(Generic([x[i] for i in range(x.size())]), 0, x.layout)
+        return execute_lowered_operation(primary.carrier.dispatch_op("relu"), primary)
+
+
+class Composite(Generic):
+    def _dispatch_op(self, name):
+        return Adapter() if name == "relu" else super()._dispatch_op(name)
+
+
+def test_composite_lowered_execution_nests():
+    t = Tensor(Composite([1.0, -1.0]), 0, layout([2]))
+    with sw.profile() as prof:
+        result = sw.relu(t)
+    assert [result[i] for i in range(2)] == [1.0, 0.0]
+    outer, inner = prof.events()
+    assert (outer.name, outer.carrier_type, outer.parent_id) == ("relu", Composite, None)
+    assert (inner.name, inner.carrier_type, inner.parent_id) == ("relu", Generic, 0)
+    assert inner.implementation_type is GenericReLUOperation
+    assert outer.self_time_ns == outer.duration_ns - inner.duration_ns
+    rows = prof.key_averages()
+    # sorted by (module, qualname): strideweave.carriers... before test_profiler
+    assert [(r.name, r.carrier_type) for r in rows] == [("relu", Generic), ("relu", Composite)]
+    with sw.profile(carriers={Generic}) as only:
+        sw.relu(t)
+    (e,) = only.events()
+    assert (e.carrier_type, e.parent_id) == (Generic, None)
+    with sw.profile(carriers={Composite}) as outer_only:
+        sw.relu(t)
+    (e,) = outer_only.events()
+    assert e.self_time_ns < e.duration_ns
