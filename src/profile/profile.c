@@ -166,13 +166,51 @@ sw_status sw_profiler_set_impl_hooks(sw_profiler *p, sw_profile_tag_fn tag,
 
 /* ------------------------------------------------------------ sessions */
 
+/*
+ * The registration of a thread's active profiler is sw_profile_tls (the
+ * fast path) mirrored in a thread-specific key whose destructor ends a
+ * session still registered when its thread exits: the session is
+ * abandoned and the registration's reference dropped.
+ */
+static pthread_key_t registration_key;
+static pthread_once_t registration_once = PTHREAD_ONCE_INIT;
+static int registration_keyed;
+
+static void registration_end(void *value) {
+    sw_profiler *p = value;
+    if (sw_profile_tls == p)
+        sw_profile_tls = NULL;
+    move_state(p, STATE_ACTIVE, STATE_ABANDONED);
+    sw_profiler_unref(p);
+}
+
+static void registration_make_key(void) {
+    registration_keyed =
+        pthread_key_create(&registration_key, registration_end) == 0;
+}
+
+/* Registers p (whose reference the registration takes) on this thread. */
+static void registration_set(sw_profiler *p) {
+    sw_profile_tls = p;
+    pthread_once(&registration_once, registration_make_key);
+    if (registration_keyed)
+        pthread_setspecific(registration_key, p);
+}
+
+/* Ends this thread's registration and drops its reference. */
+static void registration_drop(void) {
+    sw_profiler *p = sw_profile_tls;
+    sw_profile_tls = NULL;
+    if (registration_keyed)
+        pthread_setspecific(registration_key, NULL);
+    sw_profiler_unref(p);
+}
+
 /* Drops the calling thread's registration if its session was abandoned. */
 static void drop_abandoned(void) {
     sw_profiler *p = sw_profile_tls;
-    if (p && load_state(p) == STATE_ABANDONED) {
-        sw_profile_tls = NULL;
-        sw_profiler_unref(p);
-    }
+    if (p && load_state(p) == STATE_ABANDONED)
+        registration_drop();
 }
 
 sw_profiler *sw_profiler_active(void) {
@@ -190,7 +228,7 @@ sw_status sw_profiler_start(sw_profiler *p) {
     p->thread = this_thread();
     if (!move_state(p, STATE_NEW, STATE_ACTIVE))
         return sw_fail(SW_ERUNTIME, "Profiler contexts are single-use");
-    sw_profile_tls = sw_profiler_retain(p);
+    registration_set(sw_profiler_retain(p));
     return SW_OK;
 }
 
@@ -227,10 +265,8 @@ sw_status sw_profiler_stop(sw_profiler *p) {
     }
     while (p->top)
         close_frame(p, p->top, now, 0);
-    if (sw_profile_tls == p) {
-        sw_profile_tls = NULL;
-        sw_profiler_unref(p);
-    }
+    if (sw_profile_tls == p)
+        registration_drop();
     if (p->failed)
         return sw_fail(SW_ENOMEM, "out of memory while recording profiler "
                                   "events");

@@ -480,6 +480,16 @@ static void *profile_adds(void *arg) {
     return NULL;
 }
 
+static void *start_and_exit(void *arg) {
+    sw_profiler *p = arg;
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_tensor *r = NULL;
+    if (sw_profiler_start(p) == SW_OK && sw_add(a, a, &r) == SW_OK)
+        sw_tensor_unref(r);
+    sw_tensor_unref(a);
+    return NULL; /* without stopping */
+}
+
 static void test_threads(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *a = cpu_tensor("4:1");
@@ -529,6 +539,19 @@ static void test_threads(void) {
     sw_profiler_abandon(p);
     ok(sw_profiler_active() == NULL, "abandon on the owner drops it");
     sw_profiler_unref(p);
+
+    /* A thread that exits with its session running abandons it and drops
+     * its registration (nothing stays allocated). */
+    int64_t before_exit = sw_debug_live_allocs();
+    p = NULL;
+    sw_profiler_new(&p);
+    pthread_create(&th, NULL, start_and_exit, p);
+    pthread_join(th, NULL);
+    ok(!sw_profiler_is_active(p), "a session whose thread exited is over");
+    expect_fail(sw_profiler_stop(p), SW_ERUNTIME,
+                "Profiler context is not active", "stopping it afterwards");
+    sw_profiler_unref(p);
+    leak_check(before_exit, "thread exit with a running session");
 
     /* Two threads profile independently; this thread's work is not seen. */
     profile_job jobs[2] = {{3, 0, 0, 0, SW_OK}, {5, 0, 0, 0, SW_OK}};

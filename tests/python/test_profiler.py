@@ -745,3 +745,25 @@ def test_composite_lowered_execution_nests():
         sw.relu(t)
     (e,) = outer_only.events()
     assert e.self_time_ns < e.duration_ns
+
+
+def test_thread_ending_inside_a_profiler_abandons_it():
+    prof = sw.profile()
+
+    def enter_and_leave_running():
+        prof.__enter__()
+        sw.exp(cpu_vector(2))
+
+    th = threading.Thread(target=enter_and_leave_running)
+    th.start()
+    th.join()
+    # join() returns before the system thread has finished exiting; the
+    # session ends as it does
+    deadline = time.monotonic() + 10
+    while prof._session.active and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert not prof._session.active
+    with pytest.raises(RuntimeError, match="results are available only after context exit"):
+        prof.events()
+    with pytest.raises(RuntimeError, match="^Profiler context is not active$"):
+        prof.__exit__(None, None, None)
