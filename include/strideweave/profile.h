@@ -15,7 +15,8 @@
  * thread, and a profiler is single-use (start once, stop once). Stopping
  * from another thread is refused and abandons the session; the owner
  * thread drops an abandoned session before its next dispatched operation
- * or profiler start, and its events are discarded. When no profiler is
+ * or profiler start, and its events are discarded. A thread that exits
+ * with its session running abandons it the same way. When no profiler is
  * active, running an operation costs one predictable branch.
  *
  * Recording never changes what an operation computes or returns. An
