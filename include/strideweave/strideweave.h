@@ -16,5 +16,6 @@
 #include "strideweave/dlpack.h"
 #include "strideweave/interop.h"
 #include "strideweave/evictable.h"
+#include "strideweave/profile.h"
 
 #endif /* STRIDEWEAVE_H */

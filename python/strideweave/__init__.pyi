@@ -174,6 +174,10 @@ from strideweave.operation import (
 from strideweave.operation import (
     view as view,
 )
+from strideweave.profiling import Profiler as Profiler
+from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
+from strideweave.profiling import ProfilerEvent as ProfilerEvent
+from strideweave.profiling import profile as profile
 from strideweave.tensor import Tensor as Tensor
 
 __version__: str
@@ -219,6 +223,9 @@ __all__ = [
     "MoveOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -236,6 +243,7 @@ __all__ = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",

@@ -4,7 +4,7 @@
 ``strideweave`` re-exports after its core names. The objects are the same
 as in their home modules (``strideweave.functional``,
 ``strideweave.carriers.generic.ops``, ``strideweave.carriers.shared_ops``,
-``strideweave.carriers.operation_helpers``).
+``strideweave.carriers.operation_helpers``, ``strideweave.profiling``).
 
 Examples:
     >>> import strideweave
@@ -73,6 +73,7 @@ from strideweave.functional import (
     tanh,
     view,
 )
+from strideweave.profiling import Profiler, ProfilerAggregate, ProfilerEvent, profile
 
 __all__ = [
     "CpuToFileBackedMoveOperation",
@@ -100,6 +101,9 @@ __all__ = [
     "MoveOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -117,6 +121,7 @@ __all__ = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",

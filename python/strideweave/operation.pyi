@@ -152,6 +152,10 @@ from strideweave.functional import (
 from strideweave.functional import (
     view as view,
 )
+from strideweave.profiling import Profiler as Profiler
+from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
+from strideweave.profiling import ProfilerEvent as ProfilerEvent
+from strideweave.profiling import profile as profile
 
 __all__ = [
     "CpuToFileBackedMoveOperation",
@@ -179,6 +183,9 @@ __all__ = [
     "MoveOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -196,6 +203,7 @@ __all__ = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",

@@ -31,6 +31,7 @@ import strideweave.module
 import strideweave.nn
 import strideweave.nn.init
 import strideweave.operation
+import strideweave.profiling
 import strideweave.tensor
 from strideweave import _native
 
@@ -90,6 +91,9 @@ OPERATION_NAMES = [
     "MoveOperation",
     "Operation",
     "PermuteOperation",
+    "Profiler",
+    "ProfilerAggregate",
+    "ProfilerEvent",
     "RearrangeOperation",
     "add",
     "div",
@@ -107,6 +111,7 @@ OPERATION_NAMES = [
     "no_grad",
     "permute",
     "pow",
+    "profile",
     "rearrange",
     "reduce",
     "relu",
@@ -250,6 +255,9 @@ def test_public_members_are_found():
         "ElementwiseMoveOperation",
         "CpuToFileBackedMoveOperation",
         "FileBackedToCpuMoveOperation",
+        "Profiler",
+        "ProfilerEvent",
+        "ProfilerAggregate",
     ],
 )
 def test_public_names_have_structured_docstrings(cls_name):
@@ -298,6 +306,7 @@ def test_docstring_examples_run():
         strideweave.friendly,
         strideweave.nn,
         strideweave.nn.init,
+        strideweave.profiling,
     ):
         tests += finder.find(module, globs=vars(strideweave).copy())
     examples = 0

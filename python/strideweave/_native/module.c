@@ -287,7 +287,8 @@ static int module_exec(PyObject *module) {
         swpy_operation_init_types(module, st) < 0 ||
         swpy_evictable_init_types(module, st) < 0 ||
         swpy_functional_init(module, st) < 0 ||
-        swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0) {
+        swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0 ||
+        swpy_profile_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -341,6 +342,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->move_registered);
     Py_VISIT(st->await_result_type);
     Py_VISIT(st->await_move_type);
+    Py_VISIT(st->profiler_type);
     return 0;
 }
 
@@ -388,6 +390,7 @@ static int module_clear(PyObject *module) {
         st->op_classes[i] = NULL;
     }
     Py_CLEAR(st->tag_types);
+    Py_CLEAR(st->profiler_type);
     Py_CLEAR(st->str_forward_hook);
     Py_CLEAR(st->str_backward);
     Py_CLEAR(st->str_dispatch_hook);

@@ -86,6 +86,8 @@ typedef struct swpy_state {
     /* Python carrier classes used as dispatch tags: kept alive for as long
      * as operations may name them. */
     PyObject *tag_types;
+    /* strideweave.profiling's ProfilerSession (see profile.c). */
+    PyTypeObject *profiler_type;
     /* Interned names. */
     PyObject *str_forward_hook;  /* "_forward" */
     PyObject *str_backward;      /* "backward" */
@@ -145,5 +147,8 @@ int swpy_require_tree_types(swpy_state *st);
 
 /* The same for DType, registered by strideweave.carriers.dtype. */
 int swpy_require_dtypes(swpy_state *st);
+
+/* Adds ProfilerSession and profile_now_ns (profile.c). */
+int swpy_profile_init(PyObject *module, swpy_state *st);
 
 #endif /* SWPY_MODULE_H */

@@ -1476,6 +1476,32 @@ static PyObject *tag_type(swpy_state *st, const void *tag) {
     return Py_XNewRef(type);
 }
 
+PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag) {
+    return tag_type(st, tag);
+}
+
+const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls) {
+    if (cls == st->cpu_type) {
+        return st->cpu_class;
+    }
+    if (cls == st->generic_type) {
+        return st->generic_class;
+    }
+    if (cls == st->evictable_type) {
+        return sw_evictable_class();
+    }
+    return cls;
+}
+
+PyObject *swpy_op_class_type(swpy_state *st, const sw_op_class *cls) {
+    if (cls == &python_op_class) {
+        return Py_NewRef((PyObject *)st->operation_type);
+    }
+    int i = native_index(st, cls);
+    return Py_NewRef(i >= 0 ? (PyObject *)st->op_types[i]
+                            : (PyObject *)st->native_op_type);
+}
+
 static PyObject *operation_get_carrier_class(PyObject *self, void *closure) {
     sw_op *op = op_of(self);
     swpy_state *st = swpy_state_of_type(Py_TYPE(self));

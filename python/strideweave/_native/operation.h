@@ -98,4 +98,16 @@ PyObject *swpy_execute_lowered_operation(PyObject *module,
                                          Py_ssize_t nargs);
 extern const char swpy_execute_lowered_operation_doc[];
 
+/* ------------------------------------------------------------- profiler */
+
+/* The Python class of a carrier tag recorded by dispatch (a new
+ * reference), or NULL with an exception set. */
+PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag);
+/* The tag that carriers of the Python class cls record on dispatch. */
+const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls);
+/* The Python class of operations of a library class (a new reference):
+ * Operation for Python-defined ones, the class of a known native class, or
+ * the fallback class. */
+PyObject *swpy_op_class_type(swpy_state *st, const sw_op_class *cls);
+
 #endif /* SWPY_OPERATION_H */

@@ -1,0 +1,46 @@
+/*
+ * The profiler's hooks in the operation execution path.
+ *
+ * sw_profile_tls is the calling thread's active profiler. The execution
+ * path tests it once (the only cost without a profiler) and, when it is
+ * set, brackets a dispatched execution with sw_profile_begin and
+ * sw_profile_end around a frame that lives on the caller's stack. Frames
+ * link to their enclosing frame, so nesting, parent ids and self times
+ * need no allocation; every dispatched execution gets a frame, recorded or
+ * filtered out, so that a filtered-out child's time is still subtracted
+ * from its parent's self time.
+ */
+#ifndef SW_PROFILE_INTERNAL_H
+#define SW_PROFILE_INTERNAL_H
+
+#include "base/internal.h"
+#include "strideweave/profile.h"
+
+extern _Thread_local sw_profiler *sw_profile_tls;
+
+#if defined(__GNUC__)
+#define SW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define SW_UNLIKELY(x) (x)
+#endif
+
+typedef struct sw_profile_frame {
+    struct sw_profile_frame *parent;
+    sw_profiler *profiler;
+    int64_t start;
+    int64_t child_ns;   /* durations of directly nested executions */
+    int64_t event;      /* this execution's event, or -1 if not recorded */
+    int64_t parent_rec; /* the nearest recorded enclosing event, or -1 */
+} sw_profile_frame;
+
+/*
+ * Opens a frame for a dispatched execution of op on the active profiler,
+ * dropping an abandoned one first. Returns 1 when a frame was opened (the
+ * caller must end it), 0 when nothing is being profiled.
+ */
+int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
+                     sw_profile_frame *f);
+/* Closes the frame opened by sw_profile_begin. */
+void sw_profile_end(sw_profile_frame *f, int succeeded);
+
+#endif /* SW_PROFILE_INTERNAL_H */

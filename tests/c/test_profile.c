@@ -1,0 +1,637 @@
+/*
+ * Unit tests of the operation profiler (include/strideweave/profile.h):
+ * what is recorded for dispatched executions of built-in and custom
+ * operations, nesting and parent ids, carrier filtering by exact class,
+ * self-time arithmetic with filtered-out children, shapes, failures, the
+ * session rules and their messages, cross-thread stops and recovery, two
+ * threads profiling independently, and an allocation-failure walk.
+ *
+ * The controlled workload is a custom carrier class "Outer" whose "outer"
+ * operation sleeps and then runs an "inner" operation dispatched by a
+ * second custom class "Inner", which sleeps too.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "strideweave/carrier.h"
+#include "strideweave/interop.h"
+#include "strideweave/layout.h"
+#include "strideweave/op.h"
+#include "strideweave/profile.h"
+#include "strideweave/tensor.h"
+
+#define OUTER_SLEEP_NS 2000000
+#define INNER_SLEEP_NS 3000000
+
+static void sleep_ns(int64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* ------------------------------------------------------ custom carriers */
+
+static int64_t fake_size(sw_carrier *c) {
+    (void)c;
+    return 4;
+}
+
+static sw_status fake_get(sw_carrier *c, int64_t i, sw_value *out) {
+    (void)c;
+    *out = sw_value_f64((double)i);
+    return SW_OK;
+}
+
+static sw_carrier *inner_carrier; /* dispatches the nested operation */
+static sw_profiler *stop_target;  /* stopped by the "stopper" operation */
+
+static sw_status inner_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                               sw_tensor **out) {
+    (void)op;
+    (void)nargs;
+    sleep_ns(INNER_SLEEP_NS);
+    *out = sw_tensor_retain(args[0].as.tensor);
+    return SW_OK;
+}
+
+static sw_status outer_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                               sw_tensor **out) {
+    (void)op;
+    sleep_ns(OUTER_SLEEP_NS);
+    sw_op *inner = NULL;
+    sw_status st = sw_carrier_dispatch_op(inner_carrier, "inner", &inner);
+    if (st)
+        return st;
+    st = sw_op_forward(inner, nargs, args, out);
+    sw_op_unref(inner);
+    return st;
+}
+
+static sw_status failing_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                 sw_tensor **out) {
+    (void)op;
+    (void)nargs;
+    (void)args;
+    (void)out;
+    return sw_set_error(SW_EVALUE, "the operation fails");
+}
+
+static sw_status stopper_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                 sw_tensor **out) {
+    (void)op;
+    (void)nargs;
+    sw_status st = sw_profiler_stop(stop_target);
+    if (st)
+        return st;
+    *out = sw_tensor_retain(args[0].as.tensor);
+    return SW_OK;
+}
+
+static const sw_op_class inner_op = {SW_OP_CLASS_VERSION, "Inner",
+                                     inner_forward, NULL, NULL};
+static const sw_op_class outer_op = {SW_OP_CLASS_VERSION, "Outer",
+                                     outer_forward, NULL, NULL};
+static const sw_op_class failing_op = {SW_OP_CLASS_VERSION, "Failing",
+                                       failing_forward, NULL, NULL};
+static const sw_op_class stopper_op = {SW_OP_CLASS_VERSION, "Stopper",
+                                       stopper_forward, NULL, NULL};
+
+static sw_status outer_dispatch(sw_carrier *c, const char *name,
+                                struct sw_op **out) {
+    (void)c;
+    const sw_op_class *cls = strcmp(name, "outer") == 0     ? &outer_op
+                             : strcmp(name, "fail") == 0    ? &failing_op
+                             : strcmp(name, "stopper") == 0 ? &stopper_op
+                                                            : NULL;
+    if (!cls)
+        return sw_set_error(SW_ENOTIMPL, "no such operation");
+    return sw_op_new(cls, NULL, out);
+}
+
+static sw_status inner_dispatch(sw_carrier *c, const char *name,
+                                struct sw_op **out) {
+    (void)c;
+    if (strcmp(name, "inner") != 0)
+        return sw_set_error(SW_ENOTIMPL, "no such operation");
+    return sw_op_new(&inner_op, NULL, out);
+}
+
+static sw_carrier_class outer_class;
+static sw_carrier_class inner_class;
+
+static void init_classes(void) {
+    memset(&outer_class, 0, sizeof outer_class);
+    outer_class.version = SW_CARRIER_CLASS_VERSION;
+    outer_class.name = "Outer";
+    outer_class.size = fake_size;
+    outer_class.get = fake_get;
+    outer_class.dispatch_op = outer_dispatch;
+    inner_class = outer_class;
+    inner_class.name = "Inner";
+    inner_class.dispatch_op = inner_dispatch;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static sw_tensor *cpu_tensor(const char *layout) {
+    sw_layout *l = NULL;
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(layout, &l) == SW_OK &&
+        sw_cpu_new(sw_layout_cosize(l), SW_DTYPE_FLOAT32, 1, 0, &c) == SW_OK)
+        sw_tensor_new(c, 0, l, &t);
+    sw_layout_release(l);
+    sw_carrier_unref(c);
+    return t;
+}
+
+static sw_tensor *outer_tensor(sw_carrier *c) {
+    sw_layout *l = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse("4:1", &l) == SW_OK)
+        sw_tensor_new(c, 0, l, &t);
+    sw_layout_release(l);
+    return t;
+}
+
+static sw_profiler *started(int32_t ntags, const void *const *tags,
+                            int shapes) {
+    sw_profiler *p = NULL;
+    if (sw_profiler_new(&p) != SW_OK)
+        return NULL;
+    if (sw_profiler_set_carriers(p, ntags, tags) != SW_OK ||
+        sw_profiler_set_record_shapes(p, shapes) != SW_OK ||
+        sw_profiler_start(p) != SW_OK) {
+        sw_profiler_unref(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int64_t count(const sw_profiler *p) {
+    int64_t n = -1;
+    if (sw_profiler_event_count(p, &n) != SW_OK)
+        return -1;
+    return n;
+}
+
+static sw_profile_event ev(const sw_profiler *p, int64_t i) {
+    sw_profile_event e;
+    memset(&e, 0, sizeof e);
+    e.id = -2;
+    sw_profiler_event(p, i, &e);
+    return e;
+}
+
+/* Runs "outer" on c's tensor t and returns the status. */
+static sw_status run_outer(sw_carrier *c, sw_tensor *t, const char *name) {
+    sw_op *op = NULL;
+    sw_tensor *r = NULL;
+    sw_status st = sw_carrier_dispatch_op(c, name, &op);
+    if (st)
+        return st;
+    sw_arg a = sw_arg_tensor(t);
+    st = sw_op_forward(op, 1, &a, &r);
+    sw_tensor_unref(r);
+    sw_op_unref(op);
+    return st;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_builtin_recording(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_tensor *b = cpu_tensor("4:1");
+    sw_tensor *r = NULL;
+    ok(sw_profiler_active() == NULL, "no profiler is active at first");
+    sw_profiler *p = started(-1, NULL, 0);
+    ok(p != NULL && sw_profiler_active() == p, "a started profiler is active");
+    ok(sw_profiler_is_active(p), "sw_profiler_is_active while running");
+    int64_t before = sw_profile_now_ns();
+    expect_ok(sw_add(a, b, &r), "add under the profiler");
+    int64_t n = -1;
+    expect_fail(sw_profiler_event_count(p, &n), SW_ERUNTIME,
+                "Profiler results are available only after context exit",
+                "results before stop");
+    expect_ok(sw_profiler_stop(p), "stop");
+    ok(sw_profiler_active() == NULL, "nothing is active after stop");
+    ok(!sw_profiler_is_active(p), "not active after stop");
+    is_int(count(p), 1, "one event for one add");
+    sw_profile_event e = ev(p, 0);
+    is_int(e.id, 0, "event id 0");
+    is_int(e.parent_id, -1, "a root event");
+    is_str(e.name, "add", "canonical name");
+    ok(e.carrier_tag ==
+           (const void *)sw_carrier_get_class(sw_tensor_carrier(a)),
+       "carrier tag is the CPU class");
+    ok(e.impl_class != NULL && e.impl_tag == NULL, "implementation class");
+    is_int(e.nshapes, -1, "no shapes unless recorded");
+    ok(e.start_ns >= before, "start is on the monotonic clock");
+    ok(e.duration_ns >= 0 && e.self_ns == e.duration_ns,
+       "a leaf's self time is its duration");
+    ok(e.thread_id == (uint64_t)pthread_self(), "thread id");
+    ok(e.succeeded, "succeeded");
+    sw_profile_event bad;
+    expect_fail(sw_profiler_event(p, 1, &bad), SW_EINDEX,
+                "profiler event index out of range", "event out of range");
+    expect_fail(sw_profiler_event(p, -1, &bad), SW_EINDEX,
+                "profiler event index out of range", "negative event index");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+
+    /* Shapes: the argument's layout, NULL for a scalar position. */
+    p = started(-1, NULL, 1);
+    expect_ok(sw_mul(a, sw_arg_f64(2.0), &r), "mul under the profiler");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "one event for one mul");
+    e = ev(p, 0);
+    is_str(e.name, "mul", "mul's canonical name");
+    is_int(e.nshapes, 2, "two argument positions");
+    ok(e.shapes && e.shapes[0] == sw_tensor_layout(a),
+       "the tensor position holds its layout");
+    ok(e.shapes && e.shapes[1] == NULL, "the scalar position holds NULL");
+    sw_tensor_unref(r);
+    r = NULL;
+    /* The events keep the layout alive after the tensors are gone. */
+    sw_tensor_unref(a);
+    sw_tensor_unref(b);
+    ok(sw_layout_size(ev(p, 0).shapes[0]) == 4,
+       "the shape outlives the tensor");
+    sw_profiler_unref(p);
+    leak_check(base, "builtin recording");
+}
+
+static void test_nesting_and_self_time(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *outer = NULL;
+    sw_carrier_new(&outer_class, NULL, SW_DTYPE_FLOATING, &outer);
+    sw_carrier_new(&inner_class, NULL, SW_DTYPE_FLOATING, &inner_carrier);
+    sw_tensor *t = outer_tensor(outer);
+    const void *both[2] = {&outer_class, &inner_class};
+
+    sw_profiler *p = started(2, both, 0);
+    expect_ok(run_outer(outer, t, "outer"), "nested run");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 2, "outer and inner events");
+    sw_profile_event o = ev(p, 0), i = ev(p, 1);
+    is_str(o.name, "outer", "the outer event starts first");
+    is_str(i.name, "inner", "the inner event second");
+    is_int(o.parent_id, -1, "outer is a root");
+    is_int(i.parent_id, 0, "inner's parent is outer");
+    ok(o.carrier_tag == &outer_class && i.carrier_tag == &inner_class,
+       "exact carrier classes");
+    ok(o.impl_class == &outer_op && i.impl_class == &inner_op,
+       "implementation classes");
+    ok(i.start_ns >= o.start_ns, "inner starts after outer");
+    ok(i.duration_ns >= INNER_SLEEP_NS, "inner lasts its sleep");
+    ok(o.duration_ns >= OUTER_SLEEP_NS + i.duration_ns,
+       "outer includes its own sleep and inner");
+    is_int(o.self_ns, o.duration_ns - i.duration_ns,
+           "outer self = duration - inner duration");
+    ok(o.self_ns >= OUTER_SLEEP_NS, "outer self covers its own sleep");
+    is_int(i.self_ns, i.duration_ns, "inner self = its duration");
+    sw_profiler_unref(p);
+
+    /* Only the outer class: the filtered-out inner is still subtracted. */
+    const void *only_outer[1] = {&outer_class};
+    p = started(1, only_outer, 0);
+    expect_ok(run_outer(outer, t, "outer"), "nested run, outer only");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "one event");
+    o = ev(p, 0);
+    is_str(o.name, "outer", "the outer one");
+    ok(o.self_ns <= o.duration_ns - INNER_SLEEP_NS,
+       "filtered-out inner time is not charged to outer's self time");
+    ok(o.self_ns >= OUTER_SLEEP_NS, "outer self covers its own sleep");
+    sw_profiler_unref(p);
+
+    /* Only the inner class: it becomes a root. */
+    const void *only_inner[1] = {&inner_class};
+    p = started(1, only_inner, 0);
+    expect_ok(run_outer(outer, t, "outer"), "nested run, inner only");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "one event");
+    i = ev(p, 0);
+    is_str(i.name, "inner", "the inner one");
+    is_int(i.parent_id, -1, "without its recorded parent it is a root");
+    sw_profiler_unref(p);
+
+    /* An empty selection records nothing. */
+    p = started(0, NULL, 0);
+    expect_ok(run_outer(outer, t, "outer"), "nested run, nothing selected");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 0, "no events");
+    sw_profiler_unref(p);
+
+    /* A failing execution: recorded as failed, its error unchanged. */
+    p = started(-1, NULL, 0);
+    expect_fail(run_outer(outer, t, "fail"), SW_EVALUE, "the operation fails",
+                "a failing operation under the profiler");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "the failed attempt is recorded");
+    ok(!ev(p, 0).succeeded, "and marked as failed");
+    is_str(ev(p, 0).name, "fail", "with its name");
+    sw_profiler_unref(p);
+
+    /* An operation made directly (no dispatch metadata) is not recorded,
+     * with forward or lowered execution. */
+    p = started(-1, NULL, 0);
+    sw_op *direct = NULL;
+    sw_tensor *r = NULL;
+    sw_arg a = sw_arg_tensor(t);
+    sw_op_new(&inner_op, NULL, &direct);
+    expect_ok(sw_op_forward(direct, 1, &a, &r), "direct forward");
+    sw_tensor_unref(r);
+    r = NULL;
+    expect_ok(sw_op_execute_lowered(direct, 1, &a, &r), "direct lowered");
+    sw_tensor_unref(r);
+    r = NULL;
+    sw_op_unref(direct);
+    /* A dispatched one is recorded by lowered execution too. */
+    sw_carrier_dispatch_op(inner_carrier, "inner", &direct);
+    expect_ok(sw_op_execute_lowered(direct, 1, &a, &r), "dispatched lowered");
+    sw_tensor_unref(r);
+    sw_op_unref(direct);
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "only the dispatched execution is recorded");
+    sw_profiler_unref(p);
+
+    /* Stopped from inside an operation: the open execution ends at the
+     * stop and counts as failed; the operation itself still succeeds. */
+    stop_target = started(-1, NULL, 0);
+    expect_ok(run_outer(outer, t, "stopper"), "an operation that stops");
+    ok(sw_profiler_active() == NULL, "the session ended");
+    is_int(count(stop_target), 1, "its execution was recorded");
+    ok(!ev(stop_target, 0).succeeded, "as not completed");
+    sw_profiler_unref(stop_target);
+    stop_target = NULL;
+
+    sw_tensor_unref(t);
+    sw_carrier_unref(outer);
+    sw_carrier_unref(inner_carrier);
+    inner_carrier = NULL;
+    leak_check(base, "nesting");
+}
+
+/* Moves run unannotated operations (no dispatch metadata): not recorded,
+ * and an operation around them is charged their time as its own. */
+static void test_moves_not_recorded(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_carrier *dest = NULL;
+    sw_tensor *moved = NULL, *r = NULL;
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    sw_profiler *p = started(-1, NULL, 1);
+    expect_ok(sw_move(a, dest, &moved), "a move under the profiler");
+    expect_ok(sw_add(moved, moved, &r), "an add after it");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "only the add is recorded");
+    is_str(ev(p, 0).name, "add", "the recorded execution");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
+    leak_check(base, "moves");
+}
+
+static void test_session_rules(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_profiler *p = NULL, *q = NULL;
+    sw_profiler_new(&p);
+    sw_profiler_new(&q);
+    expect_fail(sw_profiler_stop(p), SW_ERUNTIME,
+                "Profiler context is not active", "stop before start");
+    expect_ok(sw_profiler_start(p), "start");
+    expect_fail(sw_profiler_start(p), SW_ERUNTIME,
+                "Profiler contexts are single-use", "start twice");
+    expect_fail(sw_profiler_start(q), SW_ERUNTIME,
+                "A profiler session is already active",
+                "a second session on the thread");
+    expect_fail(sw_profiler_set_carriers(p, -1, NULL), SW_ERUNTIME,
+                "Profiler contexts are single-use", "configure after start");
+    expect_fail(sw_profiler_set_record_shapes(p, 1), SW_ERUNTIME,
+                "Profiler contexts are single-use", "shapes after start");
+    expect_fail(sw_profiler_set_impl_hooks(p, NULL, NULL), SW_ERUNTIME,
+                "Profiler contexts are single-use", "hooks after start");
+    expect_ok(sw_profiler_stop(p), "stop");
+    expect_fail(sw_profiler_stop(p), SW_ERUNTIME,
+                "Profiler context is not active", "stop twice");
+    expect_fail(sw_profiler_start(p), SW_ERUNTIME,
+                "Profiler contexts are single-use", "restart");
+    expect_fail(sw_profiler_set_carriers(q, 2, NULL), SW_EVALUE,
+                "profiler carrier tags are missing", "missing tags");
+    expect_ok(sw_profiler_start(q), "another session after the first");
+    expect_ok(sw_profiler_stop(q), "stop it");
+    sw_profiler_unref(p);
+    sw_profiler_unref(q);
+    sw_profiler_unref(NULL);
+    sw_profiler_abandon(NULL);
+    leak_check(base, "session rules");
+}
+
+/* ------------------------------------------------------------- threads */
+
+typedef struct stop_job {
+    sw_profiler *p;
+    sw_status status;
+    char message[128];
+} stop_job;
+
+static void *stop_elsewhere(void *arg) {
+    stop_job *job = arg;
+    job->status = sw_profiler_stop(job->p);
+    snprintf(job->message, sizeof job->message, "%s", sw_errmsg());
+    sw_clear_error();
+    return NULL;
+}
+
+typedef struct profile_job {
+    int adds;
+    int64_t events;
+    uint64_t thread, recorded_thread;
+    sw_status status;
+} profile_job;
+
+static void *profile_adds(void *arg) {
+    profile_job *job = arg;
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_profiler *p = started(-1, NULL, 0);
+    job->thread = (uint64_t)pthread_self();
+    job->status = p ? SW_OK : SW_ENOMEM;
+    for (int i = 0; i < job->adds && p; ++i) {
+        sw_tensor *r = NULL;
+        if (sw_add(a, a, &r) != SW_OK)
+            job->status = SW_ERUNTIME;
+        sw_tensor_unref(r);
+    }
+    if (p && sw_profiler_stop(p) != SW_OK)
+        job->status = SW_ERUNTIME;
+    job->events = p ? count(p) : -1;
+    job->recorded_thread = p && job->events > 0 ? ev(p, 0).thread_id : 0;
+    sw_profiler_unref(p);
+    sw_tensor_unref(a);
+    return NULL;
+}
+
+static void *start_and_exit(void *arg) {
+    sw_profiler *p = arg;
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_tensor *r = NULL;
+    if (sw_profiler_start(p) == SW_OK && sw_add(a, a, &r) == SW_OK)
+        sw_tensor_unref(r);
+    sw_tensor_unref(a);
+    return NULL; /* without stopping */
+}
+
+static void test_threads(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("4:1");
+    sw_tensor *r = NULL;
+
+    /* A stop from another thread is refused and abandons the session. */
+    sw_profiler *p = started(-1, NULL, 0);
+    stop_job job = {p, SW_OK, ""};
+    pthread_t th;
+    pthread_create(&th, NULL, stop_elsewhere, &job);
+    pthread_join(th, NULL);
+    is_int(job.status, SW_ERUNTIME, "a stop from another thread fails");
+    is_str(job.message, "Profiler session must be stopped on its active thread",
+           "with the documented message");
+    ok(!sw_profiler_is_active(p), "the session is abandoned");
+    /* The owner recovers before its next operation: nothing is recorded
+     * and a new session can start. */
+    expect_ok(sw_add(a, a, &r), "an operation after the abandon");
+    sw_tensor_unref(r);
+    r = NULL;
+    ok(sw_profiler_active() == NULL, "the registration was dropped");
+    expect_fail(sw_profiler_stop(p), SW_ERUNTIME,
+                "Profiler context is not active", "stopping it afterwards");
+    int64_t n = 0;
+    expect_fail(sw_profiler_event_count(p, &n), SW_ERUNTIME,
+                "Profiler results are available only after context exit",
+                "abandoned results");
+    sw_profiler_unref(p);
+
+    /* Recovery before a profiler start as well. */
+    p = started(-1, NULL, 0);
+    job.p = p;
+    pthread_create(&th, NULL, stop_elsewhere, &job);
+    pthread_join(th, NULL);
+    sw_profiler *q = started(-1, NULL, 0);
+    ok(q != NULL, "a new session starts after an abandoned one");
+    expect_ok(sw_add(a, a, &r), "an operation in it");
+    sw_tensor_unref(r);
+    r = NULL;
+    expect_ok(sw_profiler_stop(q), "stop the new session");
+    is_int(count(q), 1, "the new session recorded its operation");
+    sw_profiler_unref(q);
+    sw_profiler_unref(p);
+
+    /* Abandoning on the owner thread drops the session at once. */
+    p = started(-1, NULL, 0);
+    sw_profiler_abandon(p);
+    ok(sw_profiler_active() == NULL, "abandon on the owner drops it");
+    sw_profiler_unref(p);
+
+    /* A thread that exits with its session running abandons it and drops
+     * its registration (nothing stays allocated). */
+    int64_t before_exit = sw_debug_live_allocs();
+    p = NULL;
+    sw_profiler_new(&p);
+    pthread_create(&th, NULL, start_and_exit, p);
+    pthread_join(th, NULL);
+    ok(!sw_profiler_is_active(p), "a session whose thread exited is over");
+    expect_fail(sw_profiler_stop(p), SW_ERUNTIME,
+                "Profiler context is not active", "stopping it afterwards");
+    sw_profiler_unref(p);
+    leak_check(before_exit, "thread exit with a running session");
+
+    /* Two threads profile independently; this thread's work is not seen. */
+    profile_job jobs[2] = {{3, 0, 0, 0, SW_OK}, {5, 0, 0, 0, SW_OK}};
+    pthread_t ths[2];
+    for (int i = 0; i < 2; ++i)
+        pthread_create(&ths[i], NULL, profile_adds, &jobs[i]);
+    for (int i = 0; i < 10; ++i) {
+        expect_ok(sw_add(a, a, &r), "unprofiled work meanwhile");
+        sw_tensor_unref(r);
+        r = NULL;
+    }
+    for (int i = 0; i < 2; ++i)
+        pthread_join(ths[i], NULL);
+    for (int i = 0; i < 2; ++i) {
+        is_int(jobs[i].status, SW_OK, "thread %d profiled", i);
+        is_int(jobs[i].events, jobs[i].adds, "thread %d saw its own adds", i);
+        ok(jobs[i].recorded_thread == jobs[i].thread,
+           "thread %d's events carry its id", i);
+    }
+    sw_tensor_unref(a);
+    leak_check(base, "threads");
+}
+
+/* ---------------------------------------------------- allocation walk */
+
+static void test_alloc_failures(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("(2,2):(1,2)");
+    int finished = 0;
+    for (int64_t n = 0; n < 200 && !finished; ++n) {
+        sw_profiler *p = NULL;
+        sw_tensor *r1 = NULL, *r2 = NULL;
+        sw_debug_fail_alloc_after(n);
+        sw_status st = sw_profiler_new(&p);
+        if (st == SW_OK)
+            st = sw_profiler_set_carriers(p, -1, NULL);
+        if (st == SW_OK)
+            st = sw_profiler_set_record_shapes(p, 1);
+        if (st == SW_OK)
+            st = sw_profiler_start(p);
+        if (st == SW_OK) {
+            sw_status s1 = sw_add(a, a, &r1);
+            sw_status s2 = sw_mul(a, sw_arg_f64(3.0), &r2);
+            sw_status stop = sw_profiler_stop(p);
+            sw_debug_fail_alloc_after(-1);
+            int64_t k = -1;
+            sw_profiler_event_count(p, &k);
+            if (stop == SW_OK && s1 == SW_OK && s2 == SW_OK) {
+                finished = 1;
+                is_int(k, 2, "the walk ends with both events recorded");
+            } else if (stop != SW_OK && stop != SW_ENOMEM) {
+                ok(0, "stop at fault %lld: %s", (long long)n, S(stop));
+            }
+        } else if (st != SW_ENOMEM) {
+            ok(0, "setup at fault %lld: %s", (long long)n, S(st));
+        }
+        sw_debug_fail_alloc_after(-1);
+        sw_clear_error();
+        ok(sw_profiler_active() == NULL || sw_profiler_active() == p,
+           "fault %lld: a consistent registration", (long long)n);
+        if (p && sw_profiler_active() == p)
+            sw_profiler_stop(p);
+        sw_clear_error();
+        sw_tensor_unref(r1);
+        sw_tensor_unref(r2);
+        sw_profiler_unref(p);
+    }
+    ok(finished, "the walk reached a run without faults");
+
+    sw_tensor_unref(a);
+    leak_check(base, "allocation failures");
+}
+
+int main(void) {
+    init_classes();
+    test_builtin_recording();
+    test_nesting_and_self_time();
+    test_moves_not_recorded();
+    test_session_rules();
+    test_threads();
+    test_alloc_failures();
+    return done_testing();
+}
