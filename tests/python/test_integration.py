@@ -518,3 +518,57 @@ def test_einsum_on_a_python_carrier_with_matmul_only():
     message = "Carrier class does not support operation 'batched_matmul'"
     with pytest.raises(NotImplementedError, match=exact(message)):
         sw.einsum(a, b, "a k b, c k b -> a c b")
+
+
+# ------------------------------------------------- friendly.sum over einops
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("layout", "offset"),
+    [
+        (L([5], [1]), 0),
+        (L([3, 4], [4, 1]), 2),
+        (L([2, 3, 2], [12, 1, 3]), 1),
+        (L([4, 4], [1, 5]), 0),
+        (L([1, 6, 1], [0, 1, 0]), 0),
+    ],
+)
+def test_friendly_sum_is_the_scalar_reduce(kind, layout, offset):
+    import strideweave.friendly as F
+
+    values = [((7 * i) % 11) * 0.37 - 1.3 for i in range(layout.cosize + offset)]
+
+    def make():
+        carrier = CPU(0).new_like(values) if kind == "CPU" else Generic(list(values))
+        return Tensor(carrier, offset, layout)
+
+    a, b = make(), make()
+    command = " ".join("abc"[: len(layout.shape)]) + " -> 1"
+    with sw.profile() as prof:
+        s = F.sum(a)
+    t = sw.reduce(b, command)
+    assert [e.name for e in prof.events()] == ["rearrange", "reduce"]
+    assert repr(s.layout) == repr(t.layout) == "1:1"
+    assert s[0] == t[0]
+    assert type(s.autograd_ctx) is type(t.autograd_ctx)
+    sw.mul(s, 1.5).backward()
+    sw.mul(t, 1.5).backward()
+    assert logical(a.grad) == logical(b.grad) == [1.5] * a.size()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_friendly_sum_and_mean_on_evictable(kind):
+    import strideweave.friendly as F
+
+    a, p = hierarchy(kind), plain(kind)
+    s, t = F.mean(a), F.mean(p)
+    assert type(s.carrier) is Evictable
+    assert s[0] == t[0]
+    s.backward()
+    t.backward()
+    assert type(a.grad.carrier) is Evictable
+    assert logical(a.grad) == logical(p.grad)
+    a.carrier.evict()
+    with pytest.raises(RuntimeError, match=exact(EVICTED)):
+        F.sum(a)
