@@ -40,7 +40,7 @@ int main(void) {
         CHECK(sw_carrier_set(primary, i, &v));
     }
     CHECK(sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &file));
-    CHECK(sw_evictable_new(primary, file, &hot));
+    CHECK(sw_evictable_new(primary, file, &hot)); /* CPU primary, file tier */
     CHECK(sw_tensor_new(hot, 0, layout, &a));
 
     /* Evicted, the hierarchy refuses to compute until it is promoted. */
