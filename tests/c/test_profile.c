@@ -385,6 +385,19 @@ static void test_nesting_and_self_time(void) {
 
 /* Moves run unannotated operations (no dispatch metadata): not recorded,
  * and an operation around them is charged their time as its own. */
+/* A dispatch route that hands out the elementwise move class under the
+ * name "copy_out": an annotated move. */
+static sw_status move_route(sw_carrier *c, const char *name, void *ctx,
+                            sw_op **out) {
+    (void)c;
+    (void)ctx;
+    if (strcmp(name, "copy_out") != 0)
+        return sw_set_error(SW_ENOTIMPL, "no such operation");
+    return sw_move_op_new(sw_move_elementwise(), out);
+}
+
+static const int move_route_tag = 0;
+
 static void test_moves_not_recorded(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *a = cpu_tensor("4:1");
@@ -399,6 +412,35 @@ static void test_moves_not_recorded(void) {
     is_str(ev(p, 0).name, "add", "the recorded execution");
     sw_profiler_unref(p);
     sw_tensor_unref(r);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
+
+    /* A move operation dispatched by a carrier carries the metadata and is
+     * recorded, with one shape per position: the tensor, then NULL for the
+     * destination. */
+    a = cpu_tensor("4:1");
+    sw_carrier_set_dispatch(sw_tensor_carrier(a), move_route, NULL,
+                            &move_route_tag);
+    sw_op *op = NULL;
+    moved = NULL;
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    expect_ok(sw_carrier_dispatch_op(sw_tensor_carrier(a), "copy_out", &op),
+              "dispatch a move");
+    p = started(-1, NULL, 1);
+    expect_ok(sw_move_op_forward(op, a, dest, &moved), "annotated move");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "the annotated move is recorded");
+    sw_profile_event e = ev(p, 0);
+    is_str(e.name, "copy_out", "under its dispatched name");
+    ok(e.carrier_tag == (const void *)&move_route_tag, "and carrier tag");
+    ok(e.impl_class == sw_op_get_class(op), "implemented by the move class");
+    ok(e.nshapes == 2 && e.shapes[0] == sw_tensor_layout(a) &&
+           e.shapes[1] == NULL,
+       "shapes: the tensor's, NULL for the destination");
+    ok(e.succeeded, "succeeded");
+    sw_profiler_unref(p);
+    sw_op_unref(op);
     sw_tensor_unref(moved);
     sw_tensor_unref(a);
     sw_carrier_unref(dest);

@@ -160,6 +160,22 @@ def test_evictable_subclass_is_matched_by_exact_class():
     assert base_only.events() == ()
 
 
+def test_nested_hierarchies_nest_their_events():
+    inner = Evictable(Generic([1.0, -2.0]), Generic([]))
+    t = Tensor(Evictable(inner, Generic([])), 0, L([2], [1]))
+    with sw.profile() as prof:
+        r = sw.relu(t)
+    assert logical(r) == [1.0, 0]
+    assert [(e.parent_id, e.carrier_type, e.implementation_type) for e in prof.events()] == [
+        (None, Evictable, EvictableOperation),
+        (0, Evictable, EvictableOperation),
+        (1, Generic, GenericReLUOperation),
+    ]
+    a, b, c = prof.events()
+    assert a.self_time_ns == a.duration_ns - b.duration_ns
+    assert b.self_time_ns == b.duration_ns - c.duration_ns
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_evictable_key_averages_and_table(kind):
     x = hierarchy(kind, [1.0, -2.0], L([2], [1]))
