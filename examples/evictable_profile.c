@@ -60,9 +60,8 @@ int main(void) {
         CHECK(sw_profiler_event(prof, i, &e));
         printf("event %lld  parent %2lld  %-14s %s\n", (long long)e.id,
                (long long)e.parent_id, e.name,
-               e.carrier_tag == (const void *)sw_evictable_class()
-                   ? "Evictable"
-                   : "CPU");
+               e.carrier_tag == (const void *)sw_evictable_class() ? "Evictable"
+                                                                   : "CPU");
     }
 
     /* A move copies the values into another carrier and releases the

@@ -315,7 +315,6 @@ def rand(*extents: int, rng: random.Random | None = None) -> Tensor:
 
     Examples:
         >>> import random
-import string
         >>> import strideweave.friendly as F
         >>> t = F.rand(2, 3, rng=random.Random(0))
         >>> all(0.0 <= v < 1.0 for v in F.to_list(t))
@@ -341,7 +340,6 @@ def randn(*extents: int, rng: random.Random | None = None) -> Tensor:
 
     Examples:
         >>> import random
-import string
         >>> import strideweave.friendly as F
         >>> F.randn(4, rng=random.Random(0)).layout
         4:1

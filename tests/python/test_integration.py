@@ -82,8 +82,7 @@ def ops_of(kind):
 
 def summary(prof):
     return [
-        (e.id, e.parent_id, e.name, e.carrier_type, e.implementation_type)
-        for e in prof.events()
+        (e.id, e.parent_id, e.name, e.carrier_type, e.implementation_type) for e in prof.events()
     ]
 
 
@@ -302,7 +301,12 @@ def test_annotated_move_is_recorded():
         r = op.forward(t, Generic([0.0, 0.0]))
     assert logical(r) == [2.0, 3.0]
     ((_, parent, name, carrier, impl),) = summary(prof)
-    assert (parent, name, carrier, impl) == (None, "copy_out", MovingCarrier, ElementwiseMoveOperation)
+    assert (parent, name, carrier, impl) == (
+        None,
+        "copy_out",
+        MovingCarrier,
+        ElementwiseMoveOperation,
+    )
     (e,) = prof.events()
     # one entry per positional argument: the tensor, then the destination
     assert e.input_shapes == ((2,), None)
