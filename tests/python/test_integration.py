@@ -157,6 +157,9 @@ def test_evictable_subclass_is_matched_by_exact_class():
     with sw.profile(carriers=[Evictable]) as base_only:
         sw.relu(x)
     assert base_only.events() == ()
+    with sw.profile(carriers=[MyEvictable]) as sub_only:
+        sw.relu(x)
+    assert [(e.carrier_type, e.parent_id) for e in sub_only.events()] == [(MyEvictable, None)]
 
 
 def test_nested_hierarchies_nest_their_events():
