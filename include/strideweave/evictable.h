@@ -117,6 +117,9 @@ SW_API sw_status sw_evictable_lower(const sw_tensor *t, sw_tensor **out);
  */
 SW_API sw_status sw_evictable_op_new(sw_op *primary, sw_op **out);
 SW_API int sw_op_is_evictable(const sw_op *op);
+/* The class of EvictableOperation (what profiler events name as the
+ * implementation of an Evictable execution). */
+SW_API const sw_op_class *sw_evictable_op_class(void);
 /* The wrapped operation (borrowed), NULL for other operations. */
 SW_API sw_op *sw_evictable_op_primary(const sw_op *op);
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import functools
 import random
+import string
 from collections.abc import Sequence
 from typing import Any
 
 from strideweave.carriers import CPU, DType
-from strideweave.core.layout import Layout, Node, Shape, Stride, Tree
-from strideweave.functional import mul, rearrange, reduce
+from strideweave.core.layout import Layout, Shape, Stride
+from strideweave.functional import mul, reduce
 from strideweave.tensor import Tensor
 
 __all__ = [
@@ -352,8 +353,8 @@ def randn(*extents: int, rng: random.Random | None = None) -> Tensor:
 def sum(tensor: Tensor) -> Tensor:  # noqa: A001 - the reference's public name
     """The sum of every element, as an exact scalar ``1:1``.
 
-    The tensor is rearranged to ``(1, (modes...))`` and its second mode
-    reduced, which is the reference's ``reduce(tensor, "a b ... -> 1")``;
+    This is ``reduce(tensor, "a b ... -> 1")`` with one symbol per
+    top-level mode (the layout command string form of ``strideweave.einops``);
     the result supports ``backward()`` with no argument.
 
     Args:
@@ -381,13 +382,13 @@ def sum(tensor: Tensor) -> Tensor:  # noqa: A001 - the reference's public name
         raise ValueError("tensor must be a flat tensor with integer modes")
     if rank > _MAX_REDUCED_MODES:
         raise ValueError("tensor has too many modes to reduce")
-    return reduce(rearrange(tensor, _scalar_output(rank)))
+    return reduce(tensor, _scalar_command(rank))
 
 
 @functools.lru_cache(maxsize=_MAX_REDUCED_MODES)
-def _scalar_output(rank: int) -> Tree:
-    """The rearrange output ``((1), (0, 1, ..., rank - 1))``; Trees are immutable."""
-    return Tree(Tree(Node.Leaf), Tree(*(Node.id(k) for k in range(rank))))
+def _scalar_command(rank: int) -> str:
+    """The command ``"a b ... -> 1"`` naming ``rank`` modes (at most 26)."""
+    return " ".join(string.ascii_lowercase[:rank]) + " -> 1"
 
 
 def mean(tensor: Tensor) -> Tensor:

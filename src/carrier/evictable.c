@@ -716,6 +716,10 @@ sw_status sw_evictable_op_new(sw_op *primary, sw_op **out) {
     return st;
 }
 
+const sw_op_class *sw_evictable_op_class(void) {
+    return &evictable_op_class;
+}
+
 int sw_op_is_evictable(const sw_op *op) {
     return op && sw_op_get_class(op) == &evictable_op_class;
 }

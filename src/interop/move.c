@@ -591,6 +591,15 @@ static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return move_run(op, s, t, s->destination, &p, out);
 }
 
+/* The positional arguments as executions see them: the tensor, then a
+ * placeholder for the destination (which the operation state holds), so
+ * that recorded shapes have one entry per argument, None for it. */
+static void move_args(sw_tensor *tensor, sw_arg args[2]) {
+    args[0] = sw_arg_tensor(tensor);
+    args[1].kind = SW_ARG_NONE;
+    args[1].as.host = NULL;
+}
+
 sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
                              sw_carrier *destination, sw_tensor **out) {
     if (!sw_op_is_move(op))
@@ -599,8 +608,9 @@ sw_status sw_move_op_forward(sw_op *op, sw_tensor *tensor,
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     move_state *s = sw_op_state(op);
     s->destination = destination;
-    sw_arg arg = sw_arg_tensor(tensor);
-    sw_status st = sw_op_forward(op, 1, &arg, out);
+    sw_arg args[2];
+    move_args(tensor, args);
+    sw_status st = sw_op_forward(op, 2, args, out);
     s->destination = NULL;
     return st;
 }
@@ -622,8 +632,9 @@ sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     move_state *s = sw_op_state(op);
     s->destination = destination;
-    sw_arg arg = sw_arg_tensor(tensor);
-    sw_status st = sw_op_execute_lowered(op, 1, &arg, out);
+    sw_arg args[2];
+    move_args(tensor, args);
+    sw_status st = sw_op_execute_lowered(op, 2, args, out);
     s->destination = NULL;
     return st;
 }

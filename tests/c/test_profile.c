@@ -4,7 +4,9 @@
  * operations, nesting and parent ids, carrier filtering by exact class,
  * self-time arithmetic with filtered-out children, shapes, failures, the
  * session rules and their messages, cross-thread stops and recovery, two
- * threads profiling independently, and an allocation-failure walk.
+ * threads profiling independently, an allocation-failure walk, and the
+ * nesting of an Evictable execution around its lowered primary execution
+ * (also under layout command strings).
  *
  * The controlled workload is a custom carrier class "Outer" whose "outer"
  * operation sleeps and then runs an "inner" operation dispatched by a
@@ -19,6 +21,8 @@
 
 #include "check.h"
 #include "strideweave/carrier.h"
+#include "strideweave/einops.h"
+#include "strideweave/evictable.h"
 #include "strideweave/interop.h"
 #include "strideweave/layout.h"
 #include "strideweave/op.h"
@@ -381,6 +385,19 @@ static void test_nesting_and_self_time(void) {
 
 /* Moves run unannotated operations (no dispatch metadata): not recorded,
  * and an operation around them is charged their time as its own. */
+/* A dispatch route that hands out the elementwise move class under the
+ * name "copy_out": an annotated move. */
+static sw_status move_route(sw_carrier *c, const char *name, void *ctx,
+                            sw_op **out) {
+    (void)c;
+    (void)ctx;
+    if (strcmp(name, "copy_out") != 0)
+        return sw_set_error(SW_ENOTIMPL, "no such operation");
+    return sw_move_op_new(sw_move_elementwise(), out);
+}
+
+static const int move_route_tag = 0;
+
 static void test_moves_not_recorded(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *a = cpu_tensor("4:1");
@@ -398,7 +415,154 @@ static void test_moves_not_recorded(void) {
     sw_tensor_unref(moved);
     sw_tensor_unref(a);
     sw_carrier_unref(dest);
+
+    /* A move operation dispatched by a carrier carries the metadata and is
+     * recorded, with one shape per position: the tensor, then NULL for the
+     * destination. */
+    a = cpu_tensor("4:1");
+    sw_carrier_set_dispatch(sw_tensor_carrier(a), move_route, NULL,
+                            &move_route_tag);
+    sw_op *op = NULL;
+    moved = NULL;
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    expect_ok(sw_carrier_dispatch_op(sw_tensor_carrier(a), "copy_out", &op),
+              "dispatch a move");
+    p = started(-1, NULL, 1);
+    expect_ok(sw_move_op_forward(op, a, dest, &moved), "annotated move");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "the annotated move is recorded");
+    sw_profile_event e = ev(p, 0);
+    is_str(e.name, "copy_out", "under its dispatched name");
+    ok(e.carrier_tag == (const void *)&move_route_tag, "and carrier tag");
+    ok(e.impl_class == sw_op_get_class(op), "implemented by the move class");
+    ok(e.nshapes == 2 && e.shapes[0] == sw_tensor_layout(a) &&
+           e.shapes[1] == NULL,
+       "shapes: the tensor's, NULL for the destination");
+    ok(e.succeeded, "succeeded");
+    sw_profiler_unref(p);
+    sw_op_unref(op);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
     leak_check(base, "moves");
+}
+
+/* A CPU tensor of layout over an Evictable hierarchy (CPU primary with
+ * values 0, 1, ..., CPU secondary); *ev gets the hierarchy (borrowed). */
+static sw_tensor *evictable_tensor(const char *layout, sw_carrier **hier) {
+    sw_layout *l = NULL;
+    sw_carrier *primary = NULL, *secondary = NULL, *c = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(layout, &l) == SW_OK &&
+        sw_cpu_new(sw_layout_cosize(l), SW_DTYPE_FLOAT32, 1, 0, &primary) ==
+            SW_OK &&
+        sw_cpu_new(0, SW_DTYPE_FLOAT32, 1, 0, &secondary) == SW_OK) {
+        for (int64_t i = 0; i < sw_layout_cosize(l); ++i) {
+            sw_value v = sw_value_f64((double)i - 2.0);
+            sw_carrier_set(primary, i, &v);
+        }
+        if (sw_evictable_new(primary, secondary, &c) == SW_OK)
+            sw_tensor_new(c, 0, l, &t);
+    }
+    *hier = c;
+    sw_layout_release(l);
+    sw_carrier_unref(primary);
+    sw_carrier_unref(secondary);
+    sw_carrier_unref(c);
+    return t;
+}
+
+/* An Evictable execution is an outer event (tagged with the Evictable
+ * class, implemented by EvictableOperation) around the lowered primary
+ * execution (tagged with the primary's class). */
+static void test_evictable_nesting(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *hier = NULL;
+    sw_tensor *t = evictable_tensor("(2,3):(1,2)", &hier);
+    ok(t != NULL, "an Evictable tensor");
+    const void *cpu_tag = sw_carrier_get_class(sw_evictable_primary(hier));
+    const void *ev_tag = sw_evictable_class();
+    sw_tensor *r = NULL;
+
+    sw_profiler *p = started(-1, NULL, 1);
+    expect_ok(sw_unary("relu", t, &r), "relu on the hierarchy");
+    expect_ok(sw_profiler_stop(p), "stop");
+    ok(r && sw_carrier_is_evictable(sw_tensor_carrier(r)),
+       "the result is Evictable");
+    is_int(count(p), 2, "an outer and a nested event");
+    sw_profile_event outer = ev(p, 0), inner = ev(p, 1);
+    is_str(outer.name, "relu", "outer name");
+    is_str(inner.name, "relu", "nested name");
+    ok(outer.carrier_tag == ev_tag, "outer carrier is the Evictable class");
+    ok(inner.carrier_tag == cpu_tag, "nested carrier is the CPU class");
+    ok(outer.impl_class == sw_evictable_op_class(),
+       "outer implementation is EvictableOperation");
+    ok(inner.impl_class != NULL && inner.impl_class != sw_evictable_op_class(),
+       "nested implementation is the CPU operation");
+    is_int(outer.parent_id, -1, "outer is a root");
+    is_int(inner.parent_id, 0, "nested under the outer");
+    is_int(outer.self_ns, outer.duration_ns - inner.duration_ns,
+           "outer self time excludes the nested execution");
+    ok(outer.succeeded && inner.succeeded, "both succeeded");
+    ok(outer.nshapes == 1 && inner.nshapes == 1, "one argument each");
+    ok(outer.shapes[0] == sw_tensor_layout(t) &&
+           inner.shapes[0] == sw_tensor_layout(t),
+       "the lowered argument keeps the layout");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    r = NULL;
+
+    /* Filtering: the outer alone still excludes the nested time; the
+     * nested alone becomes a root. */
+    p = started(1, &ev_tag, 0);
+    expect_ok(sw_unary("relu", t, &r), "relu, Evictable only");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "only the outer");
+    outer = ev(p, 0);
+    ok(outer.carrier_tag == ev_tag && outer.parent_id == -1, "outer root");
+    ok(outer.self_ns < outer.duration_ns,
+       "a filtered-out nested execution is still subtracted");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    r = NULL;
+    p = started(1, &cpu_tag, 0);
+    expect_ok(sw_unary("relu", t, &r), "relu, CPU only");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 1, "only the nested");
+    inner = ev(p, 0);
+    ok(inner.carrier_tag == cpu_tag && inner.parent_id == -1,
+       "the nested execution becomes a root");
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    r = NULL;
+
+    /* A batched einsum on the hierarchy: four outer events, each around
+     * its nested CPU execution, with the canonical names. */
+    sw_tensor_unref(t);
+    t = evictable_tensor("(2,3,2):(1,2,6)", &hier);
+    p = started(-1, NULL, 0);
+    expect_ok(sw_einops_einsum(t, t, "a k b, c k b -> a c b", &r),
+              "batched einsum on the hierarchy");
+    expect_ok(sw_profiler_stop(p), "stop");
+    const char *names[] = {"rearrange", "rearrange", "batched_matmul",
+                           "rearrange"};
+    is_int(count(p), 8, "four outer and four nested events");
+    for (int64_t i = 0; i < 8 && count(p) == 8; ++i) {
+        sw_profile_event e = ev(p, i);
+        is_str(e.name, names[i / 2], "canonical einsum step name");
+        if (i % 2 == 0)
+            ok(e.carrier_tag == ev_tag && e.parent_id == -1 &&
+                   e.impl_class == sw_evictable_op_class(),
+               "an outer Evictable step");
+        else
+            ok(e.parent_id == i - 1 && e.impl_class != sw_evictable_op_class(),
+               "its nested primary step");
+    }
+    sw_profiler_unref(p);
+    sw_tensor_unref(r);
+    sw_tensor_unref(t);
+    sw_einops_cache_clear(); /* the compiled command is cached */
+    leak_check(base, "Evictable nesting");
 }
 
 static void test_session_rules(void) {
@@ -630,6 +794,7 @@ int main(void) {
     test_builtin_recording();
     test_nesting_and_self_time();
     test_moves_not_recorded();
+    test_evictable_nesting();
     test_session_rules();
     test_threads();
     test_alloc_failures();

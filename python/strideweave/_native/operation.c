@@ -1497,6 +1497,9 @@ PyObject *swpy_op_class_type(swpy_state *st, const sw_op_class *cls) {
     if (cls == &python_op_class) {
         return Py_NewRef((PyObject *)st->operation_type);
     }
+    if (cls == sw_evictable_op_class()) {
+        return Py_NewRef((PyObject *)st->evictable_op_type);
+    }
     int i = native_index(st, cls);
     return Py_NewRef(i >= 0 ? (PyObject *)st->op_types[i]
                             : (PyObject *)st->native_op_type);

@@ -106,8 +106,8 @@ PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag);
 /* The tag that carriers of the Python class cls record on dispatch. */
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls);
 /* The Python class of operations of a library class (a new reference):
- * Operation for Python-defined ones, the class of a known native class, or
- * the fallback class. */
+ * Operation for Python-defined ones, EvictableOperation for the Evictable
+ * adapter, the class of a known native class, or the fallback class. */
 PyObject *swpy_op_class_type(swpy_state *st, const sw_op_class *cls);
 
 #endif /* SWPY_OPERATION_H */
