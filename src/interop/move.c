@@ -553,6 +553,9 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     st = sw_tensor_new(dst, 0, t->layout, &r);
     if (!st)
         st = s->cls->copy(op, t, dst, r, p->required);
+    /* A copy hook may have released its destination: nothing to publish. */
+    if (!st && sw_carrier_is_released(dst))
+        st = sw_fail(SW_ERUNTIME, "destination carrier is released");
     if (st) {
         saved_error e;
         save_error(&e, st);

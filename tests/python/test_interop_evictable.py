@@ -510,6 +510,62 @@ def test_a_registered_operation_that_fails_with_a_pin():
     assert e.is_evicted()
 
 
+def test_a_move_hook_cannot_disturb_the_hierarchy_it_moves():
+    # While a transition runs, the hierarchy takes part in a move: the hook
+    # cannot transition, write or release it (no recursion, no half state).
+    e = MyGenericTiers.make()
+    seen = []
+
+    class Meddling(CountingMove):
+        def _copy(self, tensor, destination, output, element_count):
+            for action in (e.evict, e.promote, e.release, lambda: e.__setitem__(0, 9.0)):
+                with pytest.raises(RuntimeError, match=exact(PENDING)):
+                    action()
+                seen.append(action)
+            assert e[1] == VALUES[1]  # reads continue
+            super()._copy(tensor, destination, output, element_count)
+
+    with registered_move_operation(MyGeneric, Generic, Meddling):
+        e.evict()
+    assert len(seen) == 4 and e.is_evicted() and not e.is_released()
+    assert list(e.secondary) == VALUES and e.version == 0
+    e.promote()
+    e[0] = 5.0  # usable again afterwards
+    assert list(e) == [5.0] + VALUES[1:]
+
+
+class ReleasingDestination(MoveOperation):
+    def _copy(self, tensor, destination, output, element_count):
+        for i in range(tensor.size()):
+            output[i] = tensor[i]
+        destination.release()
+
+
+def test_a_hook_that_releases_its_destination_fails_the_move():
+    t = Tensor(MyGeneric(list(VALUES)), 0, flat(4))
+    dest = Generic([0.0] * 4)
+    with registered_move_operation(MyGeneric, Generic, ReleasingDestination):
+        with pytest.raises(RuntimeError, match="^destination carrier is released$"):
+            sw.move(t, dest)
+        with pytest.raises(RuntimeError, match="^destination carrier is released$"):
+            move_async(t, Generic([0.0] * 4)).wait()
+    assert not t.carrier.is_released() and logical(t) == VALUES
+    assert t.carrier.version == 0
+
+
+def test_a_hook_that_releases_a_tier_fails_the_transition():
+    e = MyGenericTiers.make()
+    p, s = e.primary, e.secondary
+    with registered_move_operation(MyGeneric, Generic, ReleasingDestination):
+        with pytest.raises(RuntimeError, match="^destination carrier is released$"):
+            e.evict()
+    assert not e.is_evicted() and e.primary is p and e.secondary is s
+    assert not p.is_released() and list(e) == VALUES
+    e.evict()
+    e.promote()
+    assert list(e) == VALUES
+
+
 def test_allocation_failures_in_a_registered_transition():
     failures = 0
     with registered_move_operation(MyGeneric, Generic, CountingMove):
