@@ -19,13 +19,13 @@ from strideweave.core.layout import Tree as Tree
 from strideweave.core.module import Module as Module
 from strideweave.core.module import Parameter as Parameter
 from strideweave.operation import (
-    EvictableOperation as EvictableOperation,
-)
-from strideweave.operation import (
     CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
 )
 from strideweave.operation import (
     ElementwiseMoveOperation as ElementwiseMoveOperation,
+)
+from strideweave.operation import (
+    EvictableOperation as EvictableOperation,
 )
 from strideweave.operation import (
     FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation,

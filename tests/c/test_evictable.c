@@ -810,19 +810,19 @@ static sw_status meddling_copy(sw_op *op, sw_tensor *tensor,
 static sw_status releasing_copy(sw_op *op, sw_tensor *tensor,
                                 sw_carrier *destination, sw_tensor *output,
                                 int64_t element_count) {
-    sw_status st = sw_move_elementwise()->copy(op, tensor, destination,
-                                               output, element_count);
+    sw_status st = sw_move_elementwise()->copy(op, tensor, destination, output,
+                                               element_count);
     if (!st)
         st = sw_carrier_release_storage(destination);
     return st;
 }
 
 static const sw_move_class meddling_class = {
-    SW_MOVE_CLASS_VERSION, "MeddlingMove", {NULL, NULL}, {NULL, NULL},
-    meddling_copy, NULL};
+    SW_MOVE_CLASS_VERSION, "MeddlingMove", {NULL, NULL},
+    {NULL, NULL},          meddling_copy,  NULL};
 static const sw_move_class releasing_class = {
-    SW_MOVE_CLASS_VERSION, "ReleasingMove", {NULL, NULL}, {NULL, NULL},
-    releasing_copy, NULL};
+    SW_MOVE_CLASS_VERSION, "ReleasingMove", {NULL, NULL},
+    {NULL, NULL},          releasing_copy,  NULL};
 
 static void test_move_hooks(void) {
     int64_t base = sw_debug_live_allocs();

@@ -2558,28 +2558,27 @@ static sw_status guarded_copy(sw_op *op, sw_tensor *tensor,
 
 /* Copies, then releases its destination. */
 static sw_status dest_releasing_copy(sw_op *op, sw_tensor *tensor,
-                                     sw_carrier *destination,
-                                     sw_tensor *output,
+                                     sw_carrier *destination, sw_tensor *output,
                                      int64_t element_count) {
-    sw_status st = sw_move_elementwise()->copy(op, tensor, destination,
-                                               output, element_count);
+    sw_status st = sw_move_elementwise()->copy(op, tensor, destination, output,
+                                               element_count);
     return st ? st : sw_carrier_release_storage(destination);
 }
 
 static const sw_move_class guarded_class = {
-    SW_MOVE_CLASS_VERSION, "GuardedMove", {NULL, NULL}, {NULL, NULL},
-    guarded_copy, NULL};
+    SW_MOVE_CLASS_VERSION, "GuardedMove", {NULL, NULL},
+    {NULL, NULL},          guarded_copy,  NULL};
 static const sw_move_class dest_releasing_class = {
-    SW_MOVE_CLASS_VERSION, "DestReleasingMove", {NULL, NULL}, {NULL, NULL},
-    dest_releasing_copy, NULL};
+    SW_MOVE_CLASS_VERSION, "DestReleasingMove", {NULL, NULL},
+    {NULL, NULL},          dest_releasing_copy, NULL};
 
 static void test_move_participants(void) {
     int64_t base = sw_debug_live_allocs();
     sw_move_key k = sw_move_key_generic();
     const sw_move_class *out = NULL;
     for (int round = 0; round < 2; ++round) {
-        const sw_move_class *cls = round ? &dest_releasing_class
-                                         : &guarded_class;
+        const sw_move_class *cls =
+            round ? &dest_releasing_class : &guarded_class;
         if (!expect_ok(sw_move_register(k, k, cls), "registering a hook"))
             return;
         sw_carrier *src = generic_seq(4, 1), *dst = generic_seq(4, 0);

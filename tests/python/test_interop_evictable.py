@@ -190,7 +190,7 @@ def test_capsule_keeps_a_moved_tensor_object_alive():
     tref = weakref.ref(t)
     cap = t.__dlpack__()
     m = sw.move(t, CPU(4))
-    m.autograd_ctx  # the move node holds the source too
+    assert m.autograd_ctx.inputs() == (t,)  # the move node holds the source too
     del t, m
     gc.collect()
     assert tref() is not None
@@ -331,7 +331,9 @@ def test_evictable_destination_dtype_and_size_checks():
     t = Tensor(cpu(VALUES), 0, flat(4))
     with pytest.raises(TypeError, match="^destination dtype must match the tensor dtype$"):
         sw.move(t, Evictable(Generic([0.0] * 4), Generic([])))
-    with pytest.raises(ValueError, match="^destination carrier is too small for the tensor layout$"):
+    with pytest.raises(
+        ValueError, match="^destination carrier is too small for the tensor layout$"
+    ):
         sw.move(t, cpu_hierarchy([0.0] * 3))
     frozen = Evictable(CPU(4, mutable=False), CPU(0))
     with pytest.raises(RuntimeError, match="^destination carrier must be mutable$"):
