@@ -688,3 +688,16 @@ def test_allocation_failures_moving_a_hierarchy_with_autograd():
         assert _native._debug_live_allocs() == base
         return
     raise AssertionError("still failing after 400 allocations")
+
+
+def test_torch_consumer_is_refused_by_a_hierarchy():
+    torch = pytest.importorskip("torch")
+    e = cpu_hierarchy()
+    t = Tensor(e, 0, flat(4))
+    for _ in range(2):
+        with pytest.raises(BufferError, match=exact(EV_DLPACK)):
+            torch.from_dlpack(t)
+        e.evict()
+    # a tier owned by the hierarchy is readable through torch
+    e.promote()
+    assert torch.from_dlpack(Tensor(e.primary, 0, flat(4))).tolist() == VALUES
