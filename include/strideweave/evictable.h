@@ -85,8 +85,11 @@ SW_API int sw_evictable_is_evicted(const sw_carrier *c);
  * The residency transitions (no-ops when already there). SW_ETYPE
  * "carrier is not an Evictable carrier"; SW_ERUNTIME "Evictable carrier is
  * owned by another carrier and cannot be modified directly" when owned by
- * an outer composite without owner access; "Carrier is released"; then
- * whatever allocation or the move reports, with the hierarchy unchanged.
+ * an outer composite without owner access; "Carrier is released";
+ * "Carrier has a pending move" while a transition of c is running (from a
+ * move hook: during the move, c also refuses writes and release, and
+ * accepts reads); then whatever allocation or the move reports, with the
+ * hierarchy unchanged.
  */
 SW_API sw_status sw_evictable_evict(sw_carrier *c);
 SW_API sw_status sw_evictable_promote(sw_carrier *c);

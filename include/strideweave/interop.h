@@ -275,10 +275,16 @@ SW_API const sw_move_class *sw_move_op_class(const sw_op *op);
  *     allocate (SW_ENOTIMPL "move has no reverse route: <Name> carrier
  *     does not support allocation").
  * Then the destination grows if needed, the class's copy runs, and only
- * when it has succeeded is the source carrier's storage released. If the
- * growth or the copy fails, the source is left live and unchanged, the
- * destination gets back its version and (if it grew) its size, and
- * nothing is written to *out.
+ * when it has succeeded is the source carrier's storage released. While
+ * the growth and the copy run, both carriers take part in the move: the
+ * source refuses writes, release, ownership claims and other moves from
+ * every thread (a copy hook only reads it; SW_ERUNTIME "Carrier has a
+ * pending move" / "tensor carrier has a pending move"), and the
+ * destination accepts changes from this thread only. A copy that leaves
+ * the destination released fails with SW_ERUNTIME "destination carrier is
+ * released". If the growth or the copy fails, the source is left live and
+ * unchanged, the destination gets back its version and (if it grew) its
+ * size, and nothing is written to *out.
  *
  * Backward: the gradient must be a tensor (SW_ETYPE "gradient must be a
  * Tensor") on a live carrier (SW_ERUNTIME "gradient carrier is released")

@@ -195,7 +195,22 @@ static sw_status check_transition(sw_carrier *c) {
                                     "directly");
     if (c->released)
         return sw_carrier_fail_released();
-    return SW_OK;
+    /* A transition already running (re-entered from a move hook). */
+    return sw_carrier_check_move(c);
+}
+
+/*
+ * transfer() for a transition of c: for its duration c counts as taking
+ * part in a move with no thread allowed to change it, so a move hook
+ * cannot write, release or transition the hierarchy under the move.
+ */
+static sw_status transition_transfer(sw_carrier *c, sw_carrier *src,
+                                     int64_t src_token, sw_carrier *dst,
+                                     int64_t dst_token) {
+    sw_carrier_move_mark(c, 1);
+    sw_status st = transfer(src, src_token, dst, dst_token, ev(c)->size);
+    sw_carrier_move_mark(c, -1);
+    return st;
 }
 
 sw_status sw_evictable_evict(sw_carrier *c) {
@@ -211,7 +226,7 @@ sw_status sw_evictable_evict(sw_carrier *c) {
         if (st)
             return st;
     }
-    st = transfer(s->primary, s->primary_token, dst, token, s->size);
+    st = transition_transfer(c, s->primary, s->primary_token, dst, token);
     if (st) {
         if (fresh) {
             ev_error e;
@@ -242,7 +257,7 @@ sw_status sw_evictable_promote(sw_carrier *c) {
     st = fresh_tier(s->primary, s->size, c->dtype, 1, &dst, &token);
     if (st)
         return st;
-    st = transfer(s->secondary, s->secondary_token, dst, token, s->size);
+    st = transition_transfer(c, s->secondary, s->secondary_token, dst, token);
     if (st) {
         ev_error e;
         save_error(&e, st);

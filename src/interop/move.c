@@ -544,15 +544,24 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     sw_carrier *src = t->carrier;
     int64_t dst_version = sw_carrier_version(dst);
     sw_status st = SW_OK;
-    if (p->grow) {
+    /* Until the commit, the participants take part in a move: nobody may
+     * change the source (a copy hook only reads it), and only this thread
+     * may change the destination. */
+    sw_carrier_move_mark(src, 1);
+    sw_carrier_move_mark(dst, 1);
+    sw_carrier_move_worker(dst, sw_thread_id());
+    if (p->grow)
         st = sw_file_resize(dst, p->required);
-        if (st)
-            return st;
-    }
     sw_tensor *r = NULL;
-    st = sw_tensor_new(dst, 0, t->layout, &r);
+    if (!st)
+        st = sw_tensor_new(dst, 0, t->layout, &r);
     if (!st)
         st = s->cls->copy(op, t, dst, r, p->required);
+    sw_carrier_move_mark(dst, -1);
+    sw_carrier_move_mark(src, -1);
+    /* A copy hook may have released its destination: nothing to publish. */
+    if (!st && sw_carrier_is_released(dst))
+        st = sw_fail(SW_ERUNTIME, "destination carrier is released");
     if (st) {
         saved_error e;
         save_error(&e, st);

@@ -781,6 +781,88 @@ static void test_backward_faults(void) {
     ok(failures > 5, "backward met allocation faults (%d)", failures);
 }
 
+/* ------------------------------------------- move hooks in transitions */
+
+/* The hierarchy a hook below meddles with, and what it saw. */
+static sw_carrier *meddled;
+static int meddle_checks;
+
+/* Tries to transition, release and write the hierarchy under its own
+ * transition (each must fail as a pending move), then copies. */
+static sw_status meddling_copy(sw_op *op, sw_tensor *tensor,
+                               sw_carrier *destination, sw_tensor *output,
+                               int64_t element_count) {
+    sw_value v = sw_value_f64(9.0);
+    for (int i = 0; i < 4; ++i) {
+        sw_status st = i == 0   ? sw_evictable_evict(meddled)
+                       : i == 1 ? sw_evictable_promote(meddled)
+                       : i == 2 ? sw_carrier_release_storage(meddled)
+                                : sw_carrier_set(meddled, 0, &v);
+        expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+                    "meddling with a hierarchy under its transition");
+        meddle_checks++;
+    }
+    return sw_move_elementwise()->copy(op, tensor, destination, output,
+                                       element_count);
+}
+
+/* Copies, then releases the destination it was given. */
+static sw_status releasing_copy(sw_op *op, sw_tensor *tensor,
+                                sw_carrier *destination, sw_tensor *output,
+                                int64_t element_count) {
+    sw_status st = sw_move_elementwise()->copy(op, tensor, destination, output,
+                                               element_count);
+    if (!st)
+        st = sw_carrier_release_storage(destination);
+    return st;
+}
+
+static const sw_move_class meddling_class = {
+    SW_MOVE_CLASS_VERSION, "MeddlingMove", {NULL, NULL},
+    {NULL, NULL},          meddling_copy,  NULL};
+static const sw_move_class releasing_class = {
+    SW_MOVE_CLASS_VERSION, "ReleasingMove", {NULL, NULL},
+    {NULL, NULL},          releasing_copy,  NULL};
+
+static void test_move_hooks(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_move_key k = sw_move_key_cpu();
+    /* (CPU, CPU) has no built-in entry. */
+    if (!expect_ok(sw_move_register(k, k, &meddling_class),
+                   "registering a (CPU, CPU) hook"))
+        return;
+    sw_carrier *p = cpu_of(4, V4), *s = cpu_of(0, NULL);
+    meddled = ev_of(p, s);
+    meddle_checks = 0;
+    expect_ok(sw_evictable_evict(meddled), "a transition through the hook");
+    is_int(meddle_checks, 4, "the hook ran once and was refused each time");
+    ok(sw_evictable_is_evicted(meddled) && !sw_carrier_is_released(meddled),
+       "the hierarchy is evicted and live");
+    is_int(sw_carrier_version(meddled), 0, "its version is unchanged");
+    const sw_move_class *out = NULL;
+    expect_ok(sw_move_unregister(k, k, &out), "unregistering the hook");
+    expect_ok(sw_move_register(k, k, &releasing_class),
+              "registering a releasing hook");
+    sw_carrier *old_primary = sw_evictable_primary(meddled);
+    sw_carrier *old_secondary = sw_evictable_secondary(meddled);
+    expect_fail(sw_evictable_promote(meddled), SW_ERUNTIME,
+                "destination carrier is released",
+                "a promotion whose hook released the new primary");
+    ok(sw_evictable_is_evicted(meddled) &&
+           sw_evictable_primary(meddled) == old_primary &&
+           sw_evictable_secondary(meddled) == old_secondary &&
+           !sw_carrier_is_released(old_secondary),
+       "the hierarchy is unchanged");
+    expect_ok(sw_move_unregister(k, k, &out), "unregistering the hook");
+    expect_ok(sw_evictable_promote(meddled), "the promotion retried");
+    ok(getd(meddled, 3) == V4[3], "values survive");
+    sw_carrier_unref(meddled);
+    sw_carrier_unref(p);
+    sw_carrier_unref(s);
+    meddled = NULL;
+    leak_check(base, "move hooks in transitions");
+}
+
 int main(void) {
     test_construction();
     test_transitions();
@@ -791,5 +873,6 @@ int main(void) {
     test_alloc_faults();
     test_io_faults();
     test_backward_faults();
+    test_move_hooks();
     return done_testing();
 }

@@ -2530,6 +2530,85 @@ static void test_move_async_concurrent_waits(void) {
     leak_check(base, "concurrent waits");
 }
 
+/* ------------------------------------------- participants of a copy */
+
+static int guard_checks;
+
+/* Tries to release, write and move again the source it is copying (each
+ * must fail: the source takes part in a move), then copies. */
+static sw_status guarded_copy(sw_op *op, sw_tensor *tensor,
+                              sw_carrier *destination, sw_tensor *output,
+                              int64_t element_count) {
+    sw_carrier *src = sw_tensor_carrier(tensor);
+    sw_value v = sw_value_f64(9.0);
+    expect_fail(sw_carrier_release_storage(src), SW_ERUNTIME,
+                "Carrier has a pending move", "a hook releasing its source");
+    expect_fail(sw_carrier_set(src, 0, &v), SW_ERUNTIME,
+                "Carrier has a pending move", "a hook writing its source");
+    sw_carrier *other = generic_seq(4, 0);
+    sw_tensor *again = NULL;
+    expect_fail(sw_move(tensor, other, &again), SW_ERUNTIME,
+                "tensor carrier has a pending move",
+                "a hook moving its source again");
+    sw_carrier_unref(other);
+    guard_checks++;
+    return sw_move_elementwise()->copy(op, tensor, destination, output,
+                                       element_count);
+}
+
+/* Copies, then releases its destination. */
+static sw_status dest_releasing_copy(sw_op *op, sw_tensor *tensor,
+                                     sw_carrier *destination, sw_tensor *output,
+                                     int64_t element_count) {
+    sw_status st = sw_move_elementwise()->copy(op, tensor, destination, output,
+                                               element_count);
+    return st ? st : sw_carrier_release_storage(destination);
+}
+
+static const sw_move_class guarded_class = {
+    SW_MOVE_CLASS_VERSION, "GuardedMove", {NULL, NULL},
+    {NULL, NULL},          guarded_copy,  NULL};
+static const sw_move_class dest_releasing_class = {
+    SW_MOVE_CLASS_VERSION, "DestReleasingMove", {NULL, NULL},
+    {NULL, NULL},          dest_releasing_copy, NULL};
+
+static void test_move_participants(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_move_key k = sw_move_key_generic();
+    const sw_move_class *out = NULL;
+    for (int round = 0; round < 2; ++round) {
+        const sw_move_class *cls =
+            round ? &dest_releasing_class : &guarded_class;
+        if (!expect_ok(sw_move_register(k, k, cls), "registering a hook"))
+            return;
+        sw_carrier *src = generic_seq(4, 1), *dst = generic_seq(4, 0);
+        sw_tensor *t = T(src, 0, "4:1"), *m = NULL;
+        sw_status st = sw_move(t, dst, &m);
+        if (!round) {
+            expect_ok(st, "a move whose hook met the guards");
+            is_int(guard_checks, 1, "the hook ran once");
+            ok(sw_carrier_is_released(src), "the source went at the commit");
+            is_int(sw_carrier_version(dst), 4, "one write per element");
+        } else {
+            expect_fail(st, SW_ERUNTIME, "destination carrier is released",
+                        "a move whose hook released its destination");
+            ok(!sw_carrier_is_released(src) && sw_carrier_version(src) == 0,
+               "the source is kept, unchanged");
+        }
+        sw_value v = sw_value_f64(2.0);
+        if (!round)
+            expect_ok(sw_carrier_set(dst, 0, &v), "the destination is free");
+        else
+            expect_ok(sw_carrier_set(src, 0, &v), "the source is free");
+        sw_tensor_unref(m);
+        sw_tensor_unref(t);
+        sw_carrier_unref(src);
+        sw_carrier_unref(dst);
+        expect_ok(sw_move_unregister(k, k, &out), "unregistering the hook");
+    }
+    leak_check(base, "hooks and move participants");
+}
+
 int main(void) {
     if (!ok(setup_dir(), "a private TMPDIR"))
         return done_testing();
@@ -2556,6 +2635,7 @@ int main(void) {
     test_move_async_small();
     test_move_async_worker();
     test_move_async_concurrent_waits();
+    test_move_participants();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     is_int(count_entries(tmp_dir), 0, "no temporary file is left");
     ok(rmdir(tmp_dir) == 0, "the private TMPDIR is removed (it was empty)");
