@@ -198,11 +198,17 @@ static int is_numeric_backend(const sw_carrier *c) {
     return sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
 }
 
-int swpy_value_for(sw_carrier *dest, PyObject *v, sw_value *out) {
-    /* A hierarchy stores values the way its primary does. */
-    while (sw_carrier_is_evictable(dest)) {
-        dest = sw_evictable_primary(dest);
+/* The carrier whose way of storing values c uses: a hierarchy stores them
+ * the way its innermost primary does. */
+static sw_carrier *value_store_of(sw_carrier *c) {
+    while (sw_carrier_is_evictable(c)) {
+        c = sw_evictable_primary(c);
     }
+    return c;
+}
+
+int swpy_value_for(sw_carrier *dest, PyObject *v, sw_value *out) {
+    dest = value_store_of(dest);
     int numeric = is_numeric_backend(dest);
     sw_dtype dtype = numeric ? sw_carrier_dtype(dest) : SW_DTYPE_ANY;
     return swpy_value_convert(numeric, dtype, 0, v, out);
@@ -826,6 +832,108 @@ sw_carrier *swpy_backend_of(PyObject *self, int (*is)(const sw_carrier *),
     return c;
 }
 
+/* The exact built-in type of c's backend, or NULL for another backend. */
+static PyTypeObject *backend_type(swpy_state *st, const sw_carrier *c) {
+    return sw_carrier_is_cpu(c)         ? st->cpu_type
+           : sw_carrier_is_generic(c)   ? st->generic_type
+           : sw_carrier_is_file(c)      ? st->file_type
+           : sw_carrier_is_evictable(c) ? st->evictable_type
+                                        : NULL;
+}
+
+PyObject *swpy_backend_new_like(const swpy_backend *b, PyObject *self,
+                                PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
+    PyObject *values = NULL, *dtype_obj = Py_None;
+    int mutable_ = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
+                                     &values, &mutable_, &dtype_obj)) {
+        return NULL;
+    }
+    sw_carrier *c = swpy_backend_of(self, b->is, b->name);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (c == NULL || st == NULL) {
+        return NULL;
+    }
+    if (b->exact_new_like && Py_TYPE(self) != backend_type(st, c)) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s carrier factory only supports exact %s carriers",
+                     b->name, b->name);
+        return NULL;
+    }
+    sw_dtype dtype;
+    if (swpy_dtype_arg(st, dtype_obj, b->name, b->dtype_type_error, &dtype) <
+        0) {
+        return NULL;
+    }
+    /* Numbers are converted for the dtype of the result (the carrier's
+     * own by default); host references need none. */
+    int numeric = is_numeric_backend(value_store_of(c));
+    sw_dtype target = !numeric                  ? SW_DTYPE_ANY
+                      : dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c)
+                                                : dtype;
+    swpy_values vals;
+    if (swpy_values_init(&vals, values, numeric, target) < 0) {
+        return NULL;
+    }
+    /* Host entries are converted through Python (the GIL is needed);
+     * numbers alone can be written without it. */
+    int nogil =
+        !vals.has_host && (b->gil == SWPY_GIL_ALWAYS ||
+                           (b->gil == SWPY_GIL_BULK && swpy_bulk(vals.n)));
+    sw_carrier *out = NULL;
+    sw_status s;
+    if (nogil) {
+        Py_BEGIN_ALLOW_THREADS;
+        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
+        Py_END_ALLOW_THREADS;
+    } else {
+        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
+    }
+    swpy_values_free(&vals);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_carrier_wrap(st, out);
+}
+
+PyObject *swpy_backend_allocate_like(const swpy_backend *b, PyObject *self,
+                                     PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
+    PyObject *size_obj = NULL, *dtype_obj = Py_None;
+    int mutable_ = 1, empty = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
+                                     &size_obj, &mutable_, &dtype_obj,
+                                     &empty)) {
+        return NULL;
+    }
+    sw_carrier *c = swpy_backend_of(self, b->is, b->name);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    int64_t size = 0;
+    sw_dtype dtype;
+    if (c == NULL || st == NULL ||
+        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
+        swpy_dtype_arg(st, dtype_obj, b->name, b->dtype_type_error, &dtype) <
+            0) {
+        return NULL;
+    }
+    int nogil = b->gil == SWPY_GIL_ALWAYS ||
+                (b->gil == SWPY_GIL_BULK && swpy_bulk(size));
+    sw_carrier *out = NULL;
+    sw_status s;
+    if (nogil) {
+        Py_BEGIN_ALLOW_THREADS;
+        s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
+        Py_END_ALLOW_THREADS;
+    } else {
+        s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
+    }
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_carrier_wrap(st, out);
+}
+
 int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     if (CARRIER(self) != NULL) {
         sw_carrier_unref(owned);
@@ -875,11 +983,7 @@ PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned) {
         sw_carrier_unref(owned);
         return peer;
     }
-    PyTypeObject *type = sw_carrier_is_cpu(owned)         ? st->cpu_type
-                         : sw_carrier_is_generic(owned)   ? st->generic_type
-                         : sw_carrier_is_file(owned)      ? st->file_type
-                         : sw_carrier_is_evictable(owned) ? st->evictable_type
-                                                          : NULL;
+    PyTypeObject *type = backend_type(st, owned);
     if (type == NULL) {
         sw_carrier_unref(owned);
         PyErr_SetString(PyExc_SystemError,

@@ -158,6 +158,47 @@ static inline int swpy_bulk(int64_t n) {
     return n >= 16384;
 }
 
+/*
+ * What tells the built-in backends' new_like and allocate_like apart; the
+ * rest (arguments, keywords, checks, messages, wrapping) is one code.
+ */
+typedef enum {
+    /* The library call runs with the GIL held. */
+    SWPY_GIL_KEEP,
+    /* Released for sizes worth it (swpy_bulk). */
+    SWPY_GIL_BULK,
+    /* Released for every call. */
+    SWPY_GIL_ALWAYS
+} swpy_gil_policy;
+
+typedef struct {
+    /* The class name used in messages. */
+    const char *name;
+    /* Accepts the backend's carriers (as for swpy_backend_of). */
+    int (*is)(const sw_carrier *);
+    /* new_like refuses Python subclasses with NotImplementedError
+     * ('<name> carrier factory only supports exact <name> carriers'). */
+    int exact_new_like;
+    /* swpy_dtype_arg's type_error: a non-DType dtype raises TypeError;
+     * otherwise it becomes the "any" dtype, left to the library. */
+    int dtype_type_error;
+    /* For new_like, the GIL is released only when no value is a host
+     * reference (those are converted through Python). */
+    swpy_gil_policy gil;
+} swpy_backend;
+
+/*
+ * new_like(values, *, mutable=True, dtype=None) and
+ * allocate_like(size, *, mutable=True, dtype=None, empty=False) of a
+ * built-in backend. Values are converted as the carrier stores them
+ * (numbers for CPU and FileBacked, and for a hierarchy over one; host
+ * references otherwise).
+ */
+PyObject *swpy_backend_new_like(const swpy_backend *b, PyObject *self,
+                                PyObject *args, PyObject *kwds);
+PyObject *swpy_backend_allocate_like(const swpy_backend *b, PyObject *self,
+                                     PyObject *args, PyObject *kwds);
+
 /* Shared methods of the built-in backends. */
 PyObject *swpy_carrier_size(PyObject *self, PyObject *unused);
 PyObject *swpy_carrier_dtype(PyObject *self, PyObject *unused);

@@ -77,76 +77,21 @@ static int cpu_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
     return swpy_carrier_adopt(self, c, "CPU");
 }
 
+static const swpy_backend cpu_backend = {
+    .name = "CPU",
+    .is = sw_carrier_is_cpu,
+    .exact_new_like = 0,
+    .dtype_type_error = 0,
+    .gil = SWPY_GIL_BULK,
+};
+
 static PyObject *cpu_new_like(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
-    PyObject *values = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
-                                     &values, &mutable_, &dtype_obj)) {
-        return NULL;
-    }
-    sw_carrier *c = cpu_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_dtype_arg(st, dtype_obj, "CPU", 0, &dtype) < 0) {
-        return NULL;
-    }
-    swpy_values vals;
-    sw_dtype target = dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
-    if (swpy_values_init(&vals, values, 1, target) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s;
-    /* Host entries are converted through Python (the GIL is needed);
-     * numbers alone can be copied without it. */
-    if (swpy_bulk(vals.n) && !vals.has_host) {
-        Py_BEGIN_ALLOW_THREADS;
-        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-        Py_END_ALLOW_THREADS;
-    } else {
-        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-    }
-    swpy_values_free(&vals);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_new_like(&cpu_backend, self, args, kwds);
 }
 
 static PyObject *cpu_allocate_like(PyObject *self, PyObject *args,
                                    PyObject *kwds) {
-    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
-    PyObject *size_obj = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1, empty = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
-                                     &size_obj, &mutable_, &dtype_obj,
-                                     &empty)) {
-        return NULL;
-    }
-    sw_carrier *c = cpu_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    int64_t size = 0;
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
-        swpy_dtype_arg(st, dtype_obj, "CPU", 0, &dtype) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s;
-    if (swpy_bulk(size)) {
-        Py_BEGIN_ALLOW_THREADS;
-        s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
-        Py_END_ALLOW_THREADS;
-    } else {
-        s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
-    }
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_allocate_like(&cpu_backend, self, args, kwds);
 }
 
 static PyObject *cpu_pointer(PyObject *self, PyObject *unused) {

@@ -97,70 +97,21 @@ static PyObject *ev_promote(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* Whether values for c are stored as numbers (its innermost primary). */
-static int numeric_for(sw_carrier *c) {
-    while (sw_carrier_is_evictable(c)) {
-        c = sw_evictable_primary(c);
-    }
-    return sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
-}
+static const swpy_backend ev_backend = {
+    .name = "Evictable",
+    .is = sw_carrier_is_evictable,
+    .exact_new_like = 0,
+    .dtype_type_error = 1,
+    .gil = SWPY_GIL_KEEP,
+};
 
 static PyObject *ev_new_like(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
-    PyObject *values = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
-                                     &values, &mutable_, &dtype_obj)) {
-        return NULL;
-    }
-    sw_carrier *c = ev_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_dtype_arg(st, dtype_obj, "Evictable", 1, &dtype) < 0) {
-        return NULL;
-    }
-    swpy_values vals;
-    sw_dtype target = dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
-    if (swpy_values_init(&vals, values, numeric_for(c), target) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s =
-        sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-    swpy_values_free(&vals);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_new_like(&ev_backend, self, args, kwds);
 }
 
 static PyObject *ev_allocate_like(PyObject *self, PyObject *args,
                                   PyObject *kwds) {
-    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
-    PyObject *size_obj = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1, empty = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
-                                     &size_obj, &mutable_, &dtype_obj,
-                                     &empty)) {
-        return NULL;
-    }
-    sw_carrier *c = ev_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    int64_t size = 0;
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
-        swpy_dtype_arg(st, dtype_obj, "Evictable", 1, &dtype) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s =
-        sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_allocate_like(&ev_backend, self, args, kwds);
 }
 
 static PyObject *ev_scatter(PyObject *self, PyObject *args, PyObject *kwds) {

@@ -87,80 +87,21 @@ static PyObject *file_get_path(PyObject *self, void *closure) {
     return r;
 }
 
+static const swpy_backend file_backend = {
+    .name = "FileBacked",
+    .is = sw_carrier_is_file,
+    .exact_new_like = 1,
+    .dtype_type_error = 1,
+    .gil = SWPY_GIL_ALWAYS,
+};
+
 static PyObject *file_new_like(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
-    PyObject *values = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
-                                     &values, &mutable_, &dtype_obj)) {
-        return NULL;
-    }
-    sw_carrier *c = file_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    if (c == NULL || st == NULL) {
-        return NULL;
-    }
-    if (Py_TYPE(self) != st->file_type) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "FileBacked carrier factory only supports exact "
-                        "FileBacked carriers");
-        return NULL;
-    }
-    sw_dtype dtype;
-    if (swpy_dtype_arg(st, dtype_obj, "FileBacked", 1, &dtype) < 0) {
-        return NULL;
-    }
-    swpy_values vals;
-    sw_dtype target = dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
-    if (swpy_values_init(&vals, values, 1, target) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s;
-    /* Host entries are converted through Python (the GIL is needed);
-     * numbers alone can be written without it. */
-    if (!vals.has_host) {
-        Py_BEGIN_ALLOW_THREADS;
-        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-        Py_END_ALLOW_THREADS;
-    } else {
-        s = sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-    }
-    swpy_values_free(&vals);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_new_like(&file_backend, self, args, kwds);
 }
 
 static PyObject *file_allocate_like(PyObject *self, PyObject *args,
                                     PyObject *kwds) {
-    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
-    PyObject *size_obj = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1, empty = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
-                                     &size_obj, &mutable_, &dtype_obj,
-                                     &empty)) {
-        return NULL;
-    }
-    sw_carrier *c = file_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    int64_t size = 0;
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
-        swpy_dtype_arg(st, dtype_obj, "FileBacked", 1, &dtype) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s;
-    Py_BEGIN_ALLOW_THREADS;
-    s = sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
-    Py_END_ALLOW_THREADS;
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_allocate_like(&file_backend, self, args, kwds);
 }
 
 static PyObject *file_allocate(PyObject *self, PyObject *size_obj) {

@@ -495,68 +495,22 @@ static PyObject *generic_set_value(PyObject *self, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
+static const swpy_backend generic_backend = {
+    .name = "Generic",
+    .is = sw_carrier_is_generic,
+    .exact_new_like = 1,
+    .dtype_type_error = 1,
+    .gil = SWPY_GIL_KEEP,
+};
+
 static PyObject *generic_new_like(PyObject *self, PyObject *args,
                                   PyObject *kwds) {
-    static char *kwlist[] = {"values", "mutable", "dtype", NULL};
-    PyObject *values = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pO:new_like", kwlist,
-                                     &values, &mutable_, &dtype_obj)) {
-        return NULL;
-    }
-    sw_carrier *c = generic_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    if (c == NULL || st == NULL) {
-        return NULL;
-    }
-    if (Py_TYPE(self) != st->generic_type) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "Generic carrier factory only supports exact Generic "
-                        "carriers");
-        return NULL;
-    }
-    sw_dtype dtype;
-    swpy_values vals;
-    if (swpy_dtype_arg(st, dtype_obj, "Generic", 1, &dtype) < 0 ||
-        swpy_values_init(&vals, values, 0, SW_DTYPE_ANY) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s =
-        sw_carrier_new_like(c, vals.n, vals.items, mutable_, dtype, &out);
-    swpy_values_free(&vals);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_new_like(&generic_backend, self, args, kwds);
 }
 
 static PyObject *generic_allocate_like(PyObject *self, PyObject *args,
                                        PyObject *kwds) {
-    static char *kwlist[] = {"size", "mutable", "dtype", "empty", NULL};
-    PyObject *size_obj = NULL, *dtype_obj = Py_None;
-    int mutable_ = 1, empty = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOp:allocate_like", kwlist,
-                                     &size_obj, &mutable_, &dtype_obj,
-                                     &empty)) {
-        return NULL;
-    }
-    sw_carrier *c = generic_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    int64_t size = 0;
-    sw_dtype dtype;
-    if (c == NULL || st == NULL ||
-        swpy_alloc_size_arg(c, size_obj, &size) < 0 ||
-        swpy_dtype_arg(st, dtype_obj, "Generic", 1, &dtype) < 0) {
-        return NULL;
-    }
-    sw_carrier *out = NULL;
-    sw_status s =
-        sw_carrier_allocate_like(c, size, mutable_, dtype, empty, &out);
-    if (s != SW_OK) {
-        return swpy_raise(s);
-    }
-    return swpy_carrier_wrap(st, out);
+    return swpy_backend_allocate_like(&generic_backend, self, args, kwds);
 }
 
 static sw_tensor *tensor_arg(swpy_state *st, PyObject *o, const char *name) {
