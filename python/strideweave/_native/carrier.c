@@ -934,6 +934,32 @@ PyObject *swpy_backend_allocate_like(const swpy_backend *b, PyObject *self,
     return swpy_carrier_wrap(st, out);
 }
 
+int swpy_backend_scatter_args(const swpy_backend *b, PyObject *self,
+                              PyObject *args, PyObject *kwds,
+                              swpy_scatter_args *out) {
+    static char *kwlist[] = {"to_scatter", "scatter_onto", "mapping",
+                             "mapping_offset", NULL};
+    out->offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:scatter", kwlist,
+                                     &out->src, &out->onto, &out->mapping,
+                                     &out->offset)) {
+        return -1;
+    }
+    out->carrier = swpy_backend_of(self, b->is, b->name);
+    out->st = swpy_state_of_type(Py_TYPE(self));
+    return out->carrier == NULL || out->st == NULL ? -1 : 0;
+}
+
+int swpy_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
+                  PyTypeObject **out) {
+    PyObject *type = PyType_FromModuleAndSpec(module, spec, (PyObject *)base);
+    if (type == NULL) {
+        return -1;
+    }
+    *out = (PyTypeObject *)type;
+    return PyModule_AddType(module, *out);
+}
+
 int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     if (CARRIER(self) != NULL) {
         sw_carrier_unref(owned);
@@ -1780,12 +1806,7 @@ int swpy_carrier_init_types(PyObject *module, swpy_state *st) {
         intern(&st->str_empty, "empty") < 0) {
         return -1;
     }
-    PyObject *type = PyType_FromModuleAndSpec(module, &carrier_spec, NULL);
-    if (type == NULL) {
-        return -1;
-    }
-    st->carrier_type = (PyTypeObject *)type;
-    if (PyModule_AddType(module, st->carrier_type) < 0) {
+    if (swpy_add_type(module, &carrier_spec, NULL, &st->carrier_type) < 0) {
         return -1;
     }
     if (swpy_cpu_init_type(module, st) < 0 ||

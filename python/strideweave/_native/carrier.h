@@ -199,6 +199,31 @@ PyObject *swpy_backend_new_like(const swpy_backend *b, PyObject *self,
 PyObject *swpy_backend_allocate_like(const swpy_backend *b, PyObject *self,
                                      PyObject *args, PyObject *kwds);
 
+/*
+ * The arguments of scatter(to_scatter, scatter_onto, mapping,
+ * mapping_offset=None) of a built-in backend, with the carrier and the
+ * module state; each backend checks them in its own order. Returns 0, or
+ * -1 with an exception set.
+ */
+typedef struct {
+    PyObject *src;
+    PyObject *onto;
+    PyObject *mapping;
+    /* NULL when not given. */
+    PyObject *offset;
+    sw_carrier *carrier;
+    swpy_state *st;
+} swpy_scatter_args;
+
+int swpy_backend_scatter_args(const swpy_backend *b, PyObject *self,
+                              PyObject *args, PyObject *kwds,
+                              swpy_scatter_args *out);
+
+/* Creates the type of spec (a subclass of base, or of object for NULL),
+ * stores it in *out and adds it to module. Returns 0 or -1. */
+int swpy_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
+                  PyTypeObject **out);
+
 /* Shared methods of the built-in backends. */
 PyObject *swpy_carrier_size(PyObject *self, PyObject *unused);
 PyObject *swpy_carrier_dtype(PyObject *self, PyObject *unused);

@@ -130,19 +130,14 @@ static sw_tensor *cpu_tensor_arg(swpy_state *st, PyObject *o,
 }
 
 static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"to_scatter", "scatter_onto", "mapping",
-                             "mapping_offset", NULL};
-    PyObject *src_obj, *onto_obj, *mapping_obj, *offset_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:scatter", kwlist,
-                                     &src_obj, &onto_obj, &mapping_obj,
-                                     &offset_obj)) {
+    swpy_scatter_args a;
+    if (swpy_backend_scatter_args(&cpu_backend, self, args, kwds, &a) < 0) {
         return NULL;
     }
-    sw_carrier *c = cpu_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    if (c == NULL || st == NULL) {
-        return NULL;
-    }
+    sw_carrier *c = a.carrier;
+    swpy_state *st = a.st;
+    PyObject *src_obj = a.src, *onto_obj = a.onto, *mapping_obj = a.mapping;
+    PyObject *offset_obj = a.offset;
     int64_t offset = 0;
     if (offset_obj != NULL && swpy_index_arg(offset_obj, &offset) < 0) {
         return NULL;
@@ -403,11 +398,5 @@ static PyType_Spec cpu_spec = {
 #endif
 
 int swpy_cpu_init_type(PyObject *module, swpy_state *st) {
-    PyObject *type = PyType_FromModuleAndSpec(module, &cpu_spec,
-                                              (PyObject *)st->carrier_type);
-    if (type == NULL) {
-        return -1;
-    }
-    st->cpu_type = (PyTypeObject *)type;
-    return PyModule_AddType(module, st->cpu_type);
+    return swpy_add_type(module, &cpu_spec, st->carrier_type, &st->cpu_type);
 }

@@ -115,19 +115,14 @@ static PyObject *ev_allocate_like(PyObject *self, PyObject *args,
 }
 
 static PyObject *ev_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"to_scatter", "scatter_onto", "mapping",
-                             "mapping_offset", NULL};
-    PyObject *src_obj, *onto_obj, *mapping_obj, *offset_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:scatter", kwlist,
-                                     &src_obj, &onto_obj, &mapping_obj,
-                                     &offset_obj)) {
+    swpy_scatter_args a;
+    if (swpy_backend_scatter_args(&ev_backend, self, args, kwds, &a) < 0) {
         return NULL;
     }
-    sw_carrier *c = ev_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    if (c == NULL || st == NULL) {
-        return NULL;
-    }
+    sw_carrier *c = a.carrier;
+    swpy_state *st = a.st;
+    PyObject *src_obj = a.src, *onto_obj = a.onto, *mapping_obj = a.mapping;
+    PyObject *offset_obj = a.offset;
     int64_t offset = 0;
     if (offset_obj != NULL && swpy_index_arg(offset_obj, &offset) < 0) {
         return NULL;
@@ -586,20 +581,10 @@ static PyType_Spec evop_spec = {
 #endif
 
 int swpy_evictable_init_types(PyObject *module, swpy_state *st) {
-    PyObject *type = PyType_FromModuleAndSpec(module, &ev_spec,
-                                              (PyObject *)st->carrier_type);
-    if (type == NULL) {
+    if (swpy_add_type(module, &ev_spec, st->carrier_type, &st->evictable_type) <
+        0) {
         return -1;
     }
-    st->evictable_type = (PyTypeObject *)type;
-    if (PyModule_AddType(module, st->evictable_type) < 0) {
-        return -1;
-    }
-    type = PyType_FromModuleAndSpec(module, &evop_spec,
-                                    (PyObject *)st->operation_type);
-    if (type == NULL) {
-        return -1;
-    }
-    st->evictable_op_type = (PyTypeObject *)type;
-    return PyModule_AddType(module, st->evictable_op_type);
+    return swpy_add_type(module, &evop_spec, st->operation_type,
+                         &st->evictable_op_type);
 }

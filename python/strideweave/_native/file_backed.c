@@ -366,11 +366,5 @@ static PyType_Spec file_spec = {
 #endif
 
 int swpy_file_init_type(PyObject *module, swpy_state *st) {
-    PyObject *type = PyType_FromModuleAndSpec(module, &file_spec,
-                                              (PyObject *)st->carrier_type);
-    if (type == NULL) {
-        return -1;
-    }
-    st->file_type = (PyTypeObject *)type;
-    return PyModule_AddType(module, st->file_type);
+    return swpy_add_type(module, &file_spec, st->carrier_type, &st->file_type);
 }

@@ -523,19 +523,14 @@ static sw_tensor *tensor_arg(swpy_state *st, PyObject *o, const char *name) {
 
 static PyObject *generic_scatter(PyObject *self, PyObject *args,
                                  PyObject *kwds) {
-    static char *kwlist[] = {"to_scatter", "scatter_onto", "mapping",
-                             "mapping_offset", NULL};
-    PyObject *src_obj, *onto_obj, *mapping_obj, *offset_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:scatter", kwlist,
-                                     &src_obj, &onto_obj, &mapping_obj,
-                                     &offset_obj)) {
+    swpy_scatter_args a;
+    if (swpy_backend_scatter_args(&generic_backend, self, args, kwds, &a) < 0) {
         return NULL;
     }
-    sw_carrier *c = generic_of(self);
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    if (c == NULL || st == NULL) {
-        return NULL;
-    }
+    sw_carrier *c = a.carrier;
+    swpy_state *st = a.st;
+    PyObject *src_obj = a.src, *onto_obj = a.onto, *mapping_obj = a.mapping;
+    PyObject *offset_obj = a.offset;
     /* The reference checks mutability before the argument types. */
     int mutable_ = sw_carrier_is_mutable(c);
     if (PyErr_Occurred()) {
@@ -768,11 +763,6 @@ static PyType_Spec generic_spec = {
 #endif
 
 int swpy_generic_init_type(PyObject *module, swpy_state *st) {
-    PyObject *type = PyType_FromModuleAndSpec(module, &generic_spec,
-                                              (PyObject *)st->carrier_type);
-    if (type == NULL) {
-        return -1;
-    }
-    st->generic_type = (PyTypeObject *)type;
-    return PyModule_AddType(module, st->generic_type);
+    return swpy_add_type(module, &generic_spec, st->carrier_type,
+                         &st->generic_type);
 }
