@@ -1447,20 +1447,36 @@ static PyObject *operation_get_name(PyObject *self, void *closure) {
     return PyUnicode_FromString(name);
 }
 
+/*
+ * The built-in carrier types whose operations are tagged with their
+ * backend class rather than with the Python class: one table for both
+ * directions of the mapping, so that they cannot disagree.
+ */
+enum { BUILTIN_TAGS = 3 };
+
+static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
+                         const void *tags[BUILTIN_TAGS]) {
+    types[0] = st->cpu_type;
+    tags[0] = st->cpu_class;
+    types[1] = st->generic_type;
+    tags[1] = st->generic_class;
+    types[2] = st->evictable_type;
+    tags[2] = sw_evictable_class();
+}
+
 /* The Python class of a carrier tag: a built-in backend's class, or one
  * of the Python classes registered as tags. */
 static PyObject *tag_type(swpy_state *st, const void *tag) {
     if (tag == NULL) {
         Py_RETURN_NONE;
     }
-    if (tag == st->cpu_class) {
-        return Py_NewRef((PyObject *)st->cpu_type);
-    }
-    if (tag == st->generic_class) {
-        return Py_NewRef((PyObject *)st->generic_type);
-    }
-    if (tag == sw_evictable_class()) {
-        return Py_NewRef((PyObject *)st->evictable_type);
+    PyTypeObject *types[BUILTIN_TAGS];
+    const void *tags[BUILTIN_TAGS];
+    builtin_tags(st, types, tags);
+    for (int i = 0; i < BUILTIN_TAGS; i++) {
+        if (tag == tags[i]) {
+            return Py_NewRef((PyObject *)types[i]);
+        }
     }
     PyObject *key = PyLong_FromVoidPtr((void *)tag);
     if (key == NULL) {
@@ -1481,14 +1497,13 @@ PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag) {
 }
 
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls) {
-    if (cls == st->cpu_type) {
-        return st->cpu_class;
-    }
-    if (cls == st->generic_type) {
-        return st->generic_class;
-    }
-    if (cls == st->evictable_type) {
-        return sw_evictable_class();
+    PyTypeObject *types[BUILTIN_TAGS];
+    const void *tags[BUILTIN_TAGS];
+    builtin_tags(st, types, tags);
+    for (int i = 0; i < BUILTIN_TAGS; i++) {
+        if (cls == types[i]) {
+            return tags[i];
+        }
     }
     return cls;
 }
