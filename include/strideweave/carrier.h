@@ -16,9 +16,13 @@
  * user-visible action, is sw_carrier_release_storage. Constructors write an
  * owned reference through their last parameter.
  *
- * Threads: a carrier may be read from several threads; writes, release and
- * the ownership protocol must be serialised by the caller, as with any
- * mutable object. Version counters are atomic.
+ * Threads: a carrier may be read from several threads; writes and the
+ * ownership protocol must be serialised by the caller, as with any
+ * mutable object. Version counters are atomic. Release may happen on any
+ * thread at any time: storage lifetime is one rule of the base (see
+ * sw_carrier_pin) that element access, operations, the reverse pass,
+ * moves, scatter and DLPack exports all obey, so no path frees storage
+ * that another path is still reading.
  */
 #ifndef STRIDEWEAVE_CARRIER_H
 #define STRIDEWEAVE_CARRIER_H
@@ -174,7 +178,9 @@ typedef struct sw_carrier_class {
     sw_dtype (*dtype)(sw_carrier *c);
     /* Optional: the storage's intrinsic mutability. Default: 0. */
     int (*is_mutable)(sw_carrier *c);
-    /* Optional: frees the storage (called once). Default: nothing. */
+    /* Optional: frees the storage (called once, when the carrier is
+     * released and unpinned, or destroyed: possibly on another thread
+     * than the release, see sw_carrier_pin). Default: nothing. */
     void (*release)(sw_carrier *c);
     /* Optional: frees the backend state when the last reference goes. */
     void (*destroy)(sw_carrier *c);
@@ -260,12 +266,39 @@ typedef sw_status (*sw_dlpack_info_fn)(sw_carrier *c, void *ctx, void **pointer,
 SW_API void sw_carrier_set_dlpack_route(sw_carrier *c, sw_dlpack_info_fn fn,
                                         void *ctx);
 
+/*
+ * Storage lifetime. A pin keeps c's storage (memory, file, host store:
+ * whatever its slots reach) valid until the matching sw_carrier_unpin,
+ * even if c is released meanwhile. Release (sw_carrier_release_storage,
+ * a move's commit, an Evictable transition, a DLPack consumer's owner)
+ * takes effect at once for everyone: c reports released, its size is 0,
+ * element access and new pins fail with RuntimeError "Carrier is
+ * released". But the class's release slot runs only when the last pin
+ * goes, on the thread that drops it. So release never waits and is never
+ * refused because of readers, and a reader never sees its storage freed.
+ *
+ * The library pins for every path that reaches storage outside the
+ * carrier's own slots: sw_carrier_get/set for the slot call, every tensor
+ * argument for an operation's forward, the gradient and saved inputs for
+ * its backward, both tensors of a scatter or axpy, a move's destination,
+ * bulk file transfers, and a DLPack export until its deleter runs.
+ * Backends and bindings that read storage on their own pin the same way.
+ * The caller keeps a reference to c while it holds a pin. Pins are
+ * counted, so they nest.
+ */
+SW_API sw_status sw_carrier_pin(sw_carrier *c);
+SW_API void sw_carrier_unpin(sw_carrier *c);
+/* Non-zero while some pin is held (for tests and diagnostics). */
+SW_API int sw_carrier_is_pinned(const sw_carrier *c);
+
 /* Bumps the version; RuntimeError if owned without owner access. */
 SW_API sw_status sw_carrier_bump_version(sw_carrier *c);
 
 /*
  * Releases the storage permanently (idempotent; the version is unchanged).
- * RuntimeError if owned by a composite without owner access.
+ * RuntimeError if owned by a composite without owner access, or while an
+ * asynchronous move uses c. The release slot runs now, or when the last
+ * pin goes (see sw_carrier_pin).
  */
 SW_API sw_status sw_carrier_release_storage(sw_carrier *c);
 
@@ -299,7 +332,8 @@ SW_API sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype,
                              int mutable_, sw_carrier **out);
 /* Non-zero if c is a CPU carrier. */
 SW_API int sw_carrier_is_cpu(const sw_carrier *c);
-/* The CPU buffer (NULL after release or for other carriers). */
+/* The CPU buffer (NULL after release or for other carriers). Reading or
+ * writing it is safe only under a pin taken before the release. */
 SW_API void *sw_cpu_data(sw_carrier *c);
 
 /* A Generic carrier over a host store (owned by the carrier from now on).

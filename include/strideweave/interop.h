@@ -170,7 +170,9 @@ SW_API sw_move_key sw_move_key_class(const sw_carrier_class *cls);
  * address with any value. op is the move operation running it (for a
  * binding, its peer is the host instance; an operation the library makes
  * for a backward pass has no peer). On failure the source must be
- * unchanged; the move restores the destination's version and size.
+ * unchanged; the move then leaves the destination's version one above
+ * its version before the move if the copy wrote anything (see
+ * sw_move_op_forward) and restores its size.
  *
  * A pinned class (source_pin.id or destination_pin.id non-NULL) accepts
  * only carriers of exactly that key: SW_ETYPE "<name> requires a
@@ -283,8 +285,15 @@ SW_API const sw_move_class *sw_move_op_class(const sw_op *op);
  * destination accepts changes from this thread only. A copy that leaves
  * the destination released fails with SW_ERUNTIME "destination carrier is
  * released". If the growth or the copy fails, the source is left live and
- * unchanged, the destination gets back its version and (if it grew) its
- * size, and nothing is written to *out.
+ * unchanged, nothing is written to *out, and a destination that grew gets
+ * back its size. A copy that failed after writing part of the
+ * destination (through the carriers' interfaces, which bump versions, or
+ * through a built-in bulk route) leaves the destination's version exactly
+ * one above its version before the move, so that saved-version checks of
+ * a later backward see the change; a failure that wrote nothing leaves
+ * the version as it was. The move's outcome is one of two: it succeeded (the
+ * source is released; a failure of the source's release slot, which may run
+ * later, when the last pin goes, is not the move's) or it did not happen.
  *
  * Backward: the gradient must be a tensor (SW_ETYPE "gradient must be a
  * Tensor") on a live carrier (SW_ERUNTIME "gradient carrier is released")
@@ -355,8 +364,9 @@ SW_API sw_status sw_move(sw_tensor *tensor, sw_carrier *destination,
  * The move is a recorded forward under the submitting thread's grad mode:
  * on success the result's autograd context is op, exactly as with
  * sw_move_op_forward. The source is released only at the successful
- * commit; a failure leaves the source live and unchanged, restores the
- * destination's version and size, and becomes the request's outcome.
+ * commit; a failure leaves the source live and unchanged, treats the
+ * destination's version and size as sw_move_op_forward does, and becomes
+ * the request's outcome.
  *
  * A request is reference-counted; dropping every reference neither waits
  * for nor cancels the move, which keeps what it needs until it ends.

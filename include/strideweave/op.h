@@ -222,7 +222,14 @@ SW_API sw_op *sw_tensor_autograd_ctx(const sw_tensor *t);
 /* Sets or clears (NULL) the context. SW_ERUNTIME "autograd_ctx is not
  * available for non-differentiable tensors" when setting one on such. */
 SW_API sw_status sw_tensor_set_autograd_ctx(sw_tensor *t, sw_op *op);
-/* The accumulated gradient (borrowed) or NULL. */
+/*
+ * The accumulated gradient (borrowed) or NULL. Reverse passes on several
+ * threads may accumulate into one shared tensor at once: every
+ * accumulation and every sw_tensor_set_grad is serialised per tensor, so
+ * the sum is exact and nothing leaks. The borrowed pointer stays valid
+ * until the next sw_tensor_set_grad of t; its values may change under a
+ * concurrent pass.
+ */
 SW_API sw_tensor *sw_tensor_grad(const sw_tensor *t);
 SW_API sw_status sw_tensor_set_grad(sw_tensor *t, sw_tensor *grad);
 SW_API sw_status sw_tensor_retain_grad(sw_tensor *t, int retain);

@@ -2,6 +2,8 @@
  * Autograd: grad mode, gradient bookkeeping on tensors, and the iterative
  * reverse pass.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <string.h>
 
 #include "carrier/internal.h"
@@ -45,12 +47,44 @@ sw_tensor *sw_tensor_grad(const sw_tensor *t) {
     return t->grad;
 }
 
+/*
+ * Gradient slots are shared between threads: two reverse passes may
+ * accumulate into one leaf, and a .grad write may meet a pass. Every
+ * change of t->grad (and every accumulation into it) holds the lock of
+ * t's stripe. Locks are recursive: a host-language hook running inside an
+ * accumulation may set a gradient itself.
+ */
+#define GRAD_STRIPES 64
+static pthread_mutex_t grad_locks[GRAD_STRIPES];
+static pthread_once_t grad_locks_once = PTHREAD_ONCE_INIT;
+
+static void grad_locks_init(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    for (int i = 0; i < GRAD_STRIPES; ++i)
+        pthread_mutex_init(&grad_locks[i], &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+static pthread_mutex_t *grad_lock_of(const sw_tensor *t) {
+    pthread_once(&grad_locks_once, grad_locks_init);
+    uint64_t x = (uint64_t)(uintptr_t)t;
+    x ^= x >> 29;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    return &grad_locks[(x >> 32) % GRAD_STRIPES];
+}
+
 sw_status sw_tensor_set_grad(sw_tensor *t, sw_tensor *grad) {
     if (grad && !sw_tensor_is_differentiable(t))
         return not_differentiable("grad");
     sw_tensor_retain(grad);
-    sw_tensor_unref(t->grad);
+    pthread_mutex_t *lock = grad_lock_of(t);
+    pthread_mutex_lock(lock);
+    sw_tensor *old = t->grad;
     t->grad = grad;
+    pthread_mutex_unlock(lock);
+    sw_tensor_unref(old);
     return SW_OK;
 }
 
@@ -115,16 +149,26 @@ static sw_status add_tensors(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
     return SW_OK;
 }
 
-/* .grad += g: a detached copy the first time, an in-place sum later. */
+/* .grad += g: a detached copy the first time, an in-place sum later,
+ * under t's gradient lock (see sw_tensor_set_grad). */
 static sw_status accumulate_grad(sw_tensor *t, sw_tensor *g) {
-    if (!t->grad)
-        return copy_like(t->carrier, t->layout, g, &t->grad);
-    sw_tensor *sum = NULL;
-    sw_status st = add_tensors(t->grad, g, &sum);
-    if (!st)
-        st = sw_carrier_scatter(t->grad->carrier, sum, t->grad, t->grad->layout,
-                                0);
-    sw_tensor_unref(sum);
+    pthread_mutex_t *lock = grad_lock_of(t);
+    pthread_mutex_lock(lock);
+    sw_status st;
+    if (!t->grad) {
+        sw_tensor *fresh = NULL;
+        st = copy_like(t->carrier, t->layout, g, &fresh);
+        if (!st)
+            t->grad = fresh;
+    } else {
+        sw_tensor *sum = NULL;
+        st = add_tensors(t->grad, g, &sum);
+        if (!st)
+            st = sw_carrier_scatter(t->grad->carrier, sum, t->grad,
+                                    t->grad->layout, 0);
+        sw_tensor_unref(sum);
+    }
+    pthread_mutex_unlock(lock);
     return st;
 }
 

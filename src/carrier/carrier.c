@@ -80,10 +80,18 @@ sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype) {
     return dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype;
 }
 
+/* Runs the release slot: once, when the carrier is released and no pin is
+ * left (see sw_carrier_pin). */
+static void free_storage(sw_carrier *c) {
+    if (c->cls->release)
+        c->cls->release(c);
+}
+
 static void carrier_destroy(sw_object *o) {
     sw_carrier *c = (sw_carrier *)o;
-    if (!c->released && c->cls->release)
-        c->cls->release(c);
+    /* Pins are held under references, so none is left here. */
+    if (!(atomic_load(&c->life) & SW_LIFE_RELEASED))
+        free_storage(c);
     if (c->cls->destroy)
         c->cls->destroy(c);
     sw_free(c);
@@ -105,7 +113,7 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     c->state = state;
     c->dtype = dtype;
     atomic_init(&c->version, 0);
-    c->released = 0;
+    atomic_init(&c->life, 0);
     c->owner_token = 0;
     c->access_thread = 0;
     c->access_depth = 0;
@@ -155,7 +163,7 @@ sw_dtype sw_carrier_dtype(const sw_carrier *c) {
 }
 
 int64_t sw_carrier_size(sw_carrier *c) {
-    if (c->released)
+    if (sw_carrier_is_released(c))
         return 0;
     int64_t n = c->cls->size(c);
     return n < 0 ? 0 : n;
@@ -166,7 +174,27 @@ int64_t sw_carrier_version(const sw_carrier *c) {
 }
 
 int sw_carrier_is_released(const sw_carrier *c) {
-    return c->released;
+    return (atomic_load(&((sw_carrier *)c)->life) & SW_LIFE_RELEASED) != 0;
+}
+
+sw_status sw_carrier_pin(sw_carrier *c) {
+    int_fast64_t s = atomic_load(&c->life);
+    do {
+        if (s & SW_LIFE_RELEASED)
+            return sw_carrier_fail_released();
+    } while (!atomic_compare_exchange_weak(&c->life, &s, s + SW_LIFE_PIN));
+    return SW_OK;
+}
+
+void sw_carrier_unpin(sw_carrier *c) {
+    /* The last pin of a released carrier frees what the release left. */
+    if (atomic_fetch_sub(&c->life, SW_LIFE_PIN) ==
+        (SW_LIFE_RELEASED | SW_LIFE_PIN))
+        free_storage(c);
+}
+
+int sw_carrier_is_pinned(const sw_carrier *c) {
+    return atomic_load(&((sw_carrier *)c)->life) >= SW_LIFE_PIN;
 }
 
 int sw_carrier_is_owned(const sw_carrier *c) {
@@ -208,31 +236,42 @@ void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread) {
 }
 
 sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out) {
-    if (c->released)
-        return sw_carrier_fail_released();
-    if (i < 0 || i >= sw_carrier_size(c))
-        return sw_fail(SW_EINDEX, "Carrier index out of range");
-    return c->cls->get(c, i, out);
+    sw_status st = sw_carrier_pin(c);
+    if (st)
+        return st;
+    if (i < 0 || i >= c->cls->size(c))
+        st = sw_fail(SW_EINDEX, "Carrier index out of range");
+    else
+        st = c->cls->get(c, i, out);
+    sw_carrier_unpin(c);
+    return st;
 }
 
-sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v) {
-    if (c->released)
-        return sw_carrier_fail_released();
+static sw_status set_pinned(sw_carrier *c, int64_t i, const sw_value *v) {
     if (!sw_carrier_is_mutable(c) || !c->cls->set)
         return sw_carrier_fail_immutable();
-    sw_status moving = sw_carrier_check_move(c);
-    if (moving)
-        return moving;
-    if (i < 0 || i >= sw_carrier_size(c))
+    sw_status st = sw_carrier_check_move(c);
+    if (st)
+        return st;
+    if (i < 0 || i >= c->cls->size(c))
         return sw_fail(SW_EINDEX, "Carrier index out of range");
     int_fast64_t before = atomic_load(&c->version);
-    sw_status st = c->cls->set(c, i, v);
+    st = c->cls->set(c, i, v);
     if (st)
         return st;
     /* Exactly one bump per successful write, whatever the backend did. */
     if (atomic_load(&c->version) == before)
         atomic_fetch_add(&c->version, 1);
     return SW_OK;
+}
+
+sw_status sw_carrier_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    sw_status st = sw_carrier_pin(c);
+    if (st)
+        return st;
+    st = set_pinned(c, i, v);
+    sw_carrier_unpin(c);
+    return st;
 }
 
 sw_status sw_carrier_dlpack_info(sw_carrier *c, void **pointer,
@@ -278,11 +317,11 @@ sw_status sw_carrier_release_storage(sw_carrier *c) {
     sw_status moving = sw_carrier_check_move(c);
     if (moving)
         return moving;
-    if (c->released)
-        return SW_OK;
-    if (c->cls->release)
-        c->cls->release(c);
-    c->released = 1;
+    /* From now on the carrier is released for everyone; its storage goes
+     * now, or when the last pin goes. */
+    int_fast64_t before = atomic_fetch_or(&c->life, SW_LIFE_RELEASED);
+    if (before == 0)
+        free_storage(c);
     return SW_OK;
 }
 
@@ -345,7 +384,7 @@ sw_status sw_carrier_new_like(sw_carrier *c, int64_t n, const sw_value *values,
 /* --------------------------------------------------------------- ownership */
 
 sw_status sw_carrier_claim(sw_carrier *c, int64_t *token) {
-    if (c->released)
+    if (sw_carrier_is_released(c))
         return sw_carrier_fail_released();
     if (c->owner_token)
         return sw_fail(SW_ERUNTIME,

@@ -142,7 +142,7 @@ static sw_status cpu_dispatch_op(sw_carrier *c, const char *name,
 /* Host memory: DLPack device (kDLCPU, 0). */
 static sw_status cpu_dlpack_info(sw_carrier *c, void **pointer,
                                  int32_t *device_type, int32_t *device_id) {
-    *pointer = cpu(c)->data;
+    *pointer = sw_carrier_is_released(c) ? NULL : cpu(c)->data;
     *device_type = kDLCPU;
     *device_id = 0;
     return SW_OK;
@@ -222,6 +222,10 @@ sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
 
 int sw_carrier_is_cpu(const sw_carrier *c) {
     return sw_carrier_get_class(c) == &cpu_class;
+}
+
+void *sw_cpu_storage(sw_carrier *c) {
+    return sw_carrier_is_cpu(c) ? cpu(c)->data : NULL;
 }
 
 void *sw_cpu_data(sw_carrier *c) {

@@ -61,7 +61,7 @@ static sw_status fail_evicted(void) {
 
 /* Released, then evicted: the state every value access needs. */
 static sw_status check_promoted(const sw_carrier *c) {
-    if (c->released)
+    if (sw_carrier_is_released(c))
         return sw_carrier_fail_released();
     if (ev(c)->evicted)
         return fail_evicted();
@@ -193,7 +193,7 @@ static sw_status check_transition(sw_carrier *c) {
         return sw_fail(SW_ERUNTIME, "Evictable carrier is owned by another "
                                     "carrier and cannot be modified "
                                     "directly");
-    if (c->released)
+    if (sw_carrier_is_released(c))
         return sw_carrier_fail_released();
     /* A transition already running (re-entered from a move hook). */
     return sw_carrier_check_move(c);
@@ -387,9 +387,9 @@ sw_status sw_evictable_new(sw_carrier *primary, sw_carrier *secondary,
     if (primary == secondary)
         return sw_fail(SW_EVALUE,
                        "primary and secondary must be distinct carriers");
-    if (primary->released)
+    if (sw_carrier_is_released(primary))
         return sw_fail(SW_ERUNTIME, "primary carrier is released");
-    if (secondary->released)
+    if (sw_carrier_is_released(secondary))
         return sw_fail(SW_ERUNTIME, "secondary carrier is released");
     if (primary->owner_token)
         return sw_fail(SW_ERUNTIME,

@@ -389,11 +389,14 @@ sw_status sw_file_resize(sw_carrier *c, int64_t size) {
                        "FileBacked allocation size must be non-negative");
     if (!sw_mul_ok(size, item(c), &bytes))
         return sw_fail(SW_EVALUE, "FileBacked size is too large");
+    if ((st = sw_carrier_pin(c)))
+        return st;
     if (io_fault())
-        return io_error(c, "resize", ENOSPC);
-    if (ftruncate(fst(c)->fd, (off_t)bytes) != 0)
-        return io_error(c, "resize", errno);
-    return SW_OK;
+        st = io_error(c, "resize", ENOSPC);
+    else if (ftruncate(fst(c)->fd, (off_t)bytes) != 0)
+        st = io_error(c, "resize", errno);
+    sw_carrier_unpin(c);
+    return st;
 }
 
 static sw_status check_range(sw_carrier *c, int64_t i, int64_t n) {
@@ -407,9 +410,11 @@ static sw_status check_range(sw_carrier *c, int64_t i, int64_t n) {
 
 sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n, void *buf) {
     sw_status st = check_range(c, i, n);
-    if (st)
+    if (st || (st = sw_carrier_pin(c)))
         return st;
-    return transfer(c, 0, i * item(c), n * item(c), buf);
+    st = transfer(c, 0, i * item(c), n * item(c), buf);
+    sw_carrier_unpin(c);
+    return st;
 }
 
 sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n, const void *buf) {
@@ -418,7 +423,10 @@ sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n, const void *buf) {
         return st;
     if (!sw_carrier_is_mutable(c))
         return sw_carrier_fail_immutable();
+    if ((st = sw_carrier_pin(c)))
+        return st;
     st = transfer(c, 1, i * item(c), n * item(c), (void *)buf);
+    sw_carrier_unpin(c);
     if (st)
         return st;
     return sw_carrier_bump_version(c);

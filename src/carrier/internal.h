@@ -11,7 +11,10 @@ struct sw_carrier {
     void *state;
     sw_dtype dtype;
     atomic_int_fast64_t version;
-    int released;
+    /* Storage lifetime: bit 0 is set once the carrier is released; the
+     * rest counts pins, SW_LIFE_PIN each (see sw_carrier_pin). The release
+     * slot runs when the word first becomes exactly SW_LIFE_RELEASED. */
+    atomic_int_fast64_t life;
     /* Ownership by a composite: 0 when not owned. */
     int64_t owner_token;
     /* The thread inside owner access, and how deep. */
@@ -33,6 +36,9 @@ struct sw_carrier {
     atomic_uintptr_t move_thread;
 };
 
+#define SW_LIFE_RELEASED ((int_fast64_t)1)
+#define SW_LIFE_PIN ((int_fast64_t)2)
+
 /* Common failures with the reference texts. */
 sw_status sw_carrier_fail_released(void);
 sw_status sw_carrier_fail_immutable(void);
@@ -47,6 +53,13 @@ sw_status sw_carrier_check_move(const sw_carrier *c);
  * that (pending < 0); sets the worker thread allowed to change it. */
 void sw_carrier_move_mark(sw_carrier *c, int pending);
 void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread);
+
+/*
+ * The memory of a CPU carrier for a caller holding a pin (NULL for other
+ * carriers): unlike sw_cpu_data it stays valid after a release that
+ * happened while the pin is held, until the pin goes.
+ */
+void *sw_cpu_storage(sw_carrier *c);
 
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);

@@ -174,7 +174,7 @@ static sw_status copy_cpu_to_file(sw_op *op, sw_tensor *tensor,
         !bulk_applies(tensor, output))
         return copy_elementwise(op, tensor, destination, output, element_count);
     int64_t item = sw_dtype_itemsize(sw_carrier_dtype(src));
-    const char *data = sw_cpu_data(src);
+    const char *data = sw_cpu_storage(src);
     if (!data)
         return sw_carrier_fail_released();
     data += tensor->offset * item;
@@ -185,8 +185,10 @@ static sw_status copy_cpu_to_file(sw_op *op, sw_tensor *tensor,
         int64_t m = element_count - i < chunk ? element_count - i : chunk;
         st = sw_file_write(destination, i, m, data + i * item);
     }
-    /* A move is not an in-place mutation of the destination. */
-    restore_version(destination, version);
+    /* A move is not an in-place mutation of the destination; a failed one
+     * that wrote a chunk keeps the bumps, so the move sees the change. */
+    if (!st)
+        restore_version(destination, version);
     return st;
 }
 
@@ -217,7 +219,7 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
         !bulk_applies(tensor, output))
         return copy_elementwise(op, tensor, destination, output, element_count);
     int64_t item = sw_dtype_itemsize(sw_carrier_dtype(src));
-    char *data = sw_cpu_data(destination);
+    char *data = sw_cpu_storage(destination);
     if (!data)
         return sw_carrier_fail_released();
     advise_huge(data, element_count * item);
@@ -226,6 +228,10 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
     for (int64_t i = 0; i < element_count && !st; i += chunk) {
         int64_t m = element_count - i < chunk ? element_count - i : chunk;
         st = sw_file_read(src, tensor->offset + i, m, data + i * item);
+        /* Reads fill memory directly: a failure after (or during) a read
+         * may have changed the destination, which its version says. */
+        if (st)
+            atomic_fetch_add(&destination->version, 1);
     }
     return st;
 }
@@ -550,13 +556,20 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     sw_carrier_move_mark(src, 1);
     sw_carrier_move_mark(dst, 1);
     sw_carrier_move_worker(dst, sw_thread_id());
-    if (p->grow)
+    /* The source is pinned as the execution's argument; the destination's
+     * storage must outlive the copy too, even if a hook releases it. */
+    int pinned = 0, copied = 0;
+    if (!(st = sw_carrier_pin(dst)))
+        pinned = 1;
+    if (!st && p->grow)
         st = sw_file_resize(dst, p->required);
     sw_tensor *r = NULL;
     if (!st)
         st = sw_tensor_new(dst, 0, t->layout, &r);
-    if (!st)
+    if (!st) {
+        copied = 1;
         st = s->cls->copy(op, t, dst, r, p->required);
+    }
     sw_carrier_move_mark(dst, -1);
     sw_carrier_move_mark(src, -1);
     /* A copy hook may have released its destination: nothing to publish. */
@@ -566,11 +579,19 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
         saved_error e;
         save_error(&e, st);
         sw_tensor_unref(r);
-        restore_version(dst, dst_version);
+        /* A copy that wrote part of the destination (its version moved)
+         * leaves exactly one version step, so that every saved-version
+         * check sees the change; one that wrote nothing leaves none. */
+        int64_t now = sw_carrier_version(dst);
+        restore_version(dst, copied && now != dst_version ? dst_version + 1
+                                                          : dst_version);
         if (p->grow)
             (void)sw_file_resize(dst, 0);
+        if (pinned)
+            sw_carrier_unpin(dst);
         return restore_error(&e);
     }
+    sw_carrier_unpin(dst);
     /* Commit: the destination holds the values; the source goes. */
     st = sw_carrier_release_storage(src);
     if (st) {

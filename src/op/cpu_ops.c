@@ -58,7 +58,8 @@ static sw_status check_cpu_tensor(const sw_arg *a, const char *name) {
 }
 
 static sw_karg karg_of(const sw_tensor *t) {
-    sw_karg k = {sw_cpu_data(t->carrier), sw_carrier_dtype(t->carrier),
+    /* The carrier is pinned by the execution (see sw_carrier_pin). */
+    sw_karg k = {sw_cpu_storage(t->carrier), sw_carrier_dtype(t->carrier),
                  t->offset, t->layout};
     return k;
 }
@@ -291,6 +292,37 @@ static sw_status grad_copy(const sw_tensor *x, const sw_tensor *g,
     return finish(st, r, out);
 }
 
+/*
+ * The saved inputs whose values the backward reads must still have their
+ * storage: a release after the forward (directly, by a move or by an
+ * eviction) is refused as the forward refuses it. Gradients of add, sub,
+ * scalar multiplication and reduce need only the inputs' layouts.
+ */
+static sw_status check_saved(sw_op *op, const sw_tensor *x,
+                             const sw_tensor *y) {
+    const cpu_entry *e = cstate(op)->entry;
+    int reads_x = 1, reads_y = 1;
+    switch (e->kind) {
+    case CPU_BINARY:
+        reads_x = reads_y = e->code == SW_KELEM_MUL || e->code == SW_KELEM_DIV;
+        break;
+    case CPU_SCALAR:
+        reads_x = e->code == SW_KELEM_POW_SCALAR;
+        break;
+    case CPU_REDUCE:
+        reads_x = 0;
+        break;
+    default:
+        break;
+    }
+    const char *xname = y ? "lhs" : "tensor";
+    if (reads_x && sw_carrier_is_released(x->carrier))
+        return sw_fail(SW_ERUNTIME, "%s carrier is released", xname);
+    if (y && reads_y && sw_carrier_is_released(y->carrier))
+        return sw_fail(SW_ERUNTIME, "rhs carrier is released");
+    return SW_OK;
+}
+
 static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
                               sw_tensor **grads) {
     cpu_state *s = cstate(op);
@@ -304,6 +336,8 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
     if (st)
         return st;
     sw_tensor *x = sw_op_input(op, 0), *y = two ? sw_op_input(op, 1) : NULL;
+    if ((st = check_saved(op, x, y)))
+        return st;
     sw_kscalar none = {0.0, 0};
     sw_karg kg = karg_of(g), kx = karg_of(x);
     switch (e->kind) {

@@ -591,6 +591,18 @@ static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
             : 1;
     if (sw_op_ninputs(op) < want || n < 1)
         return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    /* Saved inputs whose values the gradient needs must still be there,
+     * as the forward requires (a reduce needs only the layout). */
+    if (s->kind != GEN_REDUCE) {
+        sw_arg x = sw_arg_tensor(sw_op_input(op, 0));
+        sw_status st = check_tensor(&x, want == 2 ? "lhs" : "tensor");
+        if (!st && want == 2) {
+            sw_arg y = sw_arg_tensor(sw_op_input(op, 1));
+            st = check_tensor(&y, "rhs");
+        }
+        if (st)
+            return st;
+    }
     switch (s->kind) {
     case GEN_REDUCE:
         return reduce_backward(op, g, n, grads);

@@ -241,18 +241,66 @@ run_profiled(run_fn body, sw_op *op, int32_t nargs, const sw_arg *args,
     return st;
 }
 
+/*
+ * The pins of one execution: every carrier of the tensors an operation
+ * reads, held while it runs (see sw_carrier_pin). A released carrier is
+ * not pinned: release is permanent, so the operation sees it released
+ * and refuses it with its own message.
+ */
+typedef struct pin_set {
+    sw_carrier *small[8];
+    sw_carrier **pinned;
+    int32_t n;
+} pin_set;
+
+static sw_status pins_take(pin_set *p, int32_t count, sw_tensor *const *ts,
+                           const sw_arg *args) {
+    p->pinned = p->small;
+    p->n = 0;
+    if (count > (int32_t)(sizeof p->small / sizeof p->small[0])) {
+        p->pinned = sw_malloc((size_t)count * sizeof *p->pinned);
+        if (!p->pinned)
+            return sw_oom();
+    }
+    for (int32_t i = 0; i < count; ++i) {
+        sw_tensor *t = ts                              ? ts[i]
+                       : args[i].kind == SW_ARG_TENSOR ? args[i].as.tensor
+                                                       : NULL;
+        if (t && sw_carrier_pin(t->carrier) == SW_OK)
+            p->pinned[p->n++] = t->carrier;
+    }
+    return SW_OK;
+}
+
+static void pins_drop(pin_set *p) {
+    for (int32_t i = 0; i < p->n; ++i)
+        sw_carrier_unpin(p->pinned[i]);
+    if (p->pinned != p->small)
+        sw_free(p->pinned);
+}
+
+static sw_status run_pinned(run_fn body, sw_op *op, int32_t nargs,
+                            const sw_arg *args, sw_tensor **out) {
+    pin_set pins;
+    sw_status st = pins_take(&pins, nargs, NULL, args);
+    if (st)
+        return st;
+    if (SW_UNLIKELY(sw_profile_tls != NULL))
+        st = run_profiled(body, op, nargs, args, out);
+    else
+        st = body(op, nargs, args, out);
+    pins_drop(&pins);
+    return st;
+}
+
 sw_status sw_op_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                         sw_tensor **out) {
-    if (SW_UNLIKELY(sw_profile_tls != NULL))
-        return run_profiled(forward_body, op, nargs, args, out);
-    return forward_body(op, nargs, args, out);
+    return run_pinned(forward_body, op, nargs, args, out);
 }
 
 sw_status sw_op_execute_lowered(sw_op *op, int32_t nargs, const sw_arg *args,
                                 sw_tensor **out) {
-    if (SW_UNLIKELY(sw_profile_tls != NULL))
-        return run_profiled(run_forward, op, nargs, args, out);
-    return run_forward(op, nargs, args, out);
+    return run_pinned(run_forward, op, nargs, args, out);
 }
 
 sw_status sw_op_backward(sw_op *op, sw_tensor *gradient, int32_t n,
@@ -262,7 +310,19 @@ sw_status sw_op_backward(sw_op *op, sw_tensor *gradient, int32_t n,
     if (!op->cls->backward)
         return sw_fail(SW_ERUNTIME, "Tried to call pure virtual function "
                                     "\"Operation::backward\"");
-    sw_status st = op->cls->backward(op, gradient, n, grads);
+    /* The saved inputs and the gradient stay readable for the hook. */
+    pin_set pins, gpin;
+    sw_status st = pins_take(&pins, op->ninputs, op->inputs, NULL);
+    if (st)
+        return st;
+    st = pins_take(&gpin, gradient ? 1 : 0, &gradient, NULL);
+    if (st) {
+        pins_drop(&pins);
+        return st;
+    }
+    st = op->cls->backward(op, gradient, n, grads);
+    pins_drop(&gpin);
+    pins_drop(&pins);
     if (st) {
         for (int32_t i = 0; i < n; ++i) {
             sw_tensor_unref(grads[i]);

@@ -131,8 +131,8 @@ static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
     const int64_t *ext = mapping->shape->val, *dstr = mapping->stride->val;
     const int64_t *sstr = sl->stride->val;
     sw_dtype dt = sw_carrier_dtype(dst), st = sw_carrier_dtype(src->carrier);
-    char *d = sw_cpu_data(dst);
-    const char *s = sw_cpu_data(src->carrier);
+    char *d = sw_cpu_storage(dst);
+    const char *s = sw_cpu_storage(src->carrier);
     int64_t di = dst_base, si = src->offset, total = mapping->size;
     int64_t ctr[64] = {0};
     for (int64_t k = 0; k < total; ++k) {
@@ -162,14 +162,9 @@ static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
     }
 }
 
-sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
-                             const sw_tensor *onto, const sw_layout *mapping,
-                             int64_t mapping_offset) {
-    if (c && c->cls == sw_evictable_class())
-        return sw_evictable_scatter(c, src, onto, mapping, mapping_offset);
-    if (!src || !onto || !mapping)
-        return sw_fail(SW_ETYPE, "scatter needs a source, a target and a "
-                                 "mapping");
+static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
+                                const sw_tensor *onto, const sw_layout *mapping,
+                                int64_t mapping_offset) {
     if (mapping_offset < 0)
         return sw_fail(SW_EVALUE, "mapping_offset must be non-negative");
     if (onto->carrier != c)
@@ -219,6 +214,26 @@ sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
     return SW_OK;
 }
 
+/* Both carriers stay readable while the copy runs (see sw_carrier_pin);
+ * released ones are refused by the checks. */
+sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
+                             const sw_tensor *onto, const sw_layout *mapping,
+                             int64_t mapping_offset) {
+    if (c && c->cls == sw_evictable_class())
+        return sw_evictable_scatter(c, src, onto, mapping, mapping_offset);
+    if (!src || !onto || !mapping)
+        return sw_fail(SW_ETYPE, "scatter needs a source, a target and a "
+                                 "mapping");
+    int pinned_c = sw_carrier_pin(c) == SW_OK;
+    int pinned_s = sw_carrier_pin(src->carrier) == SW_OK;
+    sw_status st = scatter_pinned(c, src, onto, mapping, mapping_offset);
+    if (pinned_s)
+        sw_carrier_unpin(src->carrier);
+    if (pinned_c)
+        sw_carrier_unpin(c);
+    return st;
+}
+
 /* ------------------------------------------------------------------- axpy */
 
 sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
@@ -239,14 +254,22 @@ sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
     int32_t n = y->layout->nleaf;
     if (n > 64)
         return sw_fail(SW_ENOTIMPL, "axpy supports at most 64 leaves");
+    /* A release from now on waits for the unpin to free the storage. */
+    sw_status st = sw_carrier_pin(y->carrier);
+    if (st)
+        return st;
+    if ((st = sw_carrier_pin(x->carrier))) {
+        sw_carrier_unpin(y->carrier);
+        return st;
+    }
     /* One odometer over the leaves of both layouts (the shapes are equal);
      * each element is computed in double and rounded once, so the step
      * equals writing y[i] + alpha * x[i] element by element. */
     const int64_t *ext = y->layout->shape->val;
     const int64_t *ystr = y->layout->stride->val,
                   *xstr = x->layout->stride->val;
-    float *yd = sw_cpu_data(y->carrier);
-    const float *xd = sw_cpu_data(x->carrier);
+    float *yd = sw_cpu_storage(y->carrier);
+    const float *xd = sw_cpu_storage(x->carrier);
     int64_t yi = y->offset, xi = x->offset, total = y->layout->size;
     int64_t ctr[64] = {0};
     for (int64_t k = 0; k < total; ++k) {
@@ -263,5 +286,7 @@ sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
             ctr[j] = 0;
         }
     }
+    sw_carrier_unpin(x->carrier);
+    sw_carrier_unpin(y->carrier);
     return sw_carrier_bump_version(y->carrier);
 }

@@ -470,13 +470,15 @@ def test_backend_methods_need_their_backend():
         CPU.size(Carrier())
 
 
-def test_release_waits_for_gil_free_work():
+def test_release_beside_gil_free_work():
+    """A release while scatters run without the GIL takes effect at once; a
+    scatter already running finishes on the storage it pinned, later ones
+    report the release."""
     n = 1 << 22
     dst = CPU(n)
     src = Tensor(CPU(n), 0, flat(n))
     onto = Tensor(dst, 0, flat(n))
     started = threading.Event()
-
     outcome = []
 
     def work():
@@ -490,16 +492,7 @@ def test_release_waits_for_gil_free_work():
     thread = threading.Thread(target=work)
     thread.start()
     started.wait()
-    refused = 0
-    while thread.is_alive():
-        try:
-            src.carrier.release()
-        except RuntimeError as e:
-            assert str(e) == "Carrier is in use by another thread and cannot be released now"
-            refused += 1
-            continue
-        break  # released between two scatters: the next one reports it
+    src.carrier.release()  # never refused
+    assert src.carrier.is_released() and src.carrier.size() == 0
     thread.join()
     assert outcome in ([], ["to_scatter carrier is released"])
-    if refused == 0:
-        pytest.skip("the scatters never overlapped a release attempt")

@@ -703,7 +703,8 @@ def test_failing_copy_hook_keeps_everything():
         with pytest.raises(LookupError, match="^copy failed$"):
             sw.move(t, dest)
     assert not t.carrier.is_released() and logical(t) == [1.0, 2.0]
-    assert t.carrier.version == 0 and dest.version == 0
+    # The hook wrote one element before failing: one version step says so.
+    assert t.carrier.version == 0 and dest.version == 1
     # the source is still usable
     assert logical(sw.move(t, Generic([0.0, 0.0]))) == [1.0, 2.0]
 
@@ -717,7 +718,7 @@ def test_failing_copy_into_growing_destination_restores_size():
     with registered_move_operation(MyCPU, FileBacked, ExplodingFromCPU):
         with pytest.raises(LookupError):
             sw.move(t, f)
-    assert f.size() == 0 and f.version == 0 and not f.is_released()
+    assert f.size() == 0 and f.version == 1 and not f.is_released()
     assert not t.carrier.is_released()
 
 
@@ -733,7 +734,9 @@ def test_io_failure_cpu_to_filebacked(fail_after):
         sw.move(t, f)
     _native._debug_fail_io_after(-1)
     assert not c.is_released() and c.version == 1 and t[n - 1] == 5.0
-    assert f.version == 0 and not f.is_released()
+    # Only a failure after the first piece landed leaves the file partly
+    # written: one version step then.
+    assert f.version == (1 if fail_after == 2 else 0) and not f.is_released()
     m = sw.move(t, f)
     assert m[n - 1] == 5.0
 
@@ -746,7 +749,8 @@ def test_io_failure_filebacked_to_cpu():
         sw.move(t, dest)
     _native._debug_fail_io_after(-1)
     assert not t.carrier.is_released() and logical(t) == [1.0, 2.0]
-    assert dest.version == 0
+    # A failed read may have filled part of the memory: the version says so.
+    assert dest.version == 1
     assert logical(sw.move(t, dest)) == [1.0, 2.0]
 
 

@@ -79,7 +79,7 @@ def test_concurrent_operations_on_shared_inputs():
     assert logical(x.grad)[1009] == 80 * 3.0
 
 
-def test_release_waits_for_running_kernels():
+def test_release_beside_running_kernels():
     x = big(1 << 22)
     done = threading.Event()
     outcome = []
@@ -110,7 +110,6 @@ def test_release_waits_for_running_kernels():
         o
         in (
             "released",
-            "Carrier is in use by another thread and cannot be released now",
             "tensor carrier is released",
         )
         for o in outcome
@@ -234,10 +233,11 @@ def test_concurrent_backward_through_python_operations():
     assert logical(x.grad)[1009] == 80.0
 
 
-def test_release_refused_while_another_thread_runs_backward():
-    """A carrier cannot be released from another thread while a reverse
-    pass (which runs without the GIL) may read it; the pass holds the
-    interpreter's backward lock while a Python backward runs inside it."""
+def test_release_during_another_threads_backward_takes_effect():
+    """A release from another thread while a reverse pass (which runs
+    without the GIL) may read the carrier takes effect at once; the pass
+    holds pins on what it reads, so its storage goes only after the
+    reads."""
     from strideweave import Operation
 
     inside, attempted = threading.Event(), threading.Event()
@@ -268,7 +268,5 @@ def test_release_refused_while_another_thread_runs_backward():
     other.start()
     y.backward(ones(y))
     other.join()
-    assert outcome == ["Carrier is in use by another thread and cannot be released now"]
-    assert x.grad is not None
-    x.carrier.release()  # the pass is over: releasing works again
-    assert x.carrier.is_released()
+    assert outcome == ["released"]
+    assert x.grad is not None and x.carrier.is_released()

@@ -454,6 +454,17 @@ static int hook_is_mutable_body(sw_carrier *c) {
     return truth > 0;
 }
 
+/* Set on this thread while Carrier.release() runs the library's release. */
+static _Thread_local int direct_release;
+
+/*
+ * The _release hook. The library runs the release slot when a carrier is
+ * released and unpinned: inside Carrier.release() on this thread, whose
+ * caller then sees the hook's exception; or elsewhere (a move's commit,
+ * the last reader of a released carrier, garbage collection), where the
+ * release has already happened for everyone and an exception has no
+ * caller to go to: it is reported through sys.unraisablehook.
+ */
 static void hook_release_body(sw_carrier *c) {
     swpy_state *st;
     PyObject *self = hook_self(c, &st);
@@ -462,9 +473,15 @@ static void hook_release_body(sw_carrier *c) {
     }
     PyObject *method = NULL;
     if (optional_hook(self, st->str_release_hook, &method) <= 0) {
+        if (!direct_release && PyErr_Occurred()) {
+            PyErr_WriteUnraisable(self);
+        }
         return;
     }
     PyObject *r = PyObject_CallNoArgs(method);
+    if (r == NULL && !direct_release) {
+        PyErr_WriteUnraisable(method);
+    }
     Py_DECREF(method);
     Py_XDECREF(r);
 }
@@ -1026,24 +1043,6 @@ PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned) {
     return self;
 }
 
-void swpy_carrier_enter(PyObject *a, PyObject *b) {
-    if (a != NULL) {
-        ((CarrierObject *)a)->busy++;
-    }
-    if (b != NULL) {
-        ((CarrierObject *)b)->busy++;
-    }
-}
-
-void swpy_carrier_leave(PyObject *a, PyObject *b) {
-    if (a != NULL) {
-        ((CarrierObject *)a)->busy--;
-    }
-    if (b != NULL) {
-        ((CarrierObject *)b)->busy--;
-    }
-}
-
 PyObject *swpy_backend_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     return type->tp_alloc(type, 0);
 }
@@ -1213,23 +1212,13 @@ static PyObject *carrier_release(PyObject *self, PyObject *unused) {
     if (c == NULL) {
         return NULL;
     }
-    if (((CarrierObject *)self)->busy > 0) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Carrier is in use by another thread and cannot be "
-                        "released now");
-        return NULL;
-    }
-    /* A reverse pass on another thread runs without the GIL and may be
-     * reading this carrier's storage. */
-    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
-    unsigned long owner = st ? atomic_load(&st->backward_owner) : 0;
-    if (owner != 0 && owner != PyThread_get_thread_ident()) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Carrier is in use by another thread and cannot be "
-                        "released now");
-        return NULL;
-    }
-    if (swpy_check(sw_carrier_release_storage(c)) < 0) {
+    /* Work on other threads that reads this carrier holds pins: the
+     * library frees the storage when the last one goes (see
+     * sw_carrier_pin), so release never has to be refused. */
+    direct_release = 1;
+    sw_status s = sw_carrier_release_storage(c);
+    direct_release = 0;
+    if (swpy_check(s) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

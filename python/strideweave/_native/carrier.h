@@ -31,9 +31,6 @@ typedef struct {
          * the garbage collector cleared the object. */
         sw_carrier *carrier;
     PyObject *weakreflist;
-    /* Calls running on this carrier with the GIL released; release()
-     * refuses to free the storage under them. */
-    int busy;
 } CarrierObject;
 
 /* Creates the Carrier, CPU, Generic and FileBacked types. */
@@ -73,10 +70,6 @@ PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned);
 
 /* Non-zero for carriers whose hooks are Python methods. */
 int swpy_carrier_is_python(const sw_carrier *c);
-
-/* Runs a GIL-free section on carriers: marks them busy (NULLs allowed). */
-void swpy_carrier_enter(PyObject *a, PyObject *b);
-void swpy_carrier_leave(PyObject *a, PyObject *b);
 
 /* ---------------------------------------------------------------- values */
 

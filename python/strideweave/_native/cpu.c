@@ -3,8 +3,9 @@
  * (sw_cpu_new, 64-byte aligned), or memory the caller owns (sw_cpu_wrap).
  *
  * The GIL is released around large allocations (zero-filling) and around
- * the bulk CPU-to-CPU scatter; neither runs Python code, and the carriers
- * involved are marked busy so that release() cannot free them meanwhile.
+ * the bulk CPU-to-CPU scatter; neither runs Python code, and the library
+ * pins the carriers involved so that a release meanwhile cannot free
+ * their storage under the copy.
  */
 #include "carrier.h"
 #include "errors.h"
@@ -160,11 +161,9 @@ static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     PyObject *src_carrier = ((TensorObject *)src_obj)->carrier;
     sw_status s;
     if (swpy_bulk(sw_layout_size(mapping))) {
-        swpy_carrier_enter(self, src_carrier);
         Py_BEGIN_ALLOW_THREADS;
         s = sw_carrier_scatter(c, src, onto, mapping, offset);
         Py_END_ALLOW_THREADS;
-        swpy_carrier_leave(self, src_carrier);
     } else {
         s = sw_carrier_scatter(c, src, onto, mapping, offset);
     }

@@ -111,11 +111,9 @@ static PyObject *file_allocate(PyObject *self, PyObject *size_obj) {
         return NULL;
     }
     sw_status s;
-    swpy_carrier_enter(self, NULL);
     Py_BEGIN_ALLOW_THREADS;
     s = sw_file_resize(c, size);
     Py_END_ALLOW_THREADS;
-    swpy_carrier_leave(self, NULL);
     if (s != SW_OK) {
         return swpy_raise(s);
     }

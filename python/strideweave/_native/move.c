@@ -392,14 +392,11 @@ PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
     sw_tensor *out = NULL;
     sw_status s;
     if (move_without_gil(sw_move_op_class(op), t, dst)) {
-        PyObject *src_obj = ((TensorObject *)args[0])->carrier;
-        swpy_carrier_enter(src_obj, args[1]);
         SWPY_NOGIL_BEGIN
         s = mode == SWPY_RUN_FORWARD
                 ? sw_move_op_forward(op, t, dst, &out)
                 : sw_move_op_execute_lowered(op, t, dst, &out);
         SWPY_NOGIL_END
-        swpy_carrier_leave(src_obj, args[1]);
     } else {
         s = mode == SWPY_RUN_FORWARD
                 ? sw_move_op_forward(op, t, dst, &out)

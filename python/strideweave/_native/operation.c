@@ -1109,23 +1109,6 @@ static int runs_without_gil(int idx, const call_args *a) {
     return swpy_bulk(work);
 }
 
-/* Marks the carriers of the tensor arguments busy (or not): release()
- * must not free them while a kernel runs without the GIL. */
-static void mark_busy(PyObject *const *args, Py_ssize_t nargs, swpy_state *st,
-                      int enter) {
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (!swpy_is_tensor(st, args[i])) {
-            continue;
-        }
-        PyObject *c = ((TensorObject *)args[i])->carrier;
-        if (enter) {
-            swpy_carrier_enter(c, NULL);
-        } else {
-            swpy_carrier_leave(c, NULL);
-        }
-    }
-}
-
 PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
                       PyObject *const *args, Py_ssize_t nargs,
                       swpy_run_mode mode) {
@@ -1153,13 +1136,11 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
     sw_tensor *out = NULL;
     sw_status s;
     if (runs_without_gil(idx, &a)) {
-        mark_busy(args, nargs, st, 1);
         SWPY_NOGIL_BEGIN
         s = mode == SWPY_RUN_FORWARD
                 ? sw_op_forward(op, a.n, a.items, &out)
                 : sw_op_execute_lowered(op, a.n, a.items, &out);
         SWPY_NOGIL_END
-        mark_busy(args, nargs, st, 0);
     } else {
         s = mode == SWPY_RUN_FORWARD
                 ? sw_op_forward(op, a.n, a.items, &out)
