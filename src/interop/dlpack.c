@@ -186,14 +186,17 @@ static void block_delete(export_block *b) {
     sw_free(b);
 }
 
+/* The managed tensor is the block's first member, so its address is the
+ * block's: the deleters find the block without reading it, which a
+ * repeated call must not do. */
 static void delete_legacy(DLManagedTensor *self) {
     if (self)
-        block_delete(self->manager_ctx);
+        block_delete((export_block *)(void *)self);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self) {
     if (self)
-        block_delete(self->manager_ctx);
+        block_delete((export_block *)(void *)self);
 }
 
 /* Builds the managed tensor once every check has passed. */

@@ -158,7 +158,6 @@ static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     sw_layout *mapping = swpy_layout_get(mapping_obj);
     /* Between two CPU carriers the library copies in one pass without
      * calling back into Python. */
-    PyObject *src_carrier = ((TensorObject *)src_obj)->carrier;
     sw_status s;
     if (swpy_bulk(sw_layout_size(mapping))) {
         Py_BEGIN_ALLOW_THREADS;
