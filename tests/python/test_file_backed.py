@@ -1,6 +1,7 @@
 """The FileBacked carrier (reference §9, with the issue's file naming):
-temporary and named files, values in the file, clean-up, and OSError
-paths through the library's I/O fault hook."""
+temporary and named files, values in the file, clean-up, what a dying
+process leaves behind, and OSError paths through the library's I/O fault
+hook."""
 
 import errno
 import gc
@@ -11,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import strideweave as sw
 from helpers_carriers import flat
-from strideweave import Carrier, DType, FileBacked, Tensor, _native
+from strideweave import CPU, Carrier, DType, FileBacked, Tensor, _native
 
 DTYPE_MSG = r"^FileBacked dtype must be DType.Floating, DType.Float32, or DType.Int32$"
 
@@ -25,7 +27,7 @@ def no_io_faults():
 
 @pytest.fixture(autouse=True)
 def private_tmpdir(tmp_path, monkeypatch):
-    # The library reads TMPDIR for each temporary file it creates.
+    # The binding reads TMPDIR for each FileBacked it creates.
     directory = tmp_path / "tmp"
     directory.mkdir()
     monkeypatch.setenv("TMPDIR", str(directory))
@@ -35,6 +37,14 @@ def temp_dir():
     return Path(os.environ["TMPDIR"])
 
 
+def cpu_floats(n):
+    """A Float32 CPU tensor holding 0, 1, ..., n - 1."""
+    c = CPU(n, dtype=DType.Float32)
+    for i in range(n):
+        c[i] = i
+    return Tensor(c, 0, flat(n))
+
+
 # --------------------------------------------------------- temporaries
 
 
@@ -42,10 +52,13 @@ def test_temporary_file():
     f = FileBacked()
     assert isinstance(f, Carrier)
     assert isinstance(f.path, Path)
-    assert f.path.exists() and f.path.parent == temp_dir()
+    # No name in the file system: the path names the directory it lives in.
+    assert f.path.is_absolute() and f.path.parent == temp_dir()
+    assert f.path.name.startswith(f"strideweave-{os.getpid()}-")
+    assert not f.path.exists() and list(temp_dir().iterdir()) == []
     assert f.size() == 0 and f.dtype() is DType.Floating
     assert f.is_mutable() and f.version == 0
-    assert f.path.stat().st_size == 0
+    assert FileBacked().path != f.path
 
 
 def test_temporary_file_is_removed_on_release():
@@ -92,6 +105,58 @@ def test_temporary_files_are_removed_at_exit():
     assert list(temp_dir().iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "death",
+    ["os._exit(0)", "os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getpid(), signal.SIGSEGV)"],
+)
+def test_temporaries_go_however_the_process_ends(death):
+    code = (
+        "import os, signal, strideweave as sw\n"
+        "keep = [sw.FileBacked(), sw.FileBacked(dtype=sw.DType.Int32)]\n"
+        "keep[0]._allocate(1000)\n"
+        "keep[0][999] = 1.5\n"
+        "keep.append(keep[0].allocate_like(10))\n"
+        "print('made', flush=True)\n" + death + "\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True
+    )
+    assert done.stdout == "made\n", done.stderr
+    assert done.returncode != 0 or death == "os._exit(0)"
+    assert list(temp_dir().iterdir()) == []
+
+
+def test_forked_child_leaves_the_parents_files(tmp_path):
+    code = (
+        "import os, sys, strideweave as sw\n"
+        "t = sw.FileBacked()\n"
+        "t._allocate(3)\n"
+        "t[2] = 4.5\n"
+        "n = sw.FileBacked(sys.argv[1])\n"
+        "n._allocate(1)\n"
+        "before = sorted(os.listdir(os.environ['TMPDIR']))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    t.release()\n"
+        "    n.release()\n"
+        "    sys.exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(os.waitstatus_to_exitcode(status), t[2], t.size(), n.size())\n"
+        "print(before == sorted(os.listdir(os.environ['TMPDIR'])))\n"
+    )
+    named = tmp_path / "kept.bin"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(named)],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == ["0", "4.5", "3", "1", "True"]
+    assert named.stat().st_size == 8
+    assert list(temp_dir().iterdir()) == []
+
+
 # --------------------------------------------------------- named files
 
 
@@ -108,6 +173,41 @@ def test_named_file_is_kept(tmp_path):
     gc.collect()
     assert (tmp_path / "other.bin").exists()
     assert FileBacked(os.fsencode(tmp_path / "bytes.bin")).path == tmp_path / "bytes.bin"
+
+
+def test_relative_name_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = FileBacked("rel.bin", dtype=DType.Int32)
+    g = FileBacked(b"moved.bin", dtype=DType.Float32)
+    assert f.path == tmp_path / "rel.bin" and f.path.is_absolute()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert f.path == tmp_path / "rel.bin"
+    f._allocate(2)
+    f[1] = 5
+    assert (tmp_path / "rel.bin").read_bytes() == struct.pack("=2i", 0, 5)
+    m = sw.move(cpu_floats(3), g)
+    assert [m[i] for i in range(3)] == [0.0, 1.0, 2.0]
+    assert (tmp_path / "moved.bin").read_bytes() == struct.pack("=3f", 0.0, 1.0, 2.0)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_temporary_directory_is_read_at_construction(tmp_path, monkeypatch):
+    first = temp_dir()
+    f = FileBacked()
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("TMPDIR", str(other))
+    assert f.allocate_like(1).path.parent == first
+    assert f.new_like([1.0]).path.parent == first
+    assert FileBacked().path.parent == other
+    monkeypatch.chdir(other)
+    monkeypatch.setenv("TMPDIR", "relative")
+    (other / "relative").mkdir()
+    assert FileBacked().path.parent == other / "relative"
+    monkeypatch.delenv("TMPDIR")
+    assert FileBacked().path.parent == Path("/tmp")
 
 
 def test_named_file_must_not_exist(tmp_path):
@@ -153,8 +253,8 @@ def test_arguments():
         (DType.Int32, "i", [5, -(2**31), True], [5, -(2**31), 1]),
     ],
 )
-def test_values_in_the_file(dtype, fmt, values, expected):
-    f = FileBacked(dtype=dtype)
+def test_values_in_the_file(dtype, fmt, values, expected, tmp_path):
+    f = FileBacked(tmp_path / "values.bin", dtype=dtype)
     f._allocate(len(values))
     for i, v in enumerate(values):
         f[i] = v
@@ -218,8 +318,8 @@ def test_size_follows_the_file(tmp_path):
 # ------------------------------------------------------------ resizing
 
 
-def test_allocate():
-    f = FileBacked()
+def test_allocate(tmp_path):
+    f = FileBacked(tmp_path / "a.bin")
     f._allocate(4)
     f[3] = 2.0
     assert f.size() == 4 and f.path.stat().st_size == 32
