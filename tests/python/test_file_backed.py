@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,23 @@ def test_named_file_is_kept(tmp_path):
     assert FileBacked(os.fsencode(tmp_path / "bytes.bin")).path == tmp_path / "bytes.bin"
 
 
+def test_second_init_is_refused_and_creates_nothing(tmp_path):
+    f = FileBacked(tmp_path / "first.bin", dtype=DType.Int32)
+    f._allocate(1)
+    f[0] = 7
+    with pytest.raises(RuntimeError, match=r"^FileBacked.__init__\(\) must not be called twice$"):
+        f.__init__(tmp_path / "second.bin")
+    with pytest.raises(RuntimeError, match=r"^FileBacked.__init__\(\) must not be called twice$"):
+        f.__init__()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.bin", "tmp"]
+    assert list(temp_dir().iterdir()) == []
+    assert f.path == tmp_path / "first.bin" and f.dtype() is DType.Int32 and f[0] == 7
+    t = FileBacked()
+    with pytest.raises(RuntimeError):
+        t.__init__(tmp_path / "third.bin")
+    assert not (tmp_path / "third.bin").exists() and t.size() == 0
+
+
 def test_relative_name_is_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     f = FileBacked("rel.bin", dtype=DType.Int32)
@@ -208,6 +226,32 @@ def test_temporary_directory_is_read_at_construction(tmp_path, monkeypatch):
     assert FileBacked().path.parent == other / "relative"
     monkeypatch.delenv("TMPDIR")
     assert FileBacked().path.parent == Path("/tmp")
+
+
+def test_tmpdir_changes_on_other_threads():
+    # os.environ writes while other threads make temporaries: the binding
+    # reads TMPDIR with the GIL held (under AddressSanitizer a read without
+    # it is a use after free).
+    dirs = [str(temp_dir()), str(temp_dir().parent)]
+    seen = set()
+    errors = []
+
+    def make():
+        try:
+            for _ in range(300):
+                seen.add(str(FileBacked().path.parent))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(3000):
+        os.environ["TMPDIR"] = dirs[i % 2] + "/" * (i % 7)
+    for t in threads:
+        t.join()
+    os.environ["TMPDIR"] = dirs[0]
+    assert errors == [] and seen <= set(dirs)
 
 
 def test_named_file_must_not_exist(tmp_path):
