@@ -550,8 +550,10 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     sw_carrier_move_mark(src, 1);
     sw_carrier_move_mark(dst, 1);
     sw_carrier_move_worker(dst, sw_thread_id());
+    /* A grown file shows its values under its name only at the commit. */
     if (p->grow)
-        st = sw_file_resize(dst, p->required);
+        st = sw_file_stage(dst, p->required);
+    int staged = p->grow && !st;
     sw_tensor *r = NULL;
     if (!st)
         st = sw_tensor_new(dst, 0, t->layout, &r);
@@ -562,13 +564,15 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     /* A copy hook may have released its destination: nothing to publish. */
     if (!st && sw_carrier_is_released(dst))
         st = sw_fail(SW_ERUNTIME, "destination carrier is released");
+    if (!st && staged)
+        st = sw_file_commit(dst);
     if (st) {
         saved_error e;
         save_error(&e, st);
         sw_tensor_unref(r);
         restore_version(dst, dst_version);
-        if (p->grow)
-            (void)sw_file_resize(dst, 0);
+        if (staged)
+            (void)sw_file_abandon(dst);
         return restore_error(&e);
     }
     /* Commit: the destination holds the values; the source goes. */

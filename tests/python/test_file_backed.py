@@ -6,6 +6,7 @@ hook."""
 import errno
 import gc
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import strideweave as sw
 from helpers_carriers import flat
 from strideweave import CPU, Carrier, DType, FileBacked, Tensor, _native
+from strideweave.carriers.move import CpuToFileBackedMoveOperation
 
 DTYPE_MSG = r"^FileBacked dtype must be DType.Floating, DType.Float32, or DType.Int32$"
 
@@ -436,6 +438,95 @@ def test_tensor_over_a_file():
     i = FileBacked(dtype=DType.Int32)
     i._allocate(1)
     assert not Tensor(i, 0, flat(1)).is_differentiable()
+
+
+# ---------------------------------------------- moves into named files
+
+
+def test_move_publishes_a_named_file_when_complete(tmp_path):
+    path = tmp_path / "out.bin"
+    seen = []
+
+    class Watching(CpuToFileBackedMoveOperation):
+        def _copy(self, tensor, destination, output, element_count):
+            super()._copy(tensor, destination, output, element_count)
+            # Every value is written, but the move has not committed yet.
+            seen.append((path.stat().st_size, sorted(p.name for p in tmp_path.iterdir())))
+            seen.append(destination.size())
+
+    f = FileBacked(path, dtype=DType.Float32)
+    m = Watching().forward(cpu_floats(5), f)
+    assert seen == [(0, ["out.bin", "tmp"]), 5]
+    assert path.read_bytes() == struct.pack("=5f", 0, 1, 2, 3, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert m.carrier is f and f.path == path and f.size() == 5
+    f[4] = -1.0
+    assert path.read_bytes()[16:] == struct.pack("=f", -1.0)
+    m = sw.move(cpu_floats(3 << 20), FileBacked(tmp_path / "big.bin", dtype=DType.Float32))
+    assert (tmp_path / "big.bin").stat().st_size == 12 << 20
+    assert m[(3 << 20) - 1] == (3 << 20) - 1
+
+
+@pytest.mark.parametrize("allowed", range(4))
+def test_failed_move_leaves_the_name_empty(tmp_path, allowed):
+    path = tmp_path / "out.bin"
+    f = FileBacked(path, dtype=DType.Float32)
+    t = cpu_floats(3 << 20)  # two bulk chunks
+    _native._debug_fail_io_after(allowed)  # the stage, a chunk, the commit
+    with pytest.raises(OSError):
+        sw.move(t, f)
+    _native._debug_fail_io_after(-1)
+    assert path.stat().st_size == 0 and f.size() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert not t.carrier.is_released()
+    sw.move(t, f)
+    assert path.stat().st_size == 12 << 20
+
+
+def test_killed_move_leaves_the_name_empty(tmp_path):
+    # A move into a named file is SIGKILLed after writing half of its
+    # values; a pipe says when. The name holds the empty file reserved at
+    # construction, and nothing else is left beside it.
+    code = (
+        "import sys, strideweave as sw\n"
+        "from strideweave.carriers.move import CpuToFileBackedMoveOperation\n"
+        "class Halfway(CpuToFileBackedMoveOperation):\n"
+        "    def _copy(self, tensor, destination, output, element_count):\n"
+        "        super()._copy(tensor, destination, output, element_count // 2)\n"
+        "        print('half', destination.size(), flush=True)\n"
+        "        sys.stdin.readline()\n"
+        "n = 3 << 20\n"
+        "c = sw.CPU(n, dtype=sw.DType.Float32)\n"
+        "c[n - 1] = 1.0\n"
+        "t = sw.Tensor(c, 0, sw.Layout(sw.Shape([n]), sw.Stride([1])))\n"
+        "Halfway().forward(t, sw.FileBacked(sys.argv[1], dtype=sw.DType.Float32))\n"
+        "print('done', flush=True)\n"
+    )
+    path = tmp_path / "out.bin"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        env=dict(os.environ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = child.stdout.readline()
+        assert line == f"half {3 << 20}\n", child.stderr.read() if not line else line
+        assert path.stat().st_size == 0
+        child.kill()
+        assert child.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdin.close()
+        child.stdout.close()
+        child.stderr.close()
+    assert path.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert list(temp_dir().iterdir()) == []
 
 
 # ---------------------------------------------------------- I/O faults
