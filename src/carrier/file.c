@@ -484,6 +484,9 @@ sw_status sw_file_new_in(const char *path, const char *temporary_dir,
     f->fd = f->base_fd = -1;
     sw_status st = make_absolute(
         temporary_dir && *temporary_dir ? temporary_dir : "/tmp", &f->dir);
+    /* "dir/" and "dir" name one directory: one form of the paths. */
+    for (size_t n = st ? 0 : strlen(f->dir); n > 1 && f->dir[n - 1] == '/';)
+        f->dir[--n] = '\0';
     if (!st && io_fault())
         st = sw_fail_os(ENOSPC, "FileBacked cannot create %s",
                         path ? path : "a temporary file");

@@ -1170,6 +1170,15 @@ static void test_paths(void) {
         sw_carrier_unref(t);
     }
     ok(setenv("TMPDIR", tmp_dir, 1) == 0, "restore TMPDIR");
+    char slashes[1100];
+    snprintf(slashes, sizeof slashes, "%s///", tmp_dir);
+    st = sw_file_new_in(NULL, slashes, SW_DTYPE_FLOATING, 1, &t);
+    if (expect_ok(st, "a directory with trailing slashes")) {
+        snprintf(want, sizeof want, "%s/strideweave-", tmp_dir);
+        ok(starts_with(sw_file_path(t), want), "gives one slash ('%s')",
+           sw_file_path(t));
+        sw_carrier_unref(t);
+    }
     const char *defaults[] = {NULL, ""};
     for (int k = 0; k < 2; k++) {
         st = sw_file_new_in(NULL, defaults[k], SW_DTYPE_INT32, 1, &t);
