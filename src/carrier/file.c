@@ -477,7 +477,20 @@ sw_status sw_file_new_in(const char *path, const char *temporary_dir,
     file_state *f = sw_calloc(1, sizeof *f);
     if (!f)
         return sw_oom();
-    if (pthread_rwlock_init(&f->lock, NULL) != 0) {
+    pthread_rwlockattr_t attr;
+    int bad = pthread_rwlockattr_init(&attr);
+#if defined(__GLIBC__)
+    /* Readers that keep coming must not starve a release or a commit
+     * (glibc prefers readers by default; no reader nests its lock). */
+    if (!bad)
+        (void)pthread_rwlockattr_setkind_np(
+            &attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    if (!bad) {
+        bad = pthread_rwlock_init(&f->lock, &attr);
+        pthread_rwlockattr_destroy(&attr);
+    }
+    if (bad) {
         sw_free(f);
         return sw_oom();
     }

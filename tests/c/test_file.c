@@ -1600,7 +1600,8 @@ static void test_threads(void) {
         }
         if (sw_carrier_release_storage(r.c))
             bad++;
-        for (int i = 0; i < 200; i++)
+        /* Let the readers meet the released file. */
+        for (int i = 0; i < 3; i++)
             sched_yield();
         atomic_store(&r.stop, 1);
         for (int i = 0; i < started; i++)
