@@ -354,29 +354,90 @@ SW_API const sw_host_ops *sw_generic_ops(const sw_carrier *c);
 /*
  * FileBacked: raw values in a binary file, in native byte order: Floating
  * as 8-byte doubles, Float32 and Int32 as 4 bytes. A new carrier has size 0
- * (sw_file_resize grows it, zero-filled). With path NULL the file is a
- * private temporary file in the system's temporary directory, removed on
- * release, when the carrier is destroyed, or by sw_file_remove_temporaries;
- * a named file is created exclusively (SW_EOS "File exists" if it does)
- * and kept. Element access reads and writes the file directly: memory use
- * does not grow with the file. I/O failures are SW_EOS with the system's
- * message, and leave the carrier and its values as they were.
+ * (sw_file_resize grows it, zero-filled). Element access reads and writes
+ * the file directly: memory use does not grow with the file. I/O failures
+ * are SW_EOS with the system's message, and leave the carrier and its
+ * values as they were.
+ *
+ * Files. With path NULL the file is a private temporary with no name in
+ * the file system (O_TMPFILE, or created and unlinked at once where the
+ * file system has no O_TMPFILE): it goes when the carrier is released or
+ * destroyed and with the process however it ends, and a forked child
+ * cannot remove it. Its sw_file_path is <dir>/strideweave-<pid>-<n>, a name
+ * that does not exist. A named file is created exclusively (SW_EOS "File
+ * exists" if it does) and kept after release; a relative path is resolved
+ * against the working directory at construction, so sw_file_path is
+ * absolute and stays right after a chdir.
+ *
+ * Threads: element and bulk I/O, resizes and release may run on different
+ * threads; release waits for I/O in flight on the carrier's file (the
+ * usual rule still holds: the caller serialises writes with writes).
  */
+
+/*
+ * Makes a FileBacked carrier. temporary_dir is where its temporaries go:
+ * its own file when path is NULL, and those of sw_carrier_allocate_like and
+ * sw_carrier_new_like on it; NULL or "" means /tmp, a relative directory is
+ * resolved now. The library reads no environment here. SW_EVALUE for a
+ * dtype other than Floating, Float32 and Int32; SW_EOS when the file
+ * cannot be created (nothing is left behind).
+ */
+SW_API sw_status sw_file_new_in(const char *path, const char *temporary_dir,
+                                sw_dtype dtype, int mutable_, sw_carrier **out);
+/* sw_file_new_in(path, getenv("TMPDIR"), ...): reads the environment, so a
+ * program whose threads change it should call sw_file_new_in. */
 SW_API sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,
                              sw_carrier **out);
 SW_API int sw_carrier_is_file(const sw_carrier *c);
-/* The file's path (borrowed; valid until the carrier is destroyed). */
+/* The file's absolute path (borrowed; valid until the carrier is
+ * destroyed); a temporary's does not exist (see above). */
 SW_API const char *sw_file_path(const sw_carrier *c);
-/* Non-zero if the file is a private temporary. */
+/* Non-zero if the file is a private temporary (fixed at construction). */
 SW_API int sw_file_is_temporary(const sw_carrier *c);
-/* Truncates or extends the file to size elements (new ones are zero). */
+/* Truncates or extends the file to size elements (new ones are zero).
+ * SW_EVALUE for a negative size, SW_ERUNTIME if released or moving on
+ * another thread. */
 SW_API sw_status sw_file_resize(sw_carrier *c, int64_t size);
+
+/*
+ * Staged resize: a resize that a named file shows under its name only once
+ * it is committed. The rule: a named file's name holds either what it held
+ * before sw_file_stage or, after sw_file_commit, the stage's complete
+ * contents; a process that dies in between leaves the name as it was, plus
+ * at most an obviously named partial file beside it (<path>.partial-...,
+ * only where the file system has no O_TMPFILE or /proc is missing).
+ *
+ * sw_file_stage gives c a fresh file of size elements in the same
+ * directory, holding c's first elements (as many as both sizes allow) and
+ * zeros after them; from then on every read, write and resize of c goes to
+ * the stage. On failure (SW_EVALUE, SW_ERUNTIME "FileBacked carrier already
+ * has a staged resize", released, SW_EOS, SW_ENOMEM) nothing changes.
+ *
+ * sw_file_commit makes the stage c's file: a named file's stage replaces
+ * the name's file by rename (SW_EOS "... which names another file now",
+ * EEXIST, when something else took the name meanwhile); the file from
+ * before is closed. On failure c stays staged (abandon it, or retry).
+ * SW_ERUNTIME "FileBacked carrier has no staged resize", or "FileBacked
+ * staged resize belongs to another process" in a forked child.
+ *
+ * sw_file_abandon drops the stage and its writes: c's file is again the one
+ * from before. Without a stage, and on a released carrier, it does
+ * nothing. Release drops a stage too. A forked child abandoning or
+ * releasing never removes its parent's partial file.
+ */
+SW_API sw_status sw_file_stage(sw_carrier *c, int64_t size);
+SW_API sw_status sw_file_commit(sw_carrier *c);
+SW_API sw_status sw_file_abandon(sw_carrier *c);
+/* Non-zero while c has a staged resize. */
+SW_API int sw_file_is_staged(const sw_carrier *c);
+
 /* Bulk transfer of n elements starting at element i, in native layout. A
  * successful write bumps the version once. */
 SW_API sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n, void *buf);
 SW_API sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n,
                                const void *buf);
-/* Removes every temporary file still open (for interpreter exit). */
+/* Does nothing: temporaries have no names to remove. Kept for callers that
+ * ran it at exit. */
 SW_API void sw_file_remove_temporaries(void);
 
 /*
@@ -385,6 +446,10 @@ SW_API void sw_file_remove_temporaries(void);
  * hook is disabled with a negative n.
  */
 SW_API void sw_debug_fail_io_after(int64_t n);
+/* For tests: non-zero makes FileBacked act as on a file system without
+ * O_TMPFILE (temporaries are created and unlinked at once, stages are
+ * named partial files); 0 restores the default. */
+SW_API void sw_debug_file_no_tmpfile(int disable);
 
 #ifdef __cplusplus
 }

@@ -268,9 +268,10 @@ SW_API const sw_move_class *sw_move_op_class(const sw_op *op);
  *     dtype"
  *  9. pins (see sw_move_class): SW_ETYPE
  * 10. the destination has fewer than cosize(layout) elements and cannot
- *     grow (only an empty FileBacked destination grows, with
- *     sw_file_resize): SW_EVALUE "destination carrier is too small for the
- *     tensor layout"
+ *     grow (only an empty FileBacked destination grows, in a stage that
+ *     is committed after the copy, or abandoned if the copy or the commit
+ *     fails: see sw_file_stage): SW_EVALUE "destination carrier is too
+ *     small for the tensor layout"
  * 11. with grad mode on and a differentiable tensor, the reverse route is
  *     captured: the class registered for (destination, source) must accept
  *     that pair (SW_ETYPE as in 9), and the source's class must be able to

@@ -558,11 +558,14 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     sw_carrier_move_worker(dst, sw_thread_id());
     /* The source is pinned as the execution's argument; the destination's
      * storage must outlive the copy too, even if a hook releases it. */
-    int pinned = 0, copied = 0;
+    int pinned = 0, copied = 0, staged = 0;
     if (!(st = sw_carrier_pin(dst)))
         pinned = 1;
-    if (!st && p->grow)
-        st = sw_file_resize(dst, p->required);
+    /* A grown file shows its values under its name only at the commit. */
+    if (!st && p->grow) {
+        st = sw_file_stage(dst, p->required);
+        staged = !st;
+    }
     sw_tensor *r = NULL;
     if (!st)
         st = sw_tensor_new(dst, 0, t->layout, &r);
@@ -575,6 +578,8 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     /* A copy hook may have released its destination: nothing to publish. */
     if (!st && sw_carrier_is_released(dst))
         st = sw_fail(SW_ERUNTIME, "destination carrier is released");
+    if (!st && staged)
+        st = sw_file_commit(dst);
     if (st) {
         saved_error e;
         save_error(&e, st);
@@ -585,8 +590,8 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
         int64_t now = sw_carrier_version(dst);
         restore_version(dst, copied && now != dst_version ? dst_version + 1
                                                           : dst_version);
-        if (p->grow)
-            (void)sw_file_resize(dst, 0);
+        if (staged)
+            (void)sw_file_abandon(dst);
         if (pinned)
             sw_carrier_unpin(dst);
         return restore_error(&e);

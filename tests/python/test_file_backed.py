@@ -1,18 +1,23 @@
 """The FileBacked carrier (reference §9, with the issue's file naming):
-temporary and named files, values in the file, clean-up, and OSError
-paths through the library's I/O fault hook."""
+temporary and named files, values in the file, clean-up, what a dying
+process leaves behind, and OSError paths through the library's I/O fault
+hook."""
 
 import errno
 import gc
 import os
+import signal
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+import strideweave as sw
 from helpers_carriers import flat
-from strideweave import Carrier, DType, FileBacked, Tensor, _native
+from strideweave import CPU, Carrier, DType, FileBacked, Tensor, _native
+from strideweave.carriers.move import CpuToFileBackedMoveOperation
 
 DTYPE_MSG = r"^FileBacked dtype must be DType.Floating, DType.Float32, or DType.Int32$"
 
@@ -25,7 +30,7 @@ def no_io_faults():
 
 @pytest.fixture(autouse=True)
 def private_tmpdir(tmp_path, monkeypatch):
-    # The library reads TMPDIR for each temporary file it creates.
+    # The binding reads TMPDIR for each FileBacked it creates.
     directory = tmp_path / "tmp"
     directory.mkdir()
     monkeypatch.setenv("TMPDIR", str(directory))
@@ -35,6 +40,14 @@ def temp_dir():
     return Path(os.environ["TMPDIR"])
 
 
+def cpu_floats(n):
+    """A Float32 CPU tensor holding 0, 1, ..., n - 1."""
+    c = CPU(n, dtype=DType.Float32)
+    for i in range(n):
+        c[i] = i
+    return Tensor(c, 0, flat(n))
+
+
 # --------------------------------------------------------- temporaries
 
 
@@ -42,10 +55,13 @@ def test_temporary_file():
     f = FileBacked()
     assert isinstance(f, Carrier)
     assert isinstance(f.path, Path)
-    assert f.path.exists() and f.path.parent == temp_dir()
+    # No name in the file system: the path names the directory it lives in.
+    assert f.path.is_absolute() and f.path.parent == temp_dir()
+    assert f.path.name.startswith(f"strideweave-{os.getpid()}-")
+    assert not f.path.exists() and list(temp_dir().iterdir()) == []
     assert f.size() == 0 and f.dtype() is DType.Floating
     assert f.is_mutable() and f.version == 0
-    assert f.path.stat().st_size == 0
+    assert FileBacked().path != f.path
 
 
 def test_temporary_file_is_removed_on_release():
@@ -92,6 +108,58 @@ def test_temporary_files_are_removed_at_exit():
     assert list(temp_dir().iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "death",
+    ["os._exit(0)", "os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getpid(), signal.SIGSEGV)"],
+)
+def test_temporaries_go_however_the_process_ends(death):
+    code = (
+        "import os, signal, strideweave as sw\n"
+        "keep = [sw.FileBacked(), sw.FileBacked(dtype=sw.DType.Int32)]\n"
+        "keep[0]._allocate(1000)\n"
+        "keep[0][999] = 1.5\n"
+        "keep.append(keep[0].allocate_like(10))\n"
+        "print('made', flush=True)\n" + death + "\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True
+    )
+    assert done.stdout == "made\n", done.stderr
+    assert done.returncode != 0 or death == "os._exit(0)"
+    assert list(temp_dir().iterdir()) == []
+
+
+def test_forked_child_leaves_the_parents_files(tmp_path):
+    code = (
+        "import os, sys, strideweave as sw\n"
+        "t = sw.FileBacked()\n"
+        "t._allocate(3)\n"
+        "t[2] = 4.5\n"
+        "n = sw.FileBacked(sys.argv[1])\n"
+        "n._allocate(1)\n"
+        "before = sorted(os.listdir(os.environ['TMPDIR']))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    t.release()\n"
+        "    n.release()\n"
+        "    sys.exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(os.waitstatus_to_exitcode(status), t[2], t.size(), n.size())\n"
+        "print(before == sorted(os.listdir(os.environ['TMPDIR'])))\n"
+    )
+    named = tmp_path / "kept.bin"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(named)],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == ["0", "4.5", "3", "1", "True"]
+    assert named.stat().st_size == 8
+    assert list(temp_dir().iterdir()) == []
+
+
 # --------------------------------------------------------- named files
 
 
@@ -108,6 +176,84 @@ def test_named_file_is_kept(tmp_path):
     gc.collect()
     assert (tmp_path / "other.bin").exists()
     assert FileBacked(os.fsencode(tmp_path / "bytes.bin")).path == tmp_path / "bytes.bin"
+
+
+def test_second_init_is_refused_and_creates_nothing(tmp_path):
+    f = FileBacked(tmp_path / "first.bin", dtype=DType.Int32)
+    f._allocate(1)
+    f[0] = 7
+    with pytest.raises(RuntimeError, match=r"^FileBacked.__init__\(\) must not be called twice$"):
+        f.__init__(tmp_path / "second.bin")
+    with pytest.raises(RuntimeError, match=r"^FileBacked.__init__\(\) must not be called twice$"):
+        f.__init__()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.bin", "tmp"]
+    assert list(temp_dir().iterdir()) == []
+    assert f.path == tmp_path / "first.bin" and f.dtype() is DType.Int32 and f[0] == 7
+    t = FileBacked()
+    with pytest.raises(RuntimeError):
+        t.__init__(tmp_path / "third.bin")
+    assert not (tmp_path / "third.bin").exists() and t.size() == 0
+
+
+def test_relative_name_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = FileBacked("rel.bin", dtype=DType.Int32)
+    g = FileBacked(b"moved.bin", dtype=DType.Float32)
+    assert f.path == tmp_path / "rel.bin" and f.path.is_absolute()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert f.path == tmp_path / "rel.bin"
+    f._allocate(2)
+    f[1] = 5
+    assert (tmp_path / "rel.bin").read_bytes() == struct.pack("=2i", 0, 5)
+    m = sw.move(cpu_floats(3), g)
+    assert [m[i] for i in range(3)] == [0.0, 1.0, 2.0]
+    assert (tmp_path / "moved.bin").read_bytes() == struct.pack("=3f", 0.0, 1.0, 2.0)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_temporary_directory_is_read_at_construction(tmp_path, monkeypatch):
+    first = temp_dir()
+    f = FileBacked()
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("TMPDIR", str(other))
+    assert f.allocate_like(1).path.parent == first
+    assert f.new_like([1.0]).path.parent == first
+    assert FileBacked().path.parent == other
+    monkeypatch.chdir(other)
+    monkeypatch.setenv("TMPDIR", "relative")
+    (other / "relative").mkdir()
+    assert FileBacked().path.parent == other / "relative"
+    monkeypatch.delenv("TMPDIR")
+    assert FileBacked().path.parent == Path("/tmp")
+
+
+def test_tmpdir_changes_on_other_threads():
+    # os.environ writes while other threads make temporaries: the binding
+    # reads TMPDIR with the GIL held (under AddressSanitizer a read without
+    # it is a use after free).
+    dirs = [str(temp_dir()), str(temp_dir().parent)]
+    seen = set()
+    errors = []
+
+    def make():
+        try:
+            for _ in range(300):
+                seen.add(str(FileBacked().path.parent))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(3000):
+        os.environ["TMPDIR"] = dirs[i % 2] + "/" * (i % 7)
+    for t in threads:
+        t.join()
+    os.environ["TMPDIR"] = dirs[0]
+    assert errors == [] and seen <= set(dirs)
 
 
 def test_named_file_must_not_exist(tmp_path):
@@ -153,8 +299,8 @@ def test_arguments():
         (DType.Int32, "i", [5, -(2**31), True], [5, -(2**31), 1]),
     ],
 )
-def test_values_in_the_file(dtype, fmt, values, expected):
-    f = FileBacked(dtype=dtype)
+def test_values_in_the_file(dtype, fmt, values, expected, tmp_path):
+    f = FileBacked(tmp_path / "values.bin", dtype=dtype)
     f._allocate(len(values))
     for i, v in enumerate(values):
         f[i] = v
@@ -218,8 +364,8 @@ def test_size_follows_the_file(tmp_path):
 # ------------------------------------------------------------ resizing
 
 
-def test_allocate():
-    f = FileBacked()
+def test_allocate(tmp_path):
+    f = FileBacked(tmp_path / "a.bin")
     f._allocate(4)
     f[3] = 2.0
     assert f.size() == 4 and f.path.stat().st_size == 32
@@ -292,6 +438,95 @@ def test_tensor_over_a_file():
     i = FileBacked(dtype=DType.Int32)
     i._allocate(1)
     assert not Tensor(i, 0, flat(1)).is_differentiable()
+
+
+# ---------------------------------------------- moves into named files
+
+
+def test_move_publishes_a_named_file_when_complete(tmp_path):
+    path = tmp_path / "out.bin"
+    seen = []
+
+    class Watching(CpuToFileBackedMoveOperation):
+        def _copy(self, tensor, destination, output, element_count):
+            super()._copy(tensor, destination, output, element_count)
+            # Every value is written, but the move has not committed yet.
+            seen.append((path.stat().st_size, sorted(p.name for p in tmp_path.iterdir())))
+            seen.append(destination.size())
+
+    f = FileBacked(path, dtype=DType.Float32)
+    m = Watching().forward(cpu_floats(5), f)
+    assert seen == [(0, ["out.bin", "tmp"]), 5]
+    assert path.read_bytes() == struct.pack("=5f", 0, 1, 2, 3, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert m.carrier is f and f.path == path and f.size() == 5
+    f[4] = -1.0
+    assert path.read_bytes()[16:] == struct.pack("=f", -1.0)
+    m = sw.move(cpu_floats(3 << 20), FileBacked(tmp_path / "big.bin", dtype=DType.Float32))
+    assert (tmp_path / "big.bin").stat().st_size == 12 << 20
+    assert m[(3 << 20) - 1] == (3 << 20) - 1
+
+
+@pytest.mark.parametrize("allowed", range(4))
+def test_failed_move_leaves_the_name_empty(tmp_path, allowed):
+    path = tmp_path / "out.bin"
+    f = FileBacked(path, dtype=DType.Float32)
+    t = cpu_floats(3 << 20)  # two bulk chunks
+    _native._debug_fail_io_after(allowed)  # the stage, a chunk, the commit
+    with pytest.raises(OSError):
+        sw.move(t, f)
+    _native._debug_fail_io_after(-1)
+    assert path.stat().st_size == 0 and f.size() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert not t.carrier.is_released()
+    sw.move(t, f)
+    assert path.stat().st_size == 12 << 20
+
+
+def test_killed_move_leaves_the_name_empty(tmp_path):
+    # A move into a named file is SIGKILLed after writing half of its
+    # values; a pipe says when. The name holds the empty file reserved at
+    # construction, and nothing else is left beside it.
+    code = (
+        "import sys, strideweave as sw\n"
+        "from strideweave.carriers.move import CpuToFileBackedMoveOperation\n"
+        "class Halfway(CpuToFileBackedMoveOperation):\n"
+        "    def _copy(self, tensor, destination, output, element_count):\n"
+        "        super()._copy(tensor, destination, output, element_count // 2)\n"
+        "        print('half', destination.size(), flush=True)\n"
+        "        sys.stdin.readline()\n"
+        "n = 3 << 20\n"
+        "c = sw.CPU(n, dtype=sw.DType.Float32)\n"
+        "c[n - 1] = 1.0\n"
+        "t = sw.Tensor(c, 0, sw.Layout(sw.Shape([n]), sw.Stride([1])))\n"
+        "Halfway().forward(t, sw.FileBacked(sys.argv[1], dtype=sw.DType.Float32))\n"
+        "print('done', flush=True)\n"
+    )
+    path = tmp_path / "out.bin"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        env=dict(os.environ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = child.stdout.readline()
+        assert line == f"half {3 << 20}\n", child.stderr.read() if not line else line
+        assert path.stat().st_size == 0
+        child.kill()
+        assert child.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdin.close()
+        child.stdout.close()
+        child.stderr.close()
+    assert path.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "tmp"]
+    assert list(temp_dir().iterdir()) == []
 
 
 # ---------------------------------------------------------- I/O faults

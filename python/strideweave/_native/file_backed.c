@@ -2,11 +2,12 @@
  * The FileBacked carrier type: raw values in a binary file (sw_file_new),
  * read and written in place, so memory use does not grow with the file.
  *
- * With no filename the file is a private temporary, removed on release,
- * when the carrier is destroyed, and at interpreter exit (the package
- * registers _native._file_remove_temporaries with atexit). A filename is a
- * path created exclusively and kept. The GIL is released around file
- * creation and the bulk calls (new_like, allocate_like, _allocate).
+ * With no filename the file is a private temporary without a name in the
+ * file system, gone with its carrier or the process. A filename is a path
+ * created exclusively and kept; a relative one is made absolute at
+ * construction (by the library). The GIL is released around file creation
+ * and the bulk calls (new_like, allocate_like, _allocate); TMPDIR is read
+ * before, with the GIL held, and handed to the library.
  */
 #include "carrier.h"
 #include "errors.h"
@@ -21,6 +22,13 @@ static int file_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
     int mutable_ = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$pO:FileBacked", kwlist,
                                      &filename, &mutable_, &dtype_obj)) {
+        return -1;
+    }
+    /* Refused before anything is created: a second __init__ must not leave
+     * a file behind, and the object keeps its first carrier. */
+    if (((CarrierObject *)self)->carrier != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "FileBacked.__init__() must not be called twice");
         return -1;
     }
     swpy_state *st = swpy_state_of_type(Py_TYPE(self));
@@ -48,11 +56,21 @@ static int file_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "embedded null byte");
         return -1;
     }
+    /* The environment is read here, with the GIL held, since os.environ
+     * writes change it under the GIL; the library gets a copy. */
+    const char *env = getenv("TMPDIR");
+    PyObject *tmpdir = env != NULL ? PyBytes_FromString(env) : NULL;
+    if (env != NULL && tmpdir == NULL) {
+        Py_XDECREF(path);
+        return -1;
+    }
+    const char *ctmpdir = tmpdir != NULL ? PyBytes_AS_STRING(tmpdir) : NULL;
     sw_carrier *c = NULL;
     sw_status s;
     Py_BEGIN_ALLOW_THREADS;
-    s = sw_file_new(cpath, dtype, mutable_, &c);
+    s = sw_file_new_in(cpath, ctmpdir, dtype, mutable_, &c);
     Py_END_ALLOW_THREADS;
+    Py_XDECREF(tmpdir);
     Py_XDECREF(path);
     if (s != SW_OK) {
         swpy_raise(s);
@@ -136,11 +154,14 @@ PyDoc_STRVAR(
     "A new carrier has size 0; _allocate and allocate_like make room "
     "(zero-filled). Elements are read and written in the file directly, so "
     "memory use does not grow with the file. With no filename the file is "
-    "a private temporary file, removed on release, when the carrier is "
-    "garbage-collected, and at interpreter exit; a filename is a path that "
-    "is created exclusively and kept. I/O failures raise OSError and leave "
-    "the carrier and its values as they were. For storage and movement "
-    "only: FileBacked carriers run no computation.\n\n"
+    "a private temporary without a name in the file system, gone on "
+    "release, on garbage collection and however the process ends. A "
+    "filename is a path that is created exclusively (empty, reserving the "
+    "name), made absolute and kept; a move that grows the empty file shows "
+    "its values under the name only once they are all written. I/O "
+    "failures raise OSError and leave the carrier and its values as they "
+    "were. For storage and movement only: FileBacked carriers run no "
+    "computation.\n\n"
     "Args:\n"
     "    filename: None, or the path of a file to create (str, bytes or "
     "os.PathLike).\n"
@@ -160,17 +181,18 @@ PyDoc_STRVAR(
     "    0\n"
     "    >>> f._allocate(3)\n"
     "    >>> f[2] = 7\n"
-    "    >>> list(f), f.path.stat().st_size\n"
-    "    ([0, 0, 7], 12)\n"
-    "    >>> f.release()\n"
+    "    >>> list(f), f.size()\n"
+    "    ([0, 0, 7], 3)\n"
     "    >>> f.path.exists()\n"
     "    False\n");
 
 PyDoc_STRVAR(file_path_doc,
-             "The file's path.\n\n"
+             "The file's absolute path.\n\n"
+             "A temporary has no name in the file system; its path is the "
+             "directory it lives in joined with strideweave-<pid>-<n>, a "
+             "name that does not exist.\n\n"
              "Returns:\n"
-             "    pathlib.Path: the path (a temporary file's is gone after "
-             "release).\n\n"
+             "    pathlib.Path: the path (resolved at construction).\n\n"
              "Examples:\n"
              "    >>> FileBacked().path.is_absolute()\n"
              "    True\n");
