@@ -117,6 +117,22 @@ def test_autograd_ctx_property():
     assert x.autograd_ctx is None
 
 
+def test_autograd_ctx_non_differentiable_check_comes_first():
+    # Any value, an Operation or not, meets the reference's RuntimeError on
+    # a non-differentiable tensor (COMPATIBILITY entry 28).
+    msg = "^autograd_ctx is not available for non-differentiable tensors$"
+    for t in (vec([1, 2], dtype=DType.Any), vec([1], "CPU", DType.Int32)):
+        for value in (object(), 5, "op", Operation()):
+            with pytest.raises(RuntimeError, match=msg):
+                t.autograd_ctx = value
+            assert t.autograd_ctx is None
+        t.autograd_ctx = None
+    x = vec([1.0])
+    with pytest.raises(TypeError, match="^autograd_ctx must be an Operation or None$"):
+        x.autograd_ctx = object()
+    assert x.autograd_ctx is None
+
+
 def test_grad_property():
     x = vec([1.0])
     assert x.grad is None

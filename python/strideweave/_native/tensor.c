@@ -420,6 +420,22 @@ static int tensor_set_autograd_ctx(PyObject *self, PyObject *value,
     }
     sw_op *op = NULL;
     if (value != NULL && value != Py_None) {
+        int differentiable = sw_tensor_is_differentiable(t);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (!differentiable) {
+            /* Differentiability comes first, whatever the value: the
+             * library refuses any context for such a tensor (a stand-in
+             * operation here, which it never stores). */
+            sw_op *stand_in = NULL;
+            sw_status s = sw_shared_op_new("view", &stand_in);
+            if (s == SW_OK) {
+                s = sw_tensor_set_autograd_ctx(t, stand_in);
+            }
+            sw_op_unref(stand_in);
+            return swpy_check(s);
+        }
         if (!swpy_is_operation(st, value)) {
             PyErr_SetString(PyExc_TypeError,
                             "autograd_ctx must be an Operation or None");
