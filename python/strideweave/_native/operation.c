@@ -579,6 +579,8 @@ static void operation_drop(PyObject *self) {
 static int operation_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(((OperationObject *)self)->ctx);
+    Py_VISIT(((OperationObject *)self)->dispatch_type);
+    Py_VISIT(((OperationObject *)self)->move_reverse);
     return 0;
 }
 
@@ -587,6 +589,8 @@ static int operation_clear(PyObject *self) {
      * reference would keep it alive through its peer hook. */
     operation_drop(self);
     Py_CLEAR(((OperationObject *)self)->ctx);
+    Py_CLEAR(((OperationObject *)self)->dispatch_type);
+    Py_CLEAR(((OperationObject *)self)->move_reverse);
     return 0;
 }
 
@@ -1464,9 +1468,14 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     tags[2] = sw_evictable_class();
 }
 
-/* The Python class of a carrier tag: a built-in backend's class, or one
- * of the Python classes registered as tags. */
-static PyObject *tag_type(swpy_state *st, const void *tag) {
+/*
+ * The Python class of a carrier tag: a built-in backend's class, or known,
+ * the Python class that dispatched (known: the dispatch_type of the
+ * operation object, which keeps it alive; tags of Python classes are their
+ * addresses, which alone cannot say whether the class still exists). None
+ * for no tag and for an unknown one.
+ */
+static PyObject *tag_type(swpy_state *st, const void *tag, PyObject *known) {
     if (tag == NULL) {
         Py_RETURN_NONE;
     }
@@ -1478,22 +1487,15 @@ static PyObject *tag_type(swpy_state *st, const void *tag) {
             return Py_NewRef((PyObject *)types[i]);
         }
     }
-    PyObject *key = PyLong_FromVoidPtr((void *)tag);
-    if (key == NULL) {
-        return NULL;
+    if (known != NULL && (const void *)known == tag) {
+        return Py_NewRef(known);
     }
-    PyObject *type = PyDict_GetItemWithError(st->tag_types, key);
-    Py_DECREF(key);
-    if (type == NULL && !PyErr_Occurred()) {
-        PyErr_SetString(PyExc_SystemError,
-                        "strideweave: an operation of an unknown carrier "
-                        "class");
-    }
-    return Py_XNewRef(type);
+    Py_RETURN_NONE;
 }
 
-PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag) {
-    return tag_type(st, tag);
+PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag,
+                                PyObject *known) {
+    return tag_type(st, tag, known);
 }
 
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls) {
@@ -1526,7 +1528,8 @@ static PyObject *operation_get_carrier_class(PyObject *self, void *closure) {
     if (op == NULL || st == NULL) {
         return NULL;
     }
-    return tag_type(st, sw_op_dispatch_tag(op));
+    return tag_type(st, sw_op_dispatch_tag(op),
+                    ((OperationObject *)self)->dispatch_type);
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -1565,7 +1568,15 @@ static sw_status route_dispatch_body(sw_carrier *c, const char *name, void *ctx,
     }
     /* Not an Operation: no operation, which the library reports. */
     if (swpy_is_operation(st, r) && OP(r) != NULL) {
-        *out = sw_op_retain(OP(r));
+        OperationObject *o = (OperationObject *)r;
+        /* The library tags a fresh operation with ctx, the class that
+         * installed this route; the object keeps the class for the tag
+         * (the library refuses one dispatched before). */
+        if (sw_op_dispatch_name(o->op) == NULL && o->dispatch_type == NULL &&
+            ctx == (void *)Py_TYPE(self)) {
+            o->dispatch_type = Py_NewRef(ctx);
+        }
+        *out = sw_op_retain(o->op);
     }
     Py_DECREF(r);
     return SW_OK;
@@ -1584,14 +1595,11 @@ static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
 
 int swpy_carrier_install_dispatch(swpy_state *st, PyObject *self,
                                   sw_carrier *c) {
+    /* The class is the tag and the route's context, by address: nothing
+     * here keeps it alive (its instances do, and so do the operations it
+     * dispatched, through their objects' dispatch_type). */
     PyObject *type = (PyObject *)Py_TYPE(self);
-    PyObject *key = PyLong_FromVoidPtr(type);
-    if (key == NULL || PyDict_SetItem(st->tag_types, key, type) < 0) {
-        Py_XDECREF(key);
-        return -1;
-    }
-    Py_DECREF(key);
-    sw_carrier_set_dispatch(c, route_dispatch, NULL, type);
+    sw_carrier_set_dispatch(c, route_dispatch, type, type);
     return 0;
 }
 
@@ -2109,10 +2117,6 @@ int swpy_operation_init_types(PyObject *module, swpy_state *st) {
         intern(&st->str_output, "output") < 0 ||
         intern(&st->str_selection, "selection") < 0 ||
         intern(&st->str_saved_values, "saved_values") < 0) {
-        return -1;
-    }
-    st->tag_types = PyDict_New();
-    if (st->tag_types == NULL) {
         return -1;
     }
     /* Library carriers that name the backends and make their operations. */
