@@ -6,6 +6,10 @@
  * (Tree, Node, the Node.id marker) that strideweave.core.layout registers when
  * it is imported, the DType members that strideweave.carriers.dtype registers,
  * and interned method names for the calls into Python-implemented carriers.
+ *
+ * Carrier, tensor and operation objects are the peers of library objects
+ * (see carrier.h); gc.c says how the cycle collector sees through the
+ * references between them.
  */
 #ifndef SWPY_MODULE_H
 #define SWPY_MODULE_H

@@ -24,6 +24,7 @@
 
 #include "carrier.h"
 #include "errors.h"
+#include "gc.h"
 #include "gil.h"
 #include "layout.h"
 #include "move.h"
@@ -581,12 +582,13 @@ static int operation_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((OperationObject *)self)->ctx);
     Py_VISIT(((OperationObject *)self)->dispatch_type);
     Py_VISIT(((OperationObject *)self)->move_reverse);
-    return 0;
+    /* The saved inputs and what they hold (see gc.c). */
+    return swpy_gc_traverse_op(self, visit, arg);
 }
 
 static int operation_clear(PyObject *self) {
-    /* An unreachable object is its operation's only holder: any library
-     * reference would keep it alive through its peer hook. */
+    /* An unreachable object's operation is garbage too (see gc.c); its
+     * other holders, if any, let go of it later. */
     operation_drop(self);
     Py_CLEAR(((OperationObject *)self)->ctx);
     Py_CLEAR(((OperationObject *)self)->dispatch_type);
