@@ -106,6 +106,14 @@ SW_API int64_t sw_debug_live_allocs(void);
  * when it falls back to 1), so the pair lives exactly as long as either is
  * used, without a reference cycle. Hooks run on the thread that changes
  * the count.
+ *
+ * The reference a library object holds on its peer while it has other
+ * holders is invisible to a host's cycle collector. A binding that wants
+ * cycles through library objects collected reads the current count
+ * (sw_carrier_refcount, sw_tensor_refcount, sw_op_refcount) and the
+ * references an object holds (its getters) to tell when every holder is
+ * one its collector sees; the counts are snapshots that other threads may
+ * change at any moment.
  */
 typedef struct sw_peer_hooks {
     void (*retain)(void *peer);

@@ -220,6 +220,9 @@ SW_API void sw_carrier_unref(sw_carrier *c);
 SW_API void sw_carrier_set_peer(sw_carrier *c, void *peer,
                                 const sw_peer_hooks *hooks);
 SW_API void *sw_carrier_get_peer(const sw_carrier *c);
+/* The number of references to c now, its peer's included (a snapshot;
+ * see base.h). */
+SW_API int64_t sw_carrier_refcount(const sw_carrier *c);
 
 SW_API const sw_carrier_class *sw_carrier_get_class(const sw_carrier *c);
 SW_API void *sw_carrier_state(const sw_carrier *c);

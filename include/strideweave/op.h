@@ -100,6 +100,9 @@ SW_API sw_op *sw_op_retain(sw_op *op);
 SW_API void sw_op_unref(sw_op *op);
 SW_API void sw_op_set_peer(sw_op *op, void *peer, const sw_peer_hooks *hooks);
 SW_API void *sw_op_get_peer(const sw_op *op);
+/* The number of references to op now, its peer's included (a snapshot;
+ * see base.h). */
+SW_API int64_t sw_op_refcount(const sw_op *op);
 SW_API const sw_op_class *sw_op_get_class(const sw_op *op);
 SW_API void *sw_op_state(const sw_op *op);
 

@@ -34,6 +34,9 @@ SW_API void sw_tensor_unref(sw_tensor *t);
 SW_API void sw_tensor_set_peer(sw_tensor *t, void *peer,
                                const sw_peer_hooks *hooks);
 SW_API void *sw_tensor_get_peer(const sw_tensor *t);
+/* The number of references to t now, its peer's included (a snapshot;
+ * see base.h). */
+SW_API int64_t sw_tensor_refcount(const sw_tensor *t);
 
 SW_API sw_carrier *sw_tensor_carrier(const sw_tensor *t);
 SW_API sw_layout *sw_tensor_layout(const sw_tensor *t);

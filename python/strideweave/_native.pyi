@@ -6,58 +6,58 @@ from typing import Any, final
 from strideweave.carriers.base import Carrier as Carrier
 from strideweave.carriers.cpu.carrier import CPU as CPU
 from strideweave.carriers.cpu.ops import (
-    CPUAddOperation as CPUAddOperation,
+    _CPUAddOperation as _CPUAddOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUBatchedMatmulOperation as CPUBatchedMatmulOperation,
+    _CPUBatchedMatmulOperation as _CPUBatchedMatmulOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUDivOperation as CPUDivOperation,
+    _CPUDivOperation as _CPUDivOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUElementwiseMulOperation as CPUElementwiseMulOperation,
+    _CPUElementwiseMulOperation as _CPUElementwiseMulOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUELUOperation as CPUELUOperation,
+    _CPUELUOperation as _CPUELUOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUExpOperation as CPUExpOperation,
+    _CPUExpOperation as _CPUExpOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUGELUOperation as CPUGELUOperation,
+    _CPUGELUOperation as _CPUGELUOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPULeakyReLUOperation as CPULeakyReLUOperation,
+    _CPULeakyReLUOperation as _CPULeakyReLUOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUMatmulOperation as CPUMatmulOperation,
+    _CPUMatmulOperation as _CPUMatmulOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUPowOperation as CPUPowOperation,
+    _CPUPowOperation as _CPUPowOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUReduceSumOperation as CPUReduceSumOperation,
+    _CPUReduceSumOperation as _CPUReduceSumOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUReLUOperation as CPUReLUOperation,
+    _CPUReLUOperation as _CPUReLUOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUScalarMulOperation as CPUScalarMulOperation,
+    _CPUScalarMulOperation as _CPUScalarMulOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUSigmoidOperation as CPUSigmoidOperation,
+    _CPUSigmoidOperation as _CPUSigmoidOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUSiLUOperation as CPUSiLUOperation,
+    _CPUSiLUOperation as _CPUSiLUOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUSoftplusOperation as CPUSoftplusOperation,
+    _CPUSoftplusOperation as _CPUSoftplusOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUSubOperation as CPUSubOperation,
+    _CPUSubOperation as _CPUSubOperation,
 )
 from strideweave.carriers.cpu.ops import (
-    CPUTanhOperation as CPUTanhOperation,
+    _CPUTanhOperation as _CPUTanhOperation,
 )
 from strideweave.carriers.evictable import Evictable as Evictable
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation

@@ -452,6 +452,6 @@ def profile(
         >>> with sw.profile() as prof:
         ...     _ = sw.relu(t)
         >>> prof.events()[0].implementation_type.__name__
-        'CPUReLUOperation'
+        '_CPUReLUOperation'
     """
     return Profiler(carriers=carriers, record_shapes=record_shapes)

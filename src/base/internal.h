@@ -85,6 +85,8 @@ void sw_object_retain(sw_object *o);
  */
 void sw_object_unref(sw_object *o);
 void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks);
+/* The current count (a snapshot when other threads hold references). */
+int64_t sw_object_refcount(const sw_object *o);
 
 /* A 64-byte aligned, zeroed allocation, and its release. */
 void *sw_alloc_aligned(size_t n, int zero);

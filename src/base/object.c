@@ -59,6 +59,10 @@ void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks) {
         old_hooks->release(old);
 }
 
+int64_t sw_object_refcount(const sw_object *o) {
+    return (int64_t)atomic_load(&o->ref);
+}
+
 void *sw_alloc_aligned(size_t n, int zero) {
     /* The original pointer is kept just before the aligned block. */
     size_t total = n + 64 + sizeof(void *);

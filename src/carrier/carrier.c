@@ -148,6 +148,10 @@ void *sw_carrier_get_peer(const sw_carrier *c) {
     return c->obj.peer;
 }
 
+int64_t sw_carrier_refcount(const sw_carrier *c) {
+    return sw_object_refcount(&c->obj);
+}
+
 const sw_carrier_class *sw_carrier_get_class(const sw_carrier *c) {
     return c->cls;
 }

@@ -155,6 +155,7 @@ typedef enum gen_kind {
 typedef struct gen_state {
     gen_kind kind;
     sw_vop vop;
+    const char *name; /* the canonical operation name (static) */
     sw_arg scalar; /* GEN_SCALAR: borrowed host objects stay with the caller */
 } gen_state;
 
@@ -582,6 +583,81 @@ static sw_status matmul_backward(sw_op *op, sw_tensor *g, int32_t n,
     return st;
 }
 
+/*
+ * The gradient must fit the result it stands for, as the CPU backward
+ * kernels require; the checks and messages are theirs, in their order, so
+ * that a wrong gradient (Tensor.backwards_traversal does not check its
+ * layout) fails alike on both carriers instead of being read partly.
+ */
+static sw_status check_elementwise_gradient(const gen_state *s,
+                                            const sw_tensor *x,
+                                            const sw_tensor *g) {
+    long long nx = (long long)x->layout->size, ng = (long long)g->layout->size;
+    if (nx == ng)
+        return SW_OK;
+    if (s->kind == GEN_UNARY)
+        return sw_fail(SW_EVALUE,
+                       "%s: output has %lld elements but gradient "
+                       "has %lld",
+                       s->name, nx, ng);
+    if (s->vop == SW_VOP_ADD || s->vop == SW_VOP_SUB)
+        return sw_fail(SW_EVALUE,
+                       "copy: dst has %lld elements but src has %lld", nx, ng);
+    const char *kernel =
+        s->kind == GEN_SCALAR
+            ? (s->vop == SW_VOP_MUL ? "mul_scalar" : "pow_grad")
+            : (s->vop == SW_VOP_MUL ? "mul" : "div");
+    return sw_fail(SW_EVALUE,
+                   "%s: output has %lld elements but input 0 has %lld", kernel,
+                   nx, ng);
+}
+
+static sw_status check_reduce_gradient(const sw_tensor *x, const sw_tensor *g) {
+    long long m = (long long)x->layout->mode_size[0];
+    long long ng = (long long)g->layout->size;
+    if (m == ng)
+        return SW_OK;
+    return sw_fail(SW_EVALUE,
+                   "reduce backward: gradient has %lld elements but "
+                   "mode 0 of output has %lld",
+                   ng, m);
+}
+
+/* The CPU computes dA = G . B first: G is its operand "A", read as
+ * (rows, columns[, batch]) from its own modes. */
+static sw_status check_matmul_gradient(const sw_tensor *a, const sw_tensor *b,
+                                       const sw_tensor *g) {
+    int32_t rank = g->layout->rank, want = rank == 3 ? 3 : 2;
+    if (rank != want)
+        return sw_fail(SW_EVALUE,
+                       "gemm: A has %d top-level modes; %d were described",
+                       (int)rank, (int)want);
+    const int64_t *gm = g->layout->mode_size;
+    const char *what = NULL;
+    long long x = 0, y = 0;
+    if (a->layout->mode_size[0] != gm[0]) {
+        what = "rows of C and A";
+        x = (long long)a->layout->mode_size[0];
+        y = (long long)gm[0];
+    } else if (b->layout->mode_size[0] != gm[1]) {
+        what = "columns of A and B";
+        x = (long long)b->layout->mode_size[0];
+        y = (long long)gm[1];
+    } else {
+        int64_t batch = a->layout->rank == 3 ? a->layout->mode_size[2] : 1;
+        int64_t gbatch = rank == 3 ? gm[2] : 1;
+        if (batch != gbatch) {
+            what = "batch extents of C and A";
+            x = (long long)gbatch;
+            y = (long long)batch;
+        }
+    }
+    if (!what)
+        return SW_OK;
+    return sw_fail(SW_EVALUE, "gemm: %s do not match (%lld and %lld)", what, x,
+                   y);
+}
+
 static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
                               sw_tensor **grads) {
     gen_state *s = gstate(op);
@@ -591,18 +667,28 @@ static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
             : 1;
     if (sw_op_ninputs(op) < want || n < 1)
         return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    if (!g)
+        return sw_fail(SW_ETYPE, "gradient must be a Tensor");
+    sw_tensor *x = sw_op_input(op, 0);
+    sw_status st = SW_OK;
     /* Saved inputs whose values the gradient needs must still be there,
      * as the forward requires (a reduce needs only the layout). */
     if (s->kind != GEN_REDUCE) {
-        sw_arg x = sw_arg_tensor(sw_op_input(op, 0));
-        sw_status st = check_tensor(&x, want == 2 ? "lhs" : "tensor");
+        sw_arg xa = sw_arg_tensor(x);
+        st = check_tensor(&xa, want == 2 ? "lhs" : "tensor");
         if (!st && want == 2) {
-            sw_arg y = sw_arg_tensor(sw_op_input(op, 1));
-            st = check_tensor(&y, "rhs");
+            sw_arg ya = sw_arg_tensor(sw_op_input(op, 1));
+            st = check_tensor(&ya, "rhs");
         }
         if (st)
             return st;
     }
+    st = s->kind == GEN_REDUCE ? check_reduce_gradient(x, g)
+         : s->kind == GEN_MATMUL || s->kind == GEN_BMATMUL
+             ? check_matmul_gradient(x, sw_op_input(op, 1), g)
+             : check_elementwise_gradient(s, x, g);
+    if (st)
+        return st;
     switch (s->kind) {
     case GEN_REDUCE:
         return reduce_backward(op, g, n, grads);
@@ -666,6 +752,7 @@ sw_status sw_generic_op_new(const char *name, sw_op **out) {
             return sw_oom();
         s->kind = e->kind;
         s->vop = e->vop;
+        s->name = e->name;
         sw_status st = sw_op_new(&e->cls, s, out);
         if (st)
             sw_free(s);

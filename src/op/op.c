@@ -86,6 +86,10 @@ void *sw_op_get_peer(const sw_op *op) {
     return op->obj.peer;
 }
 
+int64_t sw_op_refcount(const sw_op *op) {
+    return sw_object_refcount(&op->obj);
+}
+
 const sw_op_class *sw_op_get_class(const sw_op *op) {
     return op->cls;
 }

@@ -57,6 +57,10 @@ void *sw_tensor_get_peer(const sw_tensor *t) {
     return t->obj.peer;
 }
 
+int64_t sw_tensor_refcount(const sw_tensor *t) {
+    return sw_object_refcount(&t->obj);
+}
+
 sw_carrier *sw_tensor_carrier(const sw_tensor *t) {
     return t->carrier;
 }

@@ -624,8 +624,13 @@ static void test_recording(void) {
                "no saved input out of range");
             is_int(sw_op_validate_input_versions(op), SW_OK,
                    "versions validate while nothing changed");
+            is_int(sw_op_refcount(op), 1, "the result holds its context");
+            is_int(sw_tensor_refcount(f), 2,
+                   "the caller and the saved input hold the argument");
         }
         sw_tensor_unref(y);
+        is_int(sw_tensor_refcount(f), 1,
+               "the context went with the result, and its saved input");
     }
     st = sw_add(f, f2, &y);
     if (expect_ok(st, "add(Floating, Floating)")) {

@@ -2192,6 +2192,7 @@ static void test_peers(void) {
         return;
     peer p = {0, 0}, q = {0, 0};
     ok(sw_carrier_get_peer(c) == NULL, "no peer at first");
+    is_int(sw_carrier_refcount(c), 1, "sw_carrier_refcount: one reference");
     /* Only the peer's reference: nothing to keep alive. */
     sw_carrier_set_peer(c, &p, &counting_hooks);
     ok(sw_carrier_get_peer(c) == &p, "sw_carrier_get_peer");
@@ -2201,6 +2202,8 @@ static void test_peers(void) {
     is_int(p.retains, 1, "1 -> 2 retains the peer");
     sw_carrier_retain(c);
     is_int(p.retains, 1, "2 -> 3 does not");
+    is_int(sw_carrier_refcount(c), 3,
+           "sw_carrier_refcount counts every reference, the peer's too");
     sw_carrier_unref(c);
     is_int(p.releases, 0, "3 -> 2 does not release");
     sw_carrier_unref(c);

@@ -711,6 +711,8 @@ static void test_tensor_peers(void) {
     is_int(p.retains, 1, "1 -> 2 retains the peer");
     sw_tensor_retain(t);
     is_int(p.retains, 1, "2 -> 3 does not");
+    is_int(sw_tensor_refcount(t), 3,
+           "sw_tensor_refcount counts every reference, the peer's too");
     sw_tensor_unref(t);
     is_int(p.releases, 0, "3 -> 2 does not release");
     sw_tensor_unref(t);
@@ -733,6 +735,8 @@ static void test_tensor_peers(void) {
         is_int(cp.retains, 1,
                "the carrier peer, set with two references (the caller's and "
                "the first tensor's), was retained once");
+        is_int(sw_carrier_refcount(c), 3,
+               "each tensor holds one reference to its carrier");
         sw_tensor_unref(t2);
         is_int(cp.releases, 0, "3 -> 2 carrier references: no release");
     }

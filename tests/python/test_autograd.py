@@ -117,6 +117,22 @@ def test_autograd_ctx_property():
     assert x.autograd_ctx is None
 
 
+def test_autograd_ctx_non_differentiable_check_comes_first():
+    # Any value, an Operation or not, meets the reference's RuntimeError on
+    # a non-differentiable tensor (COMPATIBILITY entry 28).
+    msg = "^autograd_ctx is not available for non-differentiable tensors$"
+    for t in (vec([1, 2], dtype=DType.Any), vec([1], "CPU", DType.Int32)):
+        for value in (object(), 5, "op", Operation()):
+            with pytest.raises(RuntimeError, match=msg):
+                t.autograd_ctx = value
+            assert t.autograd_ctx is None
+        t.autograd_ctx = None
+    x = vec([1.0])
+    with pytest.raises(TypeError, match="^autograd_ctx must be an Operation or None$"):
+        x.autograd_ctx = object()
+    assert x.autograd_ctx is None
+
+
 def test_grad_property():
     x = vec([1.0])
     assert x.grad is None
@@ -514,6 +530,74 @@ def test_backwards_traversal():
         Tensor.backwards_traversal(vec([1.0]), "op")
     with pytest.raises(TypeError, match="^Tensor.backward requires a Tensor gradient$"):
         Tensor.backwards_traversal(1.0, y.autograd_ctx)
+
+
+GRADIENT_SIZE_CASES = {
+    "add": (1, lambda x, y: x + y),
+    "sub": (1, lambda x, y: x - y),
+    "mul": (1, lambda x, y: x * 3),
+    "neg": (1, lambda x, y: -x),
+    "elementwise_mul": (1, lambda x, y: x * y),
+    "div": (1, lambda x, y: x / y),
+    "pow": (1, lambda x, y: x**2),
+    **{
+        name: (1, lambda x, y, name=name: getattr(sw, name)(x))
+        for name in (
+            "exp",
+            "relu",
+            "sigmoid",
+            "tanh",
+            "gelu",
+            "silu",
+            "softplus",
+            "elu",
+            "leaky_relu",
+        )
+    },
+    "reduce": (2, lambda x, y: sw.functional.reduce(x, "i j -> i")),
+    "matmul": (2, lambda x, y: x @ y),
+    "batched_matmul": (3, lambda x, y: sw.einsum(x, y, "i k b, j k b -> i j b")),
+}
+
+WRONG_GRADIENTS = [
+    L([7], [1]),
+    L([1], [1]),
+    L([2, 3], [1, 2]),
+    L([3, 2], [1, 3]),
+    L([2, 2, 3], [1, 2, 4]),
+    L([2, 2, 2, 2], [1, 2, 4, 8]),
+]
+
+
+@pytest.mark.parametrize("name", sorted(GRADIENT_SIZE_CASES))
+def test_backwards_traversal_gradient_of_the_wrong_size(name):
+    # Generic refuses a gradient that does not fit the result with the CPU
+    # kernels' own errors (it read what it needed of an oversized one).
+    modes, f = GRADIENT_SIZE_CASES[name]
+    layout = {1: L([2], [1]), 2: L([2, 2], [1, 2]), 3: L([2, 2, 1], [1, 2, 4])}[modes]
+    outcomes = {}
+    for kind in KINDS:
+        x = build(kind, layout, 0, lambda p: 1.0 + p)
+        y = build(kind, layout, 0, lambda p: 2.0 + p)
+        r = f(x, y)
+        op = r.autograd_ctx
+        if name == "batched_matmul":
+            op = op.inputs()[0].autograd_ctx
+        assert op is not None
+        got = []
+        for gl in WRONG_GRADIENTS:
+            if gl.shape.logical_size == r.size() and modes == 1:
+                continue
+            g = build(kind, gl, 0, lambda p: 1.0)
+            try:
+                Tensor.backwards_traversal(g, op)
+                got.append(None)
+            except Exception as e:
+                got.append((type(e), str(e)))
+        outcomes[kind] = got
+    assert None not in outcomes["CPU"]
+    assert outcomes["Generic"] == outcomes["CPU"]
+    assert any("elements but" in m or "gemm:" in m for _, m in outcomes["Generic"])
 
 
 def test_graph_survives_dropping_intermediates():

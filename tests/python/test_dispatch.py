@@ -44,23 +44,23 @@ GENERIC_TABLE = {
 }
 
 CPU_NATIVE = {
-    "add": "CPUAddOperation",
-    "sub": "CPUSubOperation",
-    "mul": "CPUScalarMulOperation",
-    "elementwise_mul": "CPUElementwiseMulOperation",
-    "div": "CPUDivOperation",
-    "exp": "CPUExpOperation",
-    "relu": "CPUReLUOperation",
-    "sigmoid": "CPUSigmoidOperation",
-    "tanh": "CPUTanhOperation",
-    "gelu": "CPUGELUOperation",
-    "silu": "CPUSiLUOperation",
-    "softplus": "CPUSoftplusOperation",
-    "elu": "CPUELUOperation",
-    "leaky_relu": "CPULeakyReLUOperation",
-    "pow": "CPUPowOperation",
-    "reduce": "CPUReduceSumOperation",
-    "matmul": "CPUMatmulOperation",
+    "add": "_CPUAddOperation",
+    "sub": "_CPUSubOperation",
+    "mul": "_CPUScalarMulOperation",
+    "elementwise_mul": "_CPUElementwiseMulOperation",
+    "div": "_CPUDivOperation",
+    "exp": "_CPUExpOperation",
+    "relu": "_CPUReLUOperation",
+    "sigmoid": "_CPUSigmoidOperation",
+    "tanh": "_CPUTanhOperation",
+    "gelu": "_CPUGELUOperation",
+    "silu": "_CPUSiLUOperation",
+    "softplus": "_CPUSoftplusOperation",
+    "elu": "_CPUELUOperation",
+    "leaky_relu": "_CPULeakyReLUOperation",
+    "pow": "_CPUPowOperation",
+    "reduce": "_CPUReduceSumOperation",
+    "matmul": "_CPUMatmulOperation",
 }
 CPU_TABLE = dict(
     CPU_NATIVE,
@@ -110,6 +110,23 @@ def test_cpu_table(name):
         assert type(op) is getattr(cpu_ops, CPU_NATIVE[name])
     assert op._operation_name == name and op._dispatch_carrier_class is CPU
     assert c._dispatch_op(name)._operation_name is None
+
+
+def test_cpu_operation_names_are_the_references():
+    # The reference names the CPU classes "_CPUAddOperation" and so on; code
+    # inspects __name__, __qualname__ and repr.
+    names = sorted([*CPU_NATIVE.values(), "_CPUBatchedMatmulOperation"])
+    assert sorted(cpu_ops.__all__) == names
+    for name in names:
+        cls = getattr(cpu_ops, name)
+        assert cls.__name__ == name and cls.__qualname__ == name
+        assert cls.__module__ == "strideweave.carriers.cpu.ops"
+        assert repr(cls) == f"<class 'strideweave.carriers.cpu.ops.{name}'>"
+        assert getattr(sw._native, name) is cls
+        # No public alias: the reference has none.
+        assert not hasattr(cpu_ops, name[1:]) and not hasattr(sw._native, name[1:])
+    op = CPU(1).dispatch_op("mul")
+    assert repr(op).startswith("<strideweave.carriers.cpu.ops._CPUScalarMulOperation object")
 
 
 def test_unknown_names():

@@ -67,10 +67,10 @@ def ops_of(kind):
     """The executed implementation classes of the CPU or Generic carrier."""
     if kind == "CPU":
         return {
-            "relu": cpu_ops.CPUReLUOperation,
-            "reduce": cpu_ops.CPUReduceSumOperation,
-            "matmul": cpu_ops.CPUMatmulOperation,
-            "batched_matmul": cpu_ops.CPUBatchedMatmulOperation,
+            "relu": cpu_ops._CPUReLUOperation,
+            "reduce": cpu_ops._CPUReduceSumOperation,
+            "matmul": cpu_ops._CPUMatmulOperation,
+            "batched_matmul": cpu_ops._CPUBatchedMatmulOperation,
         }
     return {
         "relu": GenericReLUOperation,

@@ -19,7 +19,7 @@ from strideweave import (
     Tree,
 )
 from strideweave.carriers import cpu, generic, operation_helpers, shared_ops
-from strideweave.carriers.cpu.ops import CPUAddOperation
+from strideweave.carriers.cpu.ops import _CPUAddOperation
 from strideweave.carriers.operation_helpers import execute_lowered_operation
 
 GENERIC_CLASSES = [
@@ -436,7 +436,7 @@ def test_native_classes_round_trip_through_the_library():
     assert type(op) is GenericReLUOperation
     assert y.autograd_ctx is op  # one object per operation (peer)
     c = vec([1.0], "CPU")
-    assert type(sw.add(c, c).autograd_ctx) is CPUAddOperation
+    assert type(sw.add(c, c).autograd_ctx) is _CPUAddOperation
 
 
 def test_subclass_of_native_class_keeps_native_computation():
@@ -451,11 +451,11 @@ def test_subclass_of_native_class_keeps_native_computation():
 def test_native_op_arity_errors():
     x = vec([1.0], "CPU")
     with pytest.raises(TypeError, match="^CPU add requires lhs and rhs tensors$"):
-        CPUAddOperation().forward(x)
+        _CPUAddOperation().forward(x)
     with pytest.raises(TypeError, match="^rhs must be a Tensor$"):
         sw.GenericAddOperation().forward(vec([1.0]))
     with pytest.raises(TypeError, match="^lhs must be backed by a CPU carrier$"):
-        CPUAddOperation().forward(vec([1.0]), vec([1.0]))
+        _CPUAddOperation().forward(vec([1.0]), vec([1.0]))
 
 
 # ---------------------------------------------------------------- op.ctx

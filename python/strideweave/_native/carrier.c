@@ -22,6 +22,7 @@
 #endif
 
 #include "errors.h"
+#include "gc.h"
 #include "gil.h"
 #include "operation.h"
 
@@ -978,7 +979,9 @@ int swpy_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
 }
 
 int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
-    if (CARRIER(self) != NULL) {
+    /* Tensor objects over an object that let go of its carrier (cleared by
+     * the collector) still name it: it may not take another. */
+    if (CARRIER(self) != NULL || ((CarrierObject *)self)->tensor_peers != 0) {
         sw_carrier_unref(owned);
         PyErr_Format(PyExc_RuntimeError,
                      "%s.__init__() must not be called twice", name);
@@ -1113,20 +1116,15 @@ void swpy_carrier_dealloc(PyObject *self) {
 
 int swpy_carrier_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
-    sw_carrier *c = CARRIER(self);
-    if (c != NULL && sw_generic_ops(c) == &swpy_host_ops) {
-        /* The store's one reference is the carrier's, and this object is
-         * the carrier's only peer. Stores of other host ops (doubles made
-         * by C code) are not Python objects. */
-        Py_VISIT((PyObject *)sw_generic_store(c));
-    }
-    return 0;
+    /* A Generic store, an Evictable's tiers, and the toggle reference when
+     * tensor objects explain it (see gc.c). */
+    return swpy_gc_traverse_carrier(self, visit, arg);
 }
 
 int swpy_carrier_clear(PyObject *self) {
     /*
-     * An unreachable carrier object is the only holder of its carrier: any
-     * other library reference would keep it alive through its peer hook.
+     * An unreachable carrier object's carrier is garbage too (see gc.c):
+     * other holders may still release it later, without its object.
      */
     carrier_drop(self);
     return 0;

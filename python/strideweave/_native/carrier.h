@@ -9,7 +9,11 @@
  * is kept alive by an incref, so the library can always hand the same
  * Python object back (tensor.carrier is carrier) and the state of a Python
  * subclass survives as long as the library uses it. The hooks run with the
- * GIL held; the binding never changes a reference count without it.
+ * GIL held; the binding never changes a reference count without it. The
+ * same holds for tensor and operation objects. The incref (the toggle
+ * reference) is invisible to the cycle collector; gc.c reports it, and
+ * what the library objects hold, when that is sound, so that cycles
+ * through library objects are collected.
  *
  * Carrier() itself and Python subclasses of Carrier get an sw_carrier made
  * with sw_carrier_new and the binding's vtable, whose slots call the
@@ -30,6 +34,11 @@ typedef struct {
         /* Owned; NULL until a built-in backend's __init__ has run, and after
          * the garbage collector cleared the object. */
         sw_carrier *carrier;
+    /* The tensor objects whose .carrier is this object and whose tensor
+     * holds its carrier (each one reference of the library's); see rule
+     * (a) in gc.c. */
+    Py_ssize_t tensor_peers;
+
     PyObject *weakreflist;
 } CarrierObject;
 

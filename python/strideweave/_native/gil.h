@@ -16,19 +16,32 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdatomic.h>
 
 /* The calling thread's state while it runs library code without the GIL
  * (NULL otherwise). */
 extern _Thread_local PyThreadState *swpy_nogil_state;
 
+/*
+ * The number of SWPY_NOGIL sections running, process-wide. Library code
+ * running without the GIL changes reference counts and graph fields
+ * while a collection may run, so the garbage collector reports only
+ * Python references while it is not zero (see gc.c). It changes only
+ * with the GIL held: it is raised before the GIL is released and lowered
+ * after it is taken back.
+ */
+extern _Atomic long swpy_nogil_calls;
+
 #define SWPY_NOGIL_BEGIN                                                       \
     {                                                                          \
+        atomic_fetch_add(&swpy_nogil_calls, 1);                                \
         PyThreadState *swpy_saved_ = PyEval_SaveThread();                      \
         swpy_nogil_state = swpy_saved_;
 
 #define SWPY_NOGIL_END                                                         \
     swpy_nogil_state = NULL;                                                   \
     PyEval_RestoreThread(swpy_saved_);                                         \
+    atomic_fetch_sub(&swpy_nogil_calls, 1);                                    \
     }
 
 /*
@@ -78,7 +91,9 @@ static inline void swpy_gil_release(swpy_gil g) {
 }
 
 /* The peer hooks: Py_INCREF and Py_DECREF with the GIL taken back when
- * this thread runs without it. */
+ * this thread runs without it. The reference they keep (the toggle
+ * reference) is hidden from the cycle collector; gc.c says when it is
+ * reported. */
 void swpy_peer_incref(void *peer);
 void swpy_peer_decref(void *peer);
 

@@ -327,7 +327,6 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
         Py_VISIT(st->op_types[i]);
     }
-    Py_VISIT(st->tag_types);
     for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
         Py_VISIT(st->einops_classes[i]);
     }
@@ -389,7 +388,6 @@ static int module_clear(PyObject *module) {
         Py_CLEAR(st->op_types[i]);
         st->op_classes[i] = NULL;
     }
-    Py_CLEAR(st->tag_types);
     Py_CLEAR(st->profiler_type);
     Py_CLEAR(st->str_forward_hook);
     Py_CLEAR(st->str_backward);

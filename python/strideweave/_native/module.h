@@ -6,6 +6,10 @@
  * (Tree, Node, the Node.id marker) that strideweave.core.layout registers when
  * it is imported, the DType members that strideweave.carriers.dtype registers,
  * and interned method names for the calls into Python-implemented carriers.
+ *
+ * Carrier, tensor and operation objects are the peers of library objects
+ * (see carrier.h); gc.c says how the cycle collector sees through the
+ * references between them.
  */
 #ifndef SWPY_MODULE_H
 #define SWPY_MODULE_H
@@ -83,9 +87,6 @@ typedef struct swpy_state {
      * identifier of the holder, 0 when free). */
     PyThread_type_lock backward_lock;
     _Atomic unsigned long backward_owner;
-    /* Python carrier classes used as dispatch tags: kept alive for as long
-     * as operations may name them. */
-    PyObject *tag_types;
     /* strideweave.profiling's ProfilerSession (see profile.c). */
     PyTypeObject *profiler_type;
     /* Interned names. */
@@ -111,7 +112,8 @@ typedef struct swpy_state {
     PyObject *einops_cache[SWPY_EINOPS_CACHES];
     /* Moves (see move.h): MoveOperation and the three built-in move
      * classes; the library move class of each Python subclass (type ->
-     * capsule); the pairs registered from Python ((source, destination)
+     * capsule, keyed weakly: it goes with the class); the pairs registered from
+     * Python ((source, destination)
      * -> operation class), kept alive while the library registry names
      * them; the completion handle types. */
     PyTypeObject *move_op_type;

@@ -156,14 +156,18 @@ static const sw_move_class *class_of_type(swpy_state *st, PyTypeObject *type) {
             return native_class(i);
         }
     }
-    PyObject *capsule =
-        PyDict_GetItemWithError(st->move_classes, (PyObject *)type);
+    PyObject *capsule = PyObject_GetItem(st->move_classes, (PyObject *)type);
     if (capsule != NULL) {
-        return PyCapsule_GetPointer(capsule, "strideweave.move_class");
+        /* The entry holds the capsule as long as the class lives. */
+        const sw_move_class *found =
+            PyCapsule_GetPointer(capsule, "strideweave.move_class");
+        Py_DECREF(capsule);
+        return found;
     }
-    if (PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
         return NULL;
     }
+    PyErr_Clear();
     int base = native_base(st, type);
     PyTypeObject *base_type =
         base >= 0 ? st->move_types[base] : st->move_op_type;
@@ -204,13 +208,18 @@ static const sw_move_class *class_of_type(swpy_state *st, PyTypeObject *type) {
     box->cls.destination_pin.id = dst.id;
     box->cls.destination_pin.name = dst.id ? box->names + ln + ls : NULL;
     box->cls.copy = overridden ? py_copy : native_class(base)->copy;
-    box->cls.ctx = type; /* kept alive as a key of move_classes */
+    /* Not a reference: the box lives exactly as long as the class (it is
+     * the class's entry in move_classes), and the library names the box
+     * only through what keeps the class alive: instances (the objects of
+     * its operations), the registry (st->move_registered) and the routes
+     * back that recorded moves captured (OperationObject.move_reverse). */
+    box->cls.ctx = type;
     capsule = PyCapsule_New(box, "strideweave.move_class", box_free);
     if (capsule == NULL) {
         PyMem_Free(box);
         return NULL;
     }
-    int r = PyDict_SetItem(st->move_classes, (PyObject *)type, capsule);
+    int r = PyObject_SetItem(st->move_classes, (PyObject *)type, capsule);
     Py_DECREF(capsule);
     return r < 0 ? NULL : &box->cls;
 }
@@ -381,6 +390,34 @@ static int check_python_reverse(swpy_state *st, sw_op *op, PyObject *tensor,
     return -1;
 }
 
+/*
+ * A move captures its route back (the class registered for destination
+ * and source) by address; when that is a Python class, the operation's
+ * object keeps it alive, as the registry may let it go before the
+ * operation's backward runs.
+ */
+static void keep_reverse(swpy_state *st, sw_op *op, sw_tensor *t,
+                         sw_carrier *dst) {
+    PyObject *self = sw_op_get_peer(op);
+    if (self == NULL || dst == NULL) {
+        return;
+    }
+    const sw_move_class *rev = sw_move_dispatch(
+        sw_move_key_of(dst), sw_move_key_of(sw_tensor_carrier(t)));
+    PyTypeObject *type = swpy_move_type_of_class(st, rev);
+    /* The classes made here live as long as the module. */
+    if (type == st->move_op_type) {
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (type == st->move_types[i]) {
+            return;
+        }
+    }
+    Py_XSETREF(((OperationObject *)self)->move_reverse,
+               Py_NewRef((PyObject *)type));
+}
+
 PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
                         Py_ssize_t nargs, swpy_run_mode mode) {
     sw_tensor *t = NULL;
@@ -389,6 +426,7 @@ PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
         check_python_reverse(st, op, args[0], t, dst) < 0) {
         return NULL;
     }
+    keep_reverse(st, op, t, dst);
     sw_tensor *out = NULL;
     sw_status s;
     if (move_without_gil(sw_move_op_class(op), t, dst)) {
@@ -765,6 +803,7 @@ static PyObject *submit(PyObject *module, PyObject *tensor,
         Py_DECREF(handle);
         return NULL;
     }
+    keep_reverse(st, OP(op), t, dst);
     sw_move_request *req = NULL;
     sw_status s = sw_move_op_submit(OP(op), t, dst, &req);
     Py_DECREF(op);
@@ -1265,7 +1304,14 @@ static int set_class_attr(PyTypeObject *type, const char *name,
 
 int swpy_move_init(PyObject *module, swpy_state *st) {
     st->str_copy_hook = PyUnicode_InternFromString("_copy");
-    st->move_classes = PyDict_New();
+    /* Keyed weakly: a class's entry (its library move class) goes with
+     * the class, which everything naming that entry keeps alive. */
+    PyObject *weakref = PyImport_ImportModule("weakref");
+    st->move_classes =
+        weakref != NULL
+            ? PyObject_CallMethod(weakref, "WeakKeyDictionary", NULL)
+            : NULL;
+    Py_XDECREF(weakref);
     st->move_registered = PyDict_New();
     if (st->str_copy_hook == NULL || st->move_classes == NULL ||
         st->move_registered == NULL) {

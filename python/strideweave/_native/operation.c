@@ -24,6 +24,7 @@
 
 #include "carrier.h"
 #include "errors.h"
+#include "gc.h"
 #include "gil.h"
 #include "layout.h"
 #include "move.h"
@@ -169,46 +170,46 @@ static const op_def op_defs[SWPY_NATIVE_OPS] = {
      ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
      "Stride(1, 2)))\n    >>> op.forward(m, Tree(Node.id(1), Node.id(0)))"
      ".layout\n    (2,2):(2,1)\n"},
-    {CPU_MODULE "CPUAddOperation", "add", BACKEND_CPU, KIND_BINARY,
+    {CPU_MODULE "_CPUAddOperation", "add", BACKEND_CPU, KIND_BINARY,
      "Elementwise lhs + rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "CPUSubOperation", "sub", BACKEND_CPU, KIND_BINARY,
+    {CPU_MODULE "_CPUSubOperation", "sub", BACKEND_CPU, KIND_BINARY,
      "Elementwise lhs - rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "CPUElementwiseMulOperation", "elementwise_mul", BACKEND_CPU,
+    {CPU_MODULE "_CPUElementwiseMulOperation", "elementwise_mul", BACKEND_CPU,
      KIND_BINARY,
      "Elementwise lhs * rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "CPUDivOperation", "div", BACKEND_CPU, KIND_BINARY,
+    {CPU_MODULE "_CPUDivOperation", "div", BACKEND_CPU, KIND_BINARY,
      "Elementwise lhs / rhs in float32.", NULL},
-    {CPU_MODULE "CPUScalarMulOperation", "mul", BACKEND_CPU, KIND_SCALAR,
+    {CPU_MODULE "_CPUScalarMulOperation", "mul", BACKEND_CPU, KIND_SCALAR,
      "tensor * scalar per element; ctx['scalar'] is the float32 scalar.", NULL},
-    {CPU_MODULE "CPUPowOperation", "pow", BACKEND_CPU, KIND_POW,
+    {CPU_MODULE "_CPUPowOperation", "pow", BACKEND_CPU, KIND_POW,
      "tensor ** exponent per element; ctx['exponent'] is the float32 "
      "exponent.",
      NULL},
-    {CPU_MODULE "CPUExpOperation", "exp", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUExpOperation", "exp", BACKEND_CPU, KIND_UNARY,
      "expf per element.", NULL},
-    {CPU_MODULE "CPUReLUOperation", "relu", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUReLUOperation", "relu", BACKEND_CPU, KIND_UNARY,
      "max(x, 0) per element (Int32 exact).", NULL},
-    {CPU_MODULE "CPUSigmoidOperation", "sigmoid", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUSigmoidOperation", "sigmoid", BACKEND_CPU, KIND_UNARY,
      "The numerically stable logistic function per element.", NULL},
-    {CPU_MODULE "CPUTanhOperation", "tanh", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUTanhOperation", "tanh", BACKEND_CPU, KIND_UNARY,
      "tanhf per element.", NULL},
-    {CPU_MODULE "CPUGELUOperation", "gelu", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUGELUOperation", "gelu", BACKEND_CPU, KIND_UNARY,
      "0.5*x*(1 + erf(x/sqrt(2))) per element.", NULL},
-    {CPU_MODULE "CPUSiLUOperation", "silu", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUSiLUOperation", "silu", BACKEND_CPU, KIND_UNARY,
      "x*sigmoid(x) per element.", NULL},
-    {CPU_MODULE "CPUSoftplusOperation", "softplus", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUSoftplusOperation", "softplus", BACKEND_CPU, KIND_UNARY,
      "log1p(exp(-|x|)) + max(x, 0) per element.", NULL},
-    {CPU_MODULE "CPUELUOperation", "elu", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPUELUOperation", "elu", BACKEND_CPU, KIND_UNARY,
      "x if x > 0 else expm1(x), per element.", NULL},
-    {CPU_MODULE "CPULeakyReLUOperation", "leaky_relu", BACKEND_CPU, KIND_UNARY,
+    {CPU_MODULE "_CPULeakyReLUOperation", "leaky_relu", BACKEND_CPU, KIND_UNARY,
      "x if x >= 0 else 0.01*x, per element.", NULL},
-    {CPU_MODULE "CPUReduceSumOperation", "reduce", BACKEND_CPU, KIND_REDUCE,
+    {CPU_MODULE "_CPUReduceSumOperation", "reduce", BACKEND_CPU, KIND_REDUCE,
      "out[i] = sum over j of tensor[i, j] for a two-mode tensor.", NULL},
-    {CPU_MODULE "CPUMatmulOperation", "matmul", BACKEND_CPU, KIND_MATMUL,
+    {CPU_MODULE "_CPUMatmulOperation", "matmul", BACKEND_CPU, KIND_MATMUL,
      "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T), a "
      "blocked GEMM.",
      NULL},
-    {CPU_MODULE "CPUBatchedMatmulOperation", "batched_matmul", BACKEND_CPU,
+    {CPU_MODULE "_CPUBatchedMatmulOperation", "batched_matmul", BACKEND_CPU,
      KIND_MATMUL,
      "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b], a batched "
      "blocked GEMM.",
@@ -579,14 +580,19 @@ static void operation_drop(PyObject *self) {
 static int operation_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(((OperationObject *)self)->ctx);
-    return 0;
+    Py_VISIT(((OperationObject *)self)->dispatch_type);
+    Py_VISIT(((OperationObject *)self)->move_reverse);
+    /* The saved inputs and what they hold (see gc.c). */
+    return swpy_gc_traverse_op(self, visit, arg);
 }
 
 static int operation_clear(PyObject *self) {
-    /* An unreachable object is its operation's only holder: any library
-     * reference would keep it alive through its peer hook. */
+    /* An unreachable object's operation is garbage too (see gc.c); its
+     * other holders, if any, let go of it later. */
     operation_drop(self);
     Py_CLEAR(((OperationObject *)self)->ctx);
+    Py_CLEAR(((OperationObject *)self)->dispatch_type);
+    Py_CLEAR(((OperationObject *)self)->move_reverse);
     return 0;
 }
 
@@ -1445,9 +1451,14 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     tags[2] = sw_evictable_class();
 }
 
-/* The Python class of a carrier tag: a built-in backend's class, or one
- * of the Python classes registered as tags. */
-static PyObject *tag_type(swpy_state *st, const void *tag) {
+/*
+ * The Python class of a carrier tag: a built-in backend's class, or known,
+ * the Python class that dispatched (known: the dispatch_type of the
+ * operation object, which keeps it alive; tags of Python classes are their
+ * addresses, which alone cannot say whether the class still exists). None
+ * for no tag and for an unknown one.
+ */
+static PyObject *tag_type(swpy_state *st, const void *tag, PyObject *known) {
     if (tag == NULL) {
         Py_RETURN_NONE;
     }
@@ -1459,22 +1470,15 @@ static PyObject *tag_type(swpy_state *st, const void *tag) {
             return Py_NewRef((PyObject *)types[i]);
         }
     }
-    PyObject *key = PyLong_FromVoidPtr((void *)tag);
-    if (key == NULL) {
-        return NULL;
+    if (known != NULL && (const void *)known == tag) {
+        return Py_NewRef(known);
     }
-    PyObject *type = PyDict_GetItemWithError(st->tag_types, key);
-    Py_DECREF(key);
-    if (type == NULL && !PyErr_Occurred()) {
-        PyErr_SetString(PyExc_SystemError,
-                        "strideweave: an operation of an unknown carrier "
-                        "class");
-    }
-    return Py_XNewRef(type);
+    Py_RETURN_NONE;
 }
 
-PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag) {
-    return tag_type(st, tag);
+PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag,
+                                PyObject *known) {
+    return tag_type(st, tag, known);
 }
 
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls) {
@@ -1507,7 +1511,8 @@ static PyObject *operation_get_carrier_class(PyObject *self, void *closure) {
     if (op == NULL || st == NULL) {
         return NULL;
     }
-    return tag_type(st, sw_op_dispatch_tag(op));
+    return tag_type(st, sw_op_dispatch_tag(op),
+                    ((OperationObject *)self)->dispatch_type);
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -1546,7 +1551,15 @@ static sw_status route_dispatch_body(sw_carrier *c, const char *name, void *ctx,
     }
     /* Not an Operation: no operation, which the library reports. */
     if (swpy_is_operation(st, r) && OP(r) != NULL) {
-        *out = sw_op_retain(OP(r));
+        OperationObject *o = (OperationObject *)r;
+        /* The library tags a fresh operation with ctx, the class that
+         * installed this route; the object keeps the class for the tag
+         * (the library refuses one dispatched before). */
+        if (sw_op_dispatch_name(o->op) == NULL && o->dispatch_type == NULL &&
+            ctx == (void *)Py_TYPE(self)) {
+            o->dispatch_type = Py_NewRef(ctx);
+        }
+        *out = sw_op_retain(o->op);
     }
     Py_DECREF(r);
     return SW_OK;
@@ -1565,14 +1578,11 @@ static sw_status route_dispatch(sw_carrier *c, const char *name, void *ctx,
 
 int swpy_carrier_install_dispatch(swpy_state *st, PyObject *self,
                                   sw_carrier *c) {
+    /* The class is the tag and the route's context, by address: nothing
+     * here keeps it alive (its instances do, and so do the operations it
+     * dispatched, through their objects' dispatch_type). */
     PyObject *type = (PyObject *)Py_TYPE(self);
-    PyObject *key = PyLong_FromVoidPtr(type);
-    if (key == NULL || PyDict_SetItem(st->tag_types, key, type) < 0) {
-        Py_XDECREF(key);
-        return -1;
-    }
-    Py_DECREF(key);
-    sw_carrier_set_dispatch(c, route_dispatch, NULL, type);
+    sw_carrier_set_dispatch(c, route_dispatch, type, type);
     return 0;
 }
 
@@ -2090,10 +2100,6 @@ int swpy_operation_init_types(PyObject *module, swpy_state *st) {
         intern(&st->str_output, "output") < 0 ||
         intern(&st->str_selection, "selection") < 0 ||
         intern(&st->str_saved_values, "saved_values") < 0) {
-        return -1;
-    }
-    st->tag_types = PyDict_New();
-    if (st->tag_types == NULL) {
         return -1;
     }
     /* Library carriers that name the backends and make their operations. */

@@ -25,6 +25,16 @@ typedef struct {
         sw_op *op;
     PyObject *ctx; /* the dict behind op.ctx */
     PyObject *weakreflist;
+    /*
+     * Classes the library operation names by address only, kept alive for
+     * as long as it may name them (no table in the module pins them): the
+     * Python carrier class that dispatched it (its dispatch tag), and the
+     * MoveOperation class of the reverse route a recorded move captured.
+     * The operation keeps this object alive for as long as it lives (see
+     * the peer scheme in carrier.h).
+     */
+    PyObject *dispatch_type;
+    PyObject *move_reverse;
 } OperationObject;
 
 int swpy_operation_init_types(PyObject *module, swpy_state *st);
@@ -100,9 +110,13 @@ extern const char swpy_execute_lowered_operation_doc[];
 
 /* ------------------------------------------------------------- profiler */
 
-/* The Python class of a carrier tag recorded by dispatch (a new
- * reference), or NULL with an exception set. */
-PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag);
+/*
+ * The Python class of a carrier tag recorded by dispatch (a new
+ * reference): a built-in backend's class, known if the tag is its address
+ * (the dispatch_type of the operation's object), else None.
+ */
+PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag,
+                                PyObject *known);
 /* The tag that carriers of the Python class cls record on dispatch. */
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls);
 /* The Python class of operations of a library class (a new reference):

@@ -5,10 +5,12 @@
  *
  * Carrier classes become the dispatch tags their carriers record (the
  * built-in CPU and Generic record their backend class, Python classes
- * themselves); the classes are not kept here, their owner keeps them. An
- * executed operation with a Python object is named by that object's class,
- * kept alive by the profiler until it is freed; one without is named by
- * the class of its native operation class.
+ * themselves, by address). An executed operation with a Python object is
+ * named by that object's class; the event keeps it, and the Python class
+ * that dispatched the operation, alive until it is freed (a pair made
+ * when the operation runs). One without an object is named by the class of
+ * its native operation class and was dispatched by a built-in carrier, if
+ * at all (a Python carrier class dispatches through its objects).
  */
 #include "module.h"
 
@@ -24,17 +26,29 @@ typedef struct {
 
 #define SESSION(o) (((SessionObject *)(o))->profiler)
 
-/* The implementation class of an executing operation: its Python object's
- * class, or NULL when it has none (the native class names it). */
+/* The classes of an executing operation: (its Python object's class, the
+ * Python class that dispatched it or None), or NULL when it has no object
+ * (the native class names it). */
 static const void *impl_tag(const sw_op *op) {
     if (sw_op_get_peer(op) == NULL) {
         return NULL;
     }
     swpy_gil g = swpy_gil_ensure();
     PyObject *peer = sw_op_get_peer(op);
-    PyObject *type = peer != NULL ? Py_NewRef((PyObject *)Py_TYPE(peer)) : NULL;
+    PyObject *pair = NULL;
+    if (peer != NULL) {
+        /* The hook cannot fail: without memory for the pair, the native
+         * class names the event, and a pending exception stays as it was. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *by = ((OperationObject *)peer)->dispatch_type;
+        pair = PyTuple_Pack(2, (PyObject *)Py_TYPE(peer),
+                            by != NULL ? by : Py_None);
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
     swpy_gil_release(g);
-    return type;
+    return pair;
 }
 
 static void impl_release(const void *tag) {
@@ -190,13 +204,15 @@ static PyObject *shapes_of(swpy_state *st, PyObject *cache,
 
 static PyObject *event_tuple(swpy_state *st, PyObject *cache,
                              const sw_profile_event *e) {
-    PyObject *carrier = swpy_carrier_tag_type(st, e->carrier_tag);
+    PyObject *pair = (PyObject *)e->impl_tag;
+    PyObject *by = pair != NULL ? PyTuple_GET_ITEM(pair, 1) : NULL;
+    PyObject *carrier =
+        swpy_carrier_tag_type(st, e->carrier_tag, by != Py_None ? by : NULL);
     if (carrier == NULL) {
         return NULL;
     }
-    PyObject *impl = e->impl_tag != NULL
-                         ? Py_NewRef((PyObject *)e->impl_tag)
-                         : swpy_op_class_type(st, e->impl_class);
+    PyObject *impl = pair != NULL ? Py_NewRef(PyTuple_GET_ITEM(pair, 0))
+                                  : swpy_op_class_type(st, e->impl_class);
     PyObject *shapes = shapes_of(st, cache, e);
     PyObject *parent = e->parent_id >= 0 ? PyLong_FromLongLong(e->parent_id)
                                          : Py_NewRef(Py_None);

@@ -26,6 +26,7 @@
 #include "dlpack.h"
 #include "errors.h"
 #include "functional.h"
+#include "gc.h"
 #include "gil.h"
 #include "layout.h"
 #include "operation.h"
@@ -49,6 +50,35 @@ sw_tensor *swpy_tensor_of(PyObject *o) {
     return t;
 }
 
+/* Gives a fresh object its tensor (owned) with the carrier and layout
+ * objects (owned), and makes it the tensor's peer. */
+static void attach(PyObject *self, sw_tensor *owned, PyObject *carrier,
+                   PyObject *layout) {
+    TensorObject *o = (TensorObject *)self;
+    o->tensor = owned;
+    o->carrier = carrier;
+    o->layout = layout;
+    /* The tensor holds the carrier that this carrier object is the peer of
+     * (see rule (a) in gc.c). */
+    ((CarrierObject *)carrier)->tensor_peers++;
+    sw_tensor_set_peer(owned, self, &peer_hooks);
+}
+
+/* Lets go of the tensor (the object stops being its peer), and of the
+ * carrier and layout objects. */
+static void detach(PyObject *self) {
+    TensorObject *o = (TensorObject *)self;
+    sw_tensor *t = o->tensor;
+    if (t != NULL) {
+        o->tensor = NULL;
+        ((CarrierObject *)o->carrier)->tensor_peers--;
+        sw_tensor_set_peer(t, NULL, NULL);
+        sw_tensor_unref(t);
+    }
+    Py_CLEAR(o->carrier);
+    Py_CLEAR(o->layout);
+}
+
 PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned) {
     PyObject *peer = sw_tensor_get_peer(owned);
     if (peer != NULL) {
@@ -70,11 +100,7 @@ PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned) {
         sw_tensor_unref(owned);
         return NULL;
     }
-    TensorObject *t = (TensorObject *)self;
-    t->tensor = owned;
-    t->carrier = carrier;
-    t->layout = layout;
-    sw_tensor_set_peer(owned, self, &peer_hooks);
+    attach(self, owned, carrier, layout);
     return self;
 }
 
@@ -129,24 +155,22 @@ static int tensor_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
         sw_tensor_unref(t);
         return -1;
     }
-    TensorObject *o = (TensorObject *)self;
-    o->tensor = t;
-    o->carrier = Py_NewRef(carrier);
-    o->layout = Py_NewRef(layout);
-    sw_tensor_set_peer(t, self, &peer_hooks);
+    attach(self, t, Py_NewRef(carrier), Py_NewRef(layout));
     return 0;
 }
 
 static int tensor_clear(PyObject *self) {
-    TensorObject *o = (TensorObject *)self;
-    sw_tensor *t = o->tensor;
+    /*
+     * Unreachable, so garbage with its tensor (see gc.c): the gradient and
+     * the context go first, as every cycle among library objects passes
+     * through one of them. Neither call can fail with NULL.
+     */
+    sw_tensor *t = ((TensorObject *)self)->tensor;
     if (t != NULL) {
-        o->tensor = NULL;
-        sw_tensor_set_peer(t, NULL, NULL);
-        sw_tensor_unref(t);
+        (void)sw_tensor_set_grad(t, NULL);
+        (void)sw_tensor_set_autograd_ctx(t, NULL);
     }
-    Py_CLEAR(o->carrier);
-    Py_CLEAR(o->layout);
+    detach(self);
     return 0;
 }
 
@@ -156,7 +180,9 @@ static void tensor_dealloc(PyObject *self) {
     if (((TensorObject *)self)->weakreflist != NULL) {
         PyObject_ClearWeakRefs(self);
     }
-    tensor_clear(self);
+    /* The last reference to the object: the tensor has no other holder
+     * (they would keep the object alive), and goes with what it holds. */
+    detach(self);
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -166,7 +192,8 @@ static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(o->carrier);
     Py_VISIT(o->layout);
-    return 0;
+    /* The context, the gradient and what they hold (see gc.c). */
+    return swpy_gc_traverse_tensor(self, visit, arg);
 }
 
 /* --------------------------------------------------------- properties */
@@ -420,6 +447,22 @@ static int tensor_set_autograd_ctx(PyObject *self, PyObject *value,
     }
     sw_op *op = NULL;
     if (value != NULL && value != Py_None) {
+        int differentiable = sw_tensor_is_differentiable(t);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (!differentiable) {
+            /* Differentiability comes first, whatever the value: the
+             * library refuses any context for such a tensor (a stand-in
+             * operation here, which it never stores). */
+            sw_op *stand_in = NULL;
+            sw_status s = sw_shared_op_new("view", &stand_in);
+            if (s == SW_OK) {
+                s = sw_tensor_set_autograd_ctx(t, stand_in);
+            }
+            sw_op_unref(stand_in);
+            return swpy_check(s);
+        }
         if (!swpy_is_operation(st, value)) {
             PyErr_SetString(PyExc_TypeError,
                             "autograd_ctx must be an Operation or None");
