@@ -15,13 +15,11 @@ import threading
 
 import numpy as np
 import pytest
-
 import strideweave as sw
 import strideweave.friendly as F
+from helpers_carriers import ListCarrier
 from strideweave import CPU, DType, Evictable, FileBacked, Generic, Layout, Shape, Stride, Tensor
 from strideweave.carriers.move import MoveOperation
-
-from helpers_carriers import ListCarrier
 
 pytestmark = pytest.mark.threads
 
