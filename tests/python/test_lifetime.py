@@ -150,7 +150,7 @@ def test_backward_against_a_move():
         g = big(1.0)
         outcome = []
 
-        def back(y=y, g=g):
+        def back(y=y, g=g, outcome=outcome):
             try:
                 y.backward(g)
                 outcome.append("ok")
