@@ -112,6 +112,17 @@ static sw_status refine(int32_t nops, const kept_leaves *kl, int64_t size,
     return SW_OK;
 }
 
+/* Steps (b) and (a) for 1 <= nops <= SW_PLAN_MAX_OPS operands. */
+static sw_status refine_leaves(int32_t nops, const sw_plan_leaves *ops,
+                               int64_t size, modes *m) {
+    kept_leaves kl[SW_PLAN_MAX_OPS];
+    for (int32_t k = 0; k < SW_PLAN_MAX_OPS; ++k)
+        kl[k].n = 0;
+    for (int32_t k = 0; k < nops; ++k)
+        keep_leaves(ops[k], &kl[k]);
+    return refine(nops, kl, size, m);
+}
+
 static int all_unit(const modes *m, int32_t d, int32_t nops) {
     for (int32_t k = 0; k < nops; ++k)
         if (m->str[d][k] != 1)
@@ -143,11 +154,8 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
     sw_status st = check_operands(nops, ops, &size);
     if (st)
         return st;
-    kept_leaves kl[SW_PLAN_MAX_OPS];
-    for (int32_t k = 0; k < nops; ++k)
-        keep_leaves(ops[k], &kl[k]);
     modes m;
-    st = refine(nops, kl, size, &m);
+    st = refine_leaves(nops, ops, size, &m);
     if (st)
         return st;
 
@@ -219,6 +227,46 @@ sw_status sw_plan_build(int32_t nops, const sw_layout *const *layouts,
     for (int32_t k = 0; k < nops; ++k)
         ops[k] = sw_plan_leaves_of(layouts[k]);
     return sw_plan_build_leaves(nops, ops, offsets, out);
+}
+
+sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
+                               sw_plan_reduced *out) {
+    int64_t size;
+    sw_status st = check_operands(nops, ops, &size);
+    if (st)
+        return st;
+    modes m;
+    out->nops = nops;
+    out->repeat = 1;
+    if (refine_leaves(nops, ops, size, &m) != SW_OK) {
+        /* No common refinement: no mode is shared, so nothing repeats in
+         * a way this can see; the operands stay as they are. */
+        sw_clear_error();
+        for (int32_t k = 0; k < nops; ++k)
+            out->ops[k] = ops[k];
+        return SW_OK;
+    }
+    int32_t n = 0;
+    for (int32_t d = 0; d < m.n; ++d) {
+        int zero = 1;
+        for (int32_t k = 0; zero && k < nops; ++k)
+            zero = m.str[d][k] == 0;
+        if (zero) {
+            /* The extents multiply to the size, which fits int64_t. */
+            out->repeat *= m.ext[d];
+            continue;
+        }
+        out->extent[n] = m.ext[d];
+        for (int32_t k = 0; k < nops; ++k)
+            out->stride[k][n] = m.str[d][k];
+        n++;
+    }
+    for (int32_t k = 0; k < nops; ++k) {
+        out->ops[k].nleaf = n;
+        out->ops[k].extent = out->extent;
+        out->ops[k].stride = out->stride[k];
+    }
+    return SW_OK;
 }
 
 /* ---------------------------------------------------------------- walks */
@@ -367,7 +415,15 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
 
 sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           const int64_t *offsets, void *const *base,
-                          const int64_t *elsize, sw_plan_loop loop, void *ctx) {
+                          const int64_t *elsize, unsigned flags,
+                          sw_plan_loop loop, void *ctx) {
+    sw_plan_reduced red;
+    if (flags & SW_PLAN_SKIP_REPEATS) {
+        sw_status st = sw_plan_drop_repeats(nops, ops, &red);
+        if (st)
+            return st;
+        ops = red.ops;
+    }
     sw_plan plan;
     sw_status st = sw_plan_build_leaves(nops, ops, offsets, &plan);
     if (st == SW_ENOTIMPL) {
