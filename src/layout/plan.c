@@ -272,6 +272,22 @@ sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
 /* ---------------------------------------------------------------- walks */
 
 /*
+ * Elements visited since the last interrupt check. A walk starts due, so
+ * a request raised before it starts stops it before its first run.
+ */
+typedef struct ticker {
+    int64_t since;
+} ticker;
+
+static inline sw_status tick(ticker *tk, int64_t n) {
+    tk->since += n;
+    if (tk->since < SW_INTERRUPT_EVERY)
+        return SW_OK;
+    tk->since = 0;
+    return sw_check_interrupt();
+}
+
+/*
  * Non-zero when some operand advances faster along mode 1 than along
  * mode 0 (a transposing walk): then a plain walk reads that operand with a
  * long stride and touches a new cache line per element.
@@ -300,29 +316,42 @@ static int plan_is_crossed(const sw_plan *plan) {
  */
 static sw_status run_inner(const sw_plan *plan, int blocked, const int64_t *off,
                            void *const *base, const int64_t *elsize,
-                           sw_plan_loop loop, void *ctx) {
+                           sw_plan_loop loop, void *ctx, ticker *tk) {
     int32_t nops = plan->nops;
     int64_t step[SW_PLAN_MAX_OPS];
     void *ptr[SW_PLAN_MAX_OPS];
     for (int32_t k = 0; k < nops; ++k)
         step[k] = plan->stride[k][0];
     if (!blocked) {
-        for (int32_t k = 0; k < nops; ++k)
-            ptr[k] = (char *)base[k] + off[k] * elsize[k];
-        return loop(plan->extent[0], ptr, step, ctx);
+        int64_t e0 = plan->extent[0];
+        for (int64_t j = 0; j < e0; j += SW_PLAN_CHUNK) {
+            int64_t n = e0 - j < SW_PLAN_CHUNK ? e0 - j : SW_PLAN_CHUNK;
+            sw_status st = tick(tk, n);
+            if (st)
+                return st;
+            for (int32_t k = 0; k < nops; ++k)
+                ptr[k] = (char *)base[k] + (off[k] + j * step[k]) * elsize[k];
+            st = loop(n, ptr, step, ctx);
+            if (st)
+                return st;
+        }
+        return SW_OK;
     }
     int64_t e0 = plan->extent[0], e1 = plan->extent[1];
     for (int64_t b1 = 0; b1 < e1; b1 += SW_PLAN_BLOCK1) {
         int64_t n1 = e1 - b1 < SW_PLAN_BLOCK1 ? e1 - b1 : SW_PLAN_BLOCK1;
         for (int64_t b0 = 0; b0 < e0; b0 += SW_PLAN_BLOCK0) {
             int64_t n0 = e0 - b0 < SW_PLAN_BLOCK0 ? e0 - b0 : SW_PLAN_BLOCK0;
+            sw_status st = tick(tk, n0 * n1);
+            if (st)
+                return st;
             for (int64_t i1 = b1; i1 < b1 + n1; ++i1) {
                 for (int32_t k = 0; k < nops; ++k) {
                     int64_t o = off[k] + b0 * plan->stride[k][0] +
                                 i1 * plan->stride[k][1];
                     ptr[k] = (char *)base[k] + o * elsize[k];
                 }
-                sw_status st = loop(n0, ptr, step, ctx);
+                st = loop(n0, ptr, step, ctx);
                 if (st)
                     return st;
             }
@@ -338,10 +367,12 @@ sw_status sw_plan_run(const sw_plan *plan, void *const *base,
     int32_t outer = blocked ? 2 : 1; /* the first mode of the odometer */
     int64_t off[SW_PLAN_MAX_OPS];
     int64_t idx[SW_PLAN_MAX_DIMS] = {0};
+    ticker tk = {SW_INTERRUPT_EVERY};
     for (int32_t k = 0; k < nops; ++k)
         off[k] = plan->offset[k];
     for (;;) {
-        sw_status st = run_inner(plan, blocked, off, base, elsize, loop, ctx);
+        sw_status st =
+            run_inner(plan, blocked, off, base, elsize, loop, ctx, &tk);
         if (st)
             return st;
         /* The odometer over the outer modes. */
@@ -383,13 +414,16 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
         off[k] = offsets ? offsets[k] : 0;
         step[k] = kl[k].str[0];
     }
+    ticker tk = {SW_INTERRUPT_EVERY};
     for (int64_t done = 0; done < size;) {
-        int64_t run = size - done;
+        int64_t run = size - done < SW_PLAN_CHUNK ? size - done : SW_PLAN_CHUNK;
         for (int32_t k = 0; k < nops; ++k) {
             int64_t left = kl[k].ext[0] - coord[k][0];
             if (left < run)
                 run = left;
         }
+        if ((st = tick(&tk, run)))
+            return st;
         for (int32_t k = 0; k < nops; ++k)
             ptr[k] = (char *)base[k] + off[k] * elsize[k];
         st = loop(run, ptr, step, ctx);

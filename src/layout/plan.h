@@ -78,6 +78,11 @@
  * visit and the last one wins). Accumulating loops (sums, dot products)
  * drop the modes themselves and scale by the repeat count.
  *
+ * Interrupts. Both walks hand runs of at most SW_PLAN_CHUNK elements to
+ * the loop and check for an interrupt request (base/internal.h) before
+ * the first run and again after every SW_INTERRUPT_EVERY elements; a walk
+ * that sees one returns SW_EINTERRUPTED without running further.
+ *
  * Everything here is allocation-free: a plan is a fixed-size struct, and
  * the walks keep their counters on the stack.
  */
@@ -152,6 +157,15 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
 typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
                                   const int64_t *step, void *ctx);
 
+/*
+ * The longest run handed to a loop: long runs are cut so that interrupt
+ * checks come often enough (about 2 ms for a Float32 add, 0.2 s for the
+ * slowest activation), yet every piece of a two-operand Float32 walk
+ * (64 MiB) is still long enough for the streaming stores of
+ * op/kernels/kcommon.h (SW_KSTREAM_MIN_BYTES, 40 MiB).
+ */
+#define SW_PLAN_CHUNK ((int64_t)1 << 23)
+
 #define SW_PLAN_CROSSED 64
 #define SW_PLAN_BLOCK0 8
 #define SW_PLAN_BLOCK1 256
@@ -165,6 +179,7 @@ typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
  * SW_PLAN_BLOCK1 elements, so runs are at most SW_PLAN_BLOCK0 long but
  * every cache line is used while it is in L1. The set of visits is the
  * same either way; only the order (and so a float sum's rounding) changes.
+ * SW_EINTERRUPTED for an interrupt request (see the header comment).
  */
 sw_status sw_plan_run(const sw_plan *plan, void *const *base,
                       const int64_t *elsize, sw_plan_loop loop, void *ctx);
@@ -172,7 +187,8 @@ sw_status sw_plan_run(const sw_plan *plan, void *const *base,
 /*
  * The fallback walk in logical order (see the header comment): works for
  * any operands of equal size, in runs bounded by every operand's innermost
- * leaf. SW_EVALUE if the sizes differ or nops is out of range.
+ * leaf. SW_EVALUE if the sizes differ or nops is out of range;
+ * SW_EINTERRUPTED for an interrupt request.
  */
 sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *offsets, void *const *base,
@@ -216,7 +232,8 @@ sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
  * the operands cannot share a plan. With SW_PLAN_SKIP_REPEATS the shared
  * repeats are dropped first (sw_plan_drop_repeats), so a walk of 2**62
  * broadcast elements costs one visit. Returns SW_EVALUE for mismatched
- * sizes, otherwise whatever the loop returned.
+ * sizes, SW_EINTERRUPTED for an interrupt request, otherwise whatever the
+ * loop returned.
  */
 sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           const int64_t *offsets, void *const *base,

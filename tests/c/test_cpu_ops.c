@@ -298,9 +298,9 @@ static double phys(const sw_tensor *t, int64_t p) {
 /*
  * Operations and gradients over broadcast layouts of up to 2**62 logical
  * elements finish at once (each used to visit every logical element) or
- * fail at once.
+ * fail at once; an interrupt request stops an operation with no result.
  */
-static void test_broadcasts(void) {
+static void test_broadcast_and_interrupts(void) {
     int64_t base = sw_debug_live_allocs();
     static const double v4[4] = {1, -2, 3, 4}, ones[4] = {1, 1, 1, 1};
     sw_tensor *x = make_phys("4611686018427387904:0", v4 + 1);
@@ -369,13 +369,33 @@ static void test_broadcasts(void) {
     ok(r == (sw_tensor *)&base, "  and returns nothing");
     r = NULL;
 
+    /* An interrupt request on a watching thread: no result. */
+    sw_interrupt_watch(1);
+    sw_interrupt_request();
+    r = (sw_tensor *)&base;
+    st = sw_unary("tanh", g, &r);
+    expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                "tanh with a raised interrupt request");
+    ok(r == (sw_tensor *)&base, "  and returns nothing");
+    st = sw_matmul(bb, bb, &r);
+    expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                "matmul with a raised interrupt request");
+    ok(r == (sw_tensor *)&base, "  and returns nothing");
+    sw_interrupt_clear();
+    sw_interrupt_watch(0);
+    r = NULL;
+    st = sw_unary("tanh", g, &r);
+    ok(st == SW_OK && fabs(phys(r, 0) - tanh(1.0)) < 1e-6,
+       "tanh runs once the request is cleared");
+    sw_tensor_unref(r);
+
     sw_tensor_unref(ab);
     sw_tensor_unref(bb);
     sw_tensor_unref(a);
     sw_tensor_unref(b);
     sw_tensor_unref(xs);
     sw_tensor_unref(g);
-    is_int(sw_debug_live_allocs(), base, "broadcasts: no leak");
+    is_int(sw_debug_live_allocs(), base, "broadcasts and interrupts: no leak");
 }
 
 int main(void) {
@@ -385,7 +405,7 @@ int main(void) {
             agree(&cases[c], layouts[l]);
     test_int32_rules();
     test_errors();
-    test_broadcasts();
+    test_broadcast_and_interrupts();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

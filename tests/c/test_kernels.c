@@ -1960,6 +1960,7 @@ static void test_copy(void) {
 /* Counts the loop's calls and visits without touching memory. */
 typedef struct counter {
     int64_t calls, visits, max_run;
+    int request_at; /* raise an interrupt request on this call (1-based) */
 } counter;
 
 static sw_status count_loop(int64_t n, void *const *ptr, const int64_t *step,
@@ -1971,6 +1972,8 @@ static sw_status count_loop(int64_t n, void *const *ptr, const int64_t *step,
     c->visits += n;
     if (n > c->max_run)
         c->max_run = n;
+    if (c->calls == c->request_at)
+        sw_interrupt_request();
     return SW_OK;
 }
 
@@ -2038,7 +2041,7 @@ static void test_plan_repeats(void) {
         ok(st == SW_OK && r.repeat == (int64_t)1 << 62 && r.ops[0].nleaf == 0 &&
                r.ops[1].nleaf == 0,
            "drop_repeats: 2**62:0 leaves nothing, repeat 2**62");
-        counter c = {0, 0, 0};
+        counter c = {0, 0, 0, 0};
         char arena[8];
         void *basep[2] = {arena, arena};
         static const int64_t elsize[2] = {4, 4}, offs[2] = {0, 1};
@@ -2310,6 +2313,166 @@ static void test_kernels_repeats(void) {
     leak_check(base, "kernels over repeats");
 }
 
+/* --------------------------------------------------------- interrupts */
+
+/* Calls one kernel family on small operands. */
+typedef enum kfamily {
+    KF_ELEM,
+    KF_ELEM_I32,
+    KF_ACT,
+    KF_ACT_BACK,
+    KF_REDUCE,
+    KF_REDUCE_I32,
+    KF_REDUCE_BACK,
+    KF_GEMM,
+    KF_GEMM_I32,
+    KF_COPY,
+    KF_FILL,
+    KF_COUNT
+} kfamily;
+
+static const char *const kf_names[KF_COUNT] = {"elementwise",
+                                               "Int32 elementwise",
+                                               "activation",
+                                               "activation backward",
+                                               "reduce",
+                                               "Int32 reduce",
+                                               "reduce backward",
+                                               "GEMM",
+                                               "Int32 GEMM",
+                                               "copy",
+                                               "fill"};
+
+static sw_status run_family(kfamily f) {
+    int i32 = f == KF_ELEM_I32 || f == KF_REDUCE_I32 || f == KF_GEMM_I32;
+    sw_dtype dt = i32 ? SW_DTYPE_INT32 : SW_DTYPE_FLOAT32;
+    opnd x = mk("(8,6):(1,8)", 0, dt, 0), y = mk("(8,6):(1,8)", 0, dt, 0);
+    opnd o = mk("(8,6):(1,8)", 0, dt, 1), r = mk("8:1", 0, dt, 1);
+    opnd b = mk("(5,6):(1,5)", 0, dt, 0), c = mk("(8,5):(1,8)", 0, dt, 1);
+    sw_karg in[2] = {K(&x), K(&y)};
+    sw_kscalar none = {0.0, 0};
+    sw_status st = SW_OK;
+    switch (f) {
+    case KF_ELEM:
+    case KF_ELEM_I32:
+        st = sw_kernel_elementwise(SW_KELEM_ADD, K(&o), in, none);
+        break;
+    case KF_ACT:
+        st = sw_kernel_activation(SW_KACT_TANH, K(&o), K(&x));
+        break;
+    case KF_ACT_BACK:
+        st = sw_kernel_activation_backward(SW_KACT_TANH, K(&o), K(&y), K(&x),
+                                           NULL);
+        break;
+    case KF_REDUCE:
+    case KF_REDUCE_I32:
+        st = sw_kernel_reduce_sum(K(&r), K(&x));
+        break;
+    case KF_REDUCE_BACK: {
+        opnd g = mk("8:1", 0, dt, 0);
+        st = sw_kernel_reduce_sum_backward(K(&o), K(&g));
+        rm(&g);
+        break;
+    }
+    case KF_GEMM:
+    case KF_GEMM_I32:
+        st = sw_kernel_gemm(sw_kmat_of(K(&c)), sw_kmat_of(K(&x)),
+                            sw_kmat_of(K(&b)));
+        break;
+    case KF_COPY:
+        st = sw_kernel_copy(K(&o), K(&x));
+        break;
+    case KF_FILL:
+        st = sw_kernel_fill(K(&o), 1.0);
+        break;
+    default:
+        break;
+    }
+    rm(&x);
+    rm(&y);
+    rm(&o);
+    rm(&r);
+    rm(&b);
+    rm(&c);
+    return st;
+}
+
+static void test_interrupts(void) {
+    int64_t base = sw_debug_live_allocs();
+    ok(!sw_interrupt_requested(), "no interrupt request at start");
+    is_int(sw_interrupt_watch(1), 0, "a thread starts not watching");
+    sw_interrupt_request();
+    ok(sw_interrupt_requested(), "sw_interrupt_request raises the request");
+    for (int f = 0; f < KF_COUNT; ++f) {
+        sw_status st = run_family((kfamily)f);
+        is_str(S(st), "SW_EINTERRUPTED", "%s stops for a raised request",
+               kf_names[f]);
+        is_str(sw_errmsg(), "operation interrupted", "  with its message");
+        sw_clear_error();
+    }
+    ok(sw_interrupt_requested(), "the request stays raised until cleared");
+    /* A thread that does not watch ignores it. */
+    is_int(sw_interrupt_watch(0), 1, "watch(0) returns the previous setting");
+    int all = 1;
+    for (int f = 0; f < KF_COUNT; ++f)
+        all &= run_family((kfamily)f) == SW_OK;
+    ok(all, "every kernel runs while the thread does not watch");
+    sw_interrupt_watch(1);
+    sw_interrupt_clear();
+    ok(!sw_interrupt_requested(), "sw_interrupt_clear lowers it");
+    all = 1;
+    for (int f = 0; f < KF_COUNT; ++f)
+        all &= run_family((kfamily)f) == SW_OK;
+    ok(all, "every kernel runs once the request is cleared");
+
+    /* A request raised during a walk stops it within about
+     * SW_INTERRUPT_EVERY elements: 4000 runs of 1000, raised on the
+     * first. */
+    {
+        sw_layout *l = P("(1000,4000):(1,1001)");
+        sw_plan_leaves lv = sw_plan_leaves_of(l);
+        char arena[4];
+        void *basep[1] = {arena};
+        static const int64_t elsize[1] = {0};
+        counter c = {0, 0, 0, 1};
+        sw_status st =
+            sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.visits <= SW_INTERRUPT_EVERY + 1000,
+           "a walk stops %lld elements after the request", (long long)c.visits);
+        sw_interrupt_clear();
+        c = (counter){0, 0, 0, 1};
+        st = sw_plan_run_leaves(1, &lv, NULL, basep, elsize, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.visits <= SW_INTERRUPT_EVERY + 1000,
+           "the fallback walk stops too (%lld elements)", (long long)c.visits);
+        sw_interrupt_clear();
+        sw_clear_error();
+        sw_layout_release(l);
+    }
+    /* Long runs are cut into pieces of SW_PLAN_CHUNK, checked between. */
+    {
+        sw_layout *l = P("20000000:0");
+        sw_plan_leaves lv = sw_plan_leaves_of(l);
+        char arena[4];
+        void *basep[1] = {arena};
+        static const int64_t elsize[1] = {4};
+        counter c = {0, 0, 0, 0};
+        sw_status st =
+            sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_OK && c.visits == 20000000 && c.max_run == SW_PLAN_CHUNK &&
+               c.calls == 3,
+           "a run of 2e7 elements comes in 3 pieces of at most SW_PLAN_CHUNK");
+        c = (counter){0, 0, 0, 1};
+        st = sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.calls == 1,
+           "a request raised in the first piece stops the run there");
+        sw_interrupt_clear();
+        sw_clear_error();
+        sw_layout_release(l);
+    }
+    sw_interrupt_watch(0);
+    leak_check(base, "interrupts");
+}
+
 int main(void) {
     test_plan_examples();
     test_plan_errors();
@@ -2323,5 +2486,6 @@ int main(void) {
     test_copy();
     test_plan_repeats();
     test_kernels_repeats();
+    test_interrupts();
     return done_testing();
 }
