@@ -229,21 +229,35 @@ sw_status sw_plan_build(int32_t nops, const sw_layout *const *layouts,
     return sw_plan_build_leaves(nops, ops, offsets, out);
 }
 
+/*
+ * A refined mode has stride 0 in an operand only inside a stride-0 leaf
+ * of it, so without one in operand 0 nothing can be dropped (the common
+ * case, decided without refining).
+ */
+static int has_zero_leaf(sw_plan_leaves l) {
+    for (int32_t j = 0; j < l.nleaf; ++j)
+        if (l.extent[j] > 1 && l.stride[j] == 0)
+            return 1;
+    return 0;
+}
+
 sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
                                sw_plan_reduced *out) {
     int64_t size;
     sw_status st = check_operands(nops, ops, &size);
     if (st)
         return st;
-    modes m;
     out->nops = nops;
     out->repeat = 1;
+    for (int32_t k = 0; k < nops; ++k)
+        out->ops[k] = ops[k];
+    if (!has_zero_leaf(ops[0]))
+        return SW_OK;
+    modes m;
     if (refine_leaves(nops, ops, size, &m) != SW_OK) {
         /* No common refinement: no mode is shared, so nothing repeats in
          * a way this can see; the operands stay as they are. */
         sw_clear_error();
-        for (int32_t k = 0; k < nops; ++k)
-            out->ops[k] = ops[k];
         return SW_OK;
     }
     int32_t n = 0;
@@ -452,7 +466,7 @@ sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           const int64_t *elsize, unsigned flags,
                           sw_plan_loop loop, void *ctx) {
     sw_plan_reduced red;
-    if (flags & SW_PLAN_SKIP_REPEATS) {
+    if ((flags & SW_PLAN_SKIP_REPEATS) && nops >= 1 && has_zero_leaf(ops[0])) {
         sw_status st = sw_plan_drop_repeats(nops, ops, &red);
         if (st)
             return st;

@@ -217,8 +217,9 @@ typedef struct sw_plan_reduced {
  *       positions (offsets[k] + ops[k](i))_k equals the reduced one.
  *       Example: (4,(8,2**40)):(1,(4,0)) for every operand reduces to
  *       leaves 4:1 and 8:4 (32 elements) with repeat 2**40.
- * When the operands have no common refinement nothing is dropped:
- * out->ops are the input lists (borrowed) and repeat is 1.
+ * When nothing is dropped (operand 0 has no stride-0 leaf, or the
+ * operands have no common refinement), out->ops are the input lists
+ * (borrowed) and repeat is 1.
  * Errors: SW_EVALUE as sw_plan_build; out is written only on success.
  */
 sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
