@@ -266,6 +266,7 @@ def test_ignored_sigint_changes_nothing():
     assert out == ["finished 1200.0 True"]
 
 
+@pytest.mark.threads
 @pytest.mark.skipif(SANITIZED, reason="runs a 3000 x 3000 matmul to the end")
 def test_ctrl_c_stops_only_the_main_thread():
     out, _ = interrupt_child(
