@@ -43,6 +43,9 @@ static int is_ours(const struct sigaction *a) {
 void swpy_interrupt_begin(swpy_interrupt *s, int64_t work) {
     s->active = 0;
     s->installed = 0;
+    /* _PyOS_IsMainThread (intrcheck.h, private but exported): the main
+     * thread of the main interpreter, the only one Python runs signal
+     * handlers on. */
     if (work < SWPY_INTERRUPT_WORK || !_PyOS_IsMainThread()) {
         return;
     }
