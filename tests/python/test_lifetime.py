@@ -96,7 +96,7 @@ def test_op_against_a_freer_on_another_thread(freer):
         else:
             t = big()
         stop = threading.Event()
-        threads, errors = run_readers(lambda: sw.relu(t), stop, count=2)
+        threads, errors = run_readers(lambda t=t: sw.relu(t), stop, count=2)
         try:
             if freer == "release":
                 t.carrier.release()
@@ -150,7 +150,7 @@ def test_backward_against_a_move():
         g = big(1.0)
         outcome = []
 
-        def back(y=y, g=g):
+        def back(y=y, g=g, outcome=outcome):
             try:
                 y.backward(g)
                 outcome.append("ok")
