@@ -17,7 +17,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all venv install build-c test test-c test-python test-reference demo layout-demo bench sanitize \
-        format format-check lint stubtest check clean
+        tsan format format-check lint stubtest check clean
 
 all: test
 
@@ -114,6 +114,33 @@ sanitize: $(DEPS)
 		SW_HYPOTHESIS_PROFILE=sanitize \
 		PYTHONPATH=build/asan-stage $(VPY) -m pytest -q -x -p no:cacheprovider
 
+# The C tests and the threaded pytest tests (marker `threads`) against a
+# ThreadSanitizer build (gcc's libtsan). The interpreter is not
+# instrumented, so the runtime is preloaded as in `sanitize`, and reports
+# come from what we build: the library and the extension. The first report
+# stops the run (exit code 66) and is printed from build/tsan/reports;
+# tests/tsan.supp may list documented false positives of libraries we do
+# not build, never our code.
+TSAN_REPORTS := build/tsan/reports
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
+            suppressions=$(abspath tests/tsan.supp) log_path=$(abspath $(TSAN_REPORTS))/tsan"
+TSAN_FAIL := { cat $(TSAN_REPORTS)/* 2>/dev/null; exit 1; }
+
+tsan: $(DEPS)
+	test -f build/tsan/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/tsan -Dbuildtype=debugoptimized -Db_sanitize=thread \
+		-Db_lundef=false --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/tsan
+	rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
+	$(TSAN_ENV) PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/tsan \
+		--print-errorlogs || $(TSAN_FAIL)
+	rm -rf build/tsan-stage && mkdir -p build/tsan-stage
+	cp -r python/strideweave build/tsan-stage/
+	cp build/tsan/python/strideweave/_native*.so build/tsan-stage/strideweave/
+	$(TSAN_ENV) LD_PRELOAD="$$(gcc -print-file-name=libtsan.so)" PYTHONPATH=build/tsan-stage \
+		$(VPY) -m pytest -q -x -p no:cacheprovider -m threads || $(TSAN_FAIL)
+	@test -z "$$(ls $(TSAN_REPORTS))" || $(TSAN_FAIL)
+
 format: $(DEPS)
 	$(VBIN)/clang-format -i $(C_SOURCES)
 	$(VBIN)/ruff format $(PY_SOURCES)
@@ -131,7 +158,7 @@ stubtest: install
 		--allowlist $(abspath python/stubtest-allowlist.txt)
 
 # What CI runs after the test command.
-check: test-reference sanitize format-check lint stubtest
+check: test-reference sanitize tsan format-check lint stubtest
 
 # The libFuzzer target of the layout command strings (tests/fuzz/), built
 # with clang under AddressSanitizer and UndefinedBehaviorSanitizer from the

@@ -38,19 +38,21 @@ extern "C" {
  */
 typedef enum sw_status {
     SW_OK = 0,
-    SW_ENOMEM = 1,    /* MemoryError: an allocation failed */
-    SW_ETYPE = 2,     /* TypeError: an argument has the wrong kind */
-    SW_EVALUE = 3,    /* ValueError: an argument has an inadmissible value */
-    SW_EINDEX = 4,    /* IndexError: an index is out of range */
-    SW_EKEY = 5,      /* KeyError: a name is not registered */
-    SW_ERUNTIME = 6,  /* RuntimeError: the object's state forbids the call */
-    SW_EBUFFER = 7,   /* BufferError: a buffer protocol request failed */
-    SW_ENOTIMPL = 8,  /* NotImplementedError: not supported here */
-    SW_EOVERFLOW = 9, /* OverflowError: a value does not fit its type */
-    SW_EOS = 10       /* OSError: the operating system refused */
+    SW_ENOMEM = 1,       /* MemoryError: an allocation failed */
+    SW_ETYPE = 2,        /* TypeError: an argument has the wrong kind */
+    SW_EVALUE = 3,       /* ValueError: an argument has an inadmissible value */
+    SW_EINDEX = 4,       /* IndexError: an index is out of range */
+    SW_EKEY = 5,         /* KeyError: a name is not registered */
+    SW_ERUNTIME = 6,     /* RuntimeError: the object's state forbids the call */
+    SW_EBUFFER = 7,      /* BufferError: a buffer protocol request failed */
+    SW_ENOTIMPL = 8,     /* NotImplementedError: not supported here */
+    SW_EOVERFLOW = 9,    /* OverflowError: a value does not fit its type */
+    SW_EOS = 10,         /* OSError: the operating system refused */
+    SW_EINTERRUPTED = 11 /* KeyboardInterrupt: an interrupt request stopped
+                            long work (see sw_interrupt_request) */
 } sw_status;
 
-#define SW_STATUS_COUNT 11
+#define SW_STATUS_COUNT 12
 
 /*
  * The message of the last failure on the calling thread. The returned
@@ -119,6 +121,43 @@ typedef struct sw_peer_hooks {
     void (*retain)(void *peer);
     void (*release)(void *peer);
 } sw_peer_hooks;
+
+/*
+ * Interrupting long work (a Ctrl-C during a large matmul).
+ *
+ * sw_interrupt_request() raises a process-wide request. Long library work
+ * on a thread that watches for it (sw_interrupt_watch) checks it between
+ * chunks of work and fails with SW_EINTERRUPTED, "operation interrupted":
+ * elementwise, copy and reduction kernels before they start and then about
+ * every 2^20 elements (runs longer than 2^23 elements are cut), GEMM
+ * before every cache block (at most about 113 MFLOP), the reverse pass
+ * before every node. What an interrupted call leaves: an operation's
+ * result is discarded and nothing is returned (its inputs were only read);
+ * a reverse pass keeps the gradients it accumulated before the node where
+ * it stopped, exactly as when a node fails for any other reason. Nothing
+ * else stops midway: scatter, element writes and moves run to completion,
+ * so an in-place target is never left half-written.
+ *
+ * The request stays raised until sw_interrupt_clear(): work that starts
+ * while it is raised fails at its first check, so a C program can raise it
+ * from a SIGINT handler and clear it where it handles the interruption.
+ * sw_interrupt_request and sw_interrupt_clear are one lock-free atomic
+ * store each: async-signal-safe and callable from any thread.
+ */
+SW_API void sw_interrupt_request(void);
+SW_API void sw_interrupt_clear(void);
+
+/* Non-zero while a request is raised (not cleared). */
+SW_API int sw_interrupt_requested(void);
+
+/*
+ * Whether long work on the calling thread stops for a raised request
+ * (watch != 0) or ignores it; returns the previous setting. A thread starts
+ * not watching, so that a request meant for one thread (the Python
+ * binding's main thread, while it runs a kernel without the GIL) never
+ * stops work on another. Not async-signal-safe (thread-local state).
+ */
+SW_API int sw_interrupt_watch(int watch);
 
 /* The library version as "MAJOR.MINOR.PATCH"; a static string. */
 SW_API const char *sw_version(void);

@@ -403,6 +403,10 @@ static sw_status traverse(sw_op *root, sw_tensor *g) {
     if (!st)
         st = push_ready(&p, root, sw_tensor_retain(g));
     while (!st && p.stack.n > 0) {
+        /* Between nodes, a pass stops for an interrupt request; the
+         * gradients accumulated so far stay, as for any failing node. */
+        if ((st = sw_check_interrupt()))
+            break;
         ready r = ((ready *)p.stack.data)[--p.stack.n];
         st = run_one(&p, r.op, r.grad);
         sw_tensor_unref(r.grad);

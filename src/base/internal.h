@@ -92,6 +92,28 @@ int64_t sw_object_refcount(const sw_object *o);
 void *sw_alloc_aligned(size_t n, int zero);
 void sw_free_aligned(void *p);
 
+/*
+ * The interrupt request (see sw_interrupt_request in base.h): the flag,
+ * and whether the calling thread watches it. Kernels call
+ * sw_check_interrupt between chunks of work; while no request is raised
+ * it costs one relaxed load of a flag that no other thread writes.
+ */
+extern atomic_int sw_interrupt_flag;
+extern _Thread_local int sw_interrupt_watching;
+
+/* SW_EINTERRUPTED "operation interrupted" (recorded with sw_fail). */
+sw_status sw_fail_interrupted(void);
+
+/* SW_EINTERRUPTED if a request is raised and this thread watches it. */
+static inline sw_status sw_check_interrupt(void) {
+    if (!atomic_load_explicit(&sw_interrupt_flag, memory_order_relaxed))
+        return SW_OK;
+    return sw_interrupt_watching ? sw_fail_interrupted() : SW_OK;
+}
+
+/* How many elements kernels visit between two interrupt checks. */
+#define SW_INTERRUPT_EVERY ((int64_t)1 << 20)
+
 /* A number that identifies the calling thread while it runs. */
 uintptr_t sw_thread_id(void);
 

@@ -68,7 +68,7 @@ const char *sw_status_name(sw_status status) {
     static const char *const names[SW_STATUS_COUNT] = {
         "SW_OK",       "SW_ENOMEM",    "SW_ETYPE",    "SW_EVALUE",
         "SW_EINDEX",   "SW_EKEY",      "SW_ERUNTIME", "SW_EBUFFER",
-        "SW_ENOTIMPL", "SW_EOVERFLOW", "SW_EOS",
+        "SW_ENOTIMPL", "SW_EOVERFLOW", "SW_EOS",      "SW_EINTERRUPTED",
     };
     if ((int)status < 0 || (int)status >= SW_STATUS_COUNT)
         return "SW_UNKNOWN";

@@ -112,6 +112,17 @@ static sw_status refine(int32_t nops, const kept_leaves *kl, int64_t size,
     return SW_OK;
 }
 
+/* Steps (b) and (a) for 1 <= nops <= SW_PLAN_MAX_OPS operands. */
+static sw_status refine_leaves(int32_t nops, const sw_plan_leaves *ops,
+                               int64_t size, modes *m) {
+    kept_leaves kl[SW_PLAN_MAX_OPS];
+    for (int32_t k = 0; k < SW_PLAN_MAX_OPS; ++k)
+        kl[k].n = 0;
+    for (int32_t k = 0; k < nops; ++k)
+        keep_leaves(ops[k], &kl[k]);
+    return refine(nops, kl, size, m);
+}
+
 static int all_unit(const modes *m, int32_t d, int32_t nops) {
     for (int32_t k = 0; k < nops; ++k)
         if (m->str[d][k] != 1)
@@ -143,11 +154,8 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
     sw_status st = check_operands(nops, ops, &size);
     if (st)
         return st;
-    kept_leaves kl[SW_PLAN_MAX_OPS];
-    for (int32_t k = 0; k < nops; ++k)
-        keep_leaves(ops[k], &kl[k]);
     modes m;
-    st = refine(nops, kl, size, &m);
+    st = refine_leaves(nops, ops, size, &m);
     if (st)
         return st;
 
@@ -221,7 +229,77 @@ sw_status sw_plan_build(int32_t nops, const sw_layout *const *layouts,
     return sw_plan_build_leaves(nops, ops, offsets, out);
 }
 
+/*
+ * A refined mode has stride 0 in an operand only inside a stride-0 leaf
+ * of it, so without one in operand 0 nothing can be dropped (the common
+ * case, decided without refining).
+ */
+static int has_zero_leaf(sw_plan_leaves l) {
+    for (int32_t j = 0; j < l.nleaf; ++j)
+        if (l.extent[j] > 1 && l.stride[j] == 0)
+            return 1;
+    return 0;
+}
+
+sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
+                               sw_plan_reduced *out) {
+    int64_t size;
+    sw_status st = check_operands(nops, ops, &size);
+    if (st)
+        return st;
+    out->nops = nops;
+    out->repeat = 1;
+    for (int32_t k = 0; k < nops; ++k)
+        out->ops[k] = ops[k];
+    if (!has_zero_leaf(ops[0]))
+        return SW_OK;
+    modes m;
+    if (refine_leaves(nops, ops, size, &m) != SW_OK) {
+        /* No common refinement: no mode is shared, so nothing repeats in
+         * a way this can see; the operands stay as they are. */
+        sw_clear_error();
+        return SW_OK;
+    }
+    int32_t n = 0;
+    for (int32_t d = 0; d < m.n; ++d) {
+        int zero = 1;
+        for (int32_t k = 0; zero && k < nops; ++k)
+            zero = m.str[d][k] == 0;
+        if (zero) {
+            /* The extents multiply to the size, which fits int64_t. */
+            out->repeat *= m.ext[d];
+            continue;
+        }
+        out->extent[n] = m.ext[d];
+        for (int32_t k = 0; k < nops; ++k)
+            out->stride[k][n] = m.str[d][k];
+        n++;
+    }
+    for (int32_t k = 0; k < nops; ++k) {
+        out->ops[k].nleaf = n;
+        out->ops[k].extent = out->extent;
+        out->ops[k].stride = out->stride[k];
+    }
+    return SW_OK;
+}
+
 /* ---------------------------------------------------------------- walks */
+
+/*
+ * Elements visited since the last interrupt check. A walk starts due, so
+ * a request raised before it starts stops it before its first run.
+ */
+typedef struct ticker {
+    int64_t since;
+} ticker;
+
+static inline sw_status tick(ticker *tk, int64_t n) {
+    tk->since += n;
+    if (tk->since < SW_INTERRUPT_EVERY)
+        return SW_OK;
+    tk->since = 0;
+    return sw_check_interrupt();
+}
 
 /*
  * Non-zero when some operand advances faster along mode 1 than along
@@ -252,29 +330,42 @@ static int plan_is_crossed(const sw_plan *plan) {
  */
 static sw_status run_inner(const sw_plan *plan, int blocked, const int64_t *off,
                            void *const *base, const int64_t *elsize,
-                           sw_plan_loop loop, void *ctx) {
+                           sw_plan_loop loop, void *ctx, ticker *tk) {
     int32_t nops = plan->nops;
     int64_t step[SW_PLAN_MAX_OPS];
     void *ptr[SW_PLAN_MAX_OPS];
     for (int32_t k = 0; k < nops; ++k)
         step[k] = plan->stride[k][0];
     if (!blocked) {
-        for (int32_t k = 0; k < nops; ++k)
-            ptr[k] = (char *)base[k] + off[k] * elsize[k];
-        return loop(plan->extent[0], ptr, step, ctx);
+        int64_t e0 = plan->extent[0];
+        for (int64_t j = 0; j < e0; j += SW_PLAN_CHUNK) {
+            int64_t n = e0 - j < SW_PLAN_CHUNK ? e0 - j : SW_PLAN_CHUNK;
+            sw_status st = tick(tk, n);
+            if (st)
+                return st;
+            for (int32_t k = 0; k < nops; ++k)
+                ptr[k] = (char *)base[k] + (off[k] + j * step[k]) * elsize[k];
+            st = loop(n, ptr, step, ctx);
+            if (st)
+                return st;
+        }
+        return SW_OK;
     }
     int64_t e0 = plan->extent[0], e1 = plan->extent[1];
     for (int64_t b1 = 0; b1 < e1; b1 += SW_PLAN_BLOCK1) {
         int64_t n1 = e1 - b1 < SW_PLAN_BLOCK1 ? e1 - b1 : SW_PLAN_BLOCK1;
         for (int64_t b0 = 0; b0 < e0; b0 += SW_PLAN_BLOCK0) {
             int64_t n0 = e0 - b0 < SW_PLAN_BLOCK0 ? e0 - b0 : SW_PLAN_BLOCK0;
+            sw_status st = tick(tk, n0 * n1);
+            if (st)
+                return st;
             for (int64_t i1 = b1; i1 < b1 + n1; ++i1) {
                 for (int32_t k = 0; k < nops; ++k) {
                     int64_t o = off[k] + b0 * plan->stride[k][0] +
                                 i1 * plan->stride[k][1];
                     ptr[k] = (char *)base[k] + o * elsize[k];
                 }
-                sw_status st = loop(n0, ptr, step, ctx);
+                st = loop(n0, ptr, step, ctx);
                 if (st)
                     return st;
             }
@@ -290,10 +381,12 @@ sw_status sw_plan_run(const sw_plan *plan, void *const *base,
     int32_t outer = blocked ? 2 : 1; /* the first mode of the odometer */
     int64_t off[SW_PLAN_MAX_OPS];
     int64_t idx[SW_PLAN_MAX_DIMS] = {0};
+    ticker tk = {SW_INTERRUPT_EVERY};
     for (int32_t k = 0; k < nops; ++k)
         off[k] = plan->offset[k];
     for (;;) {
-        sw_status st = run_inner(plan, blocked, off, base, elsize, loop, ctx);
+        sw_status st =
+            run_inner(plan, blocked, off, base, elsize, loop, ctx, &tk);
         if (st)
             return st;
         /* The odometer over the outer modes. */
@@ -335,13 +428,16 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
         off[k] = offsets ? offsets[k] : 0;
         step[k] = kl[k].str[0];
     }
+    ticker tk = {SW_INTERRUPT_EVERY};
     for (int64_t done = 0; done < size;) {
-        int64_t run = size - done;
+        int64_t run = size - done < SW_PLAN_CHUNK ? size - done : SW_PLAN_CHUNK;
         for (int32_t k = 0; k < nops; ++k) {
             int64_t left = kl[k].ext[0] - coord[k][0];
             if (left < run)
                 run = left;
         }
+        if ((st = tick(&tk, run)))
+            return st;
         for (int32_t k = 0; k < nops; ++k)
             ptr[k] = (char *)base[k] + off[k] * elsize[k];
         st = loop(run, ptr, step, ctx);
@@ -367,7 +463,15 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
 
 sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           const int64_t *offsets, void *const *base,
-                          const int64_t *elsize, sw_plan_loop loop, void *ctx) {
+                          const int64_t *elsize, unsigned flags,
+                          sw_plan_loop loop, void *ctx) {
+    sw_plan_reduced red;
+    if ((flags & SW_PLAN_SKIP_REPEATS) && nops >= 1 && has_zero_leaf(ops[0])) {
+        sw_status st = sw_plan_drop_repeats(nops, ops, &red);
+        if (st)
+            return st;
+        ops = red.ops;
+    }
     sw_plan plan;
     sw_status st = sw_plan_build_leaves(nops, ops, offsets, &plan);
     if (st == SW_ENOTIMPL) {

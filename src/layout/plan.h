@@ -61,6 +61,28 @@
  * sw_plan_iterate builds a plan and falls back to this walk when the build
  * says SW_ENOTIMPL, so kernels need not care.
  *
+ * Repeats. A refined mode in which every operand has stride 0 (a
+ * broadcast that all operands share, as when an elementwise kernel runs
+ * over the layout Shape(2**62):Stride(0) of its input and its result)
+ * makes the walk visit the same tuple of physical elements again and
+ * again. sw_plan_drop_repeats removes such modes and says how many visits
+ * each remaining one stands for; sw_plan_iterate does so when the loop
+ * asks with SW_PLAN_SKIP_REPEATS. This is valid only for loops whose
+ * visit is idempotent: it writes the output from the inputs of the same
+ * visit alone (assignments, such as elementwise arithmetic, activations
+ * and copies), never accumulates into it. Then dropping changes nothing:
+ * each visit of a repeated tuple reads the same inputs and writes the same
+ * values to the same places. It holds whatever the operands' offsets are
+ * (the tuple, not the index, repeats), and it never drops a mode in which
+ * only the output has stride 0 (there the inputs differ from visit to
+ * visit and the last one wins). Accumulating loops (sums, dot products)
+ * drop the modes themselves and scale by the repeat count.
+ *
+ * Interrupts. Both walks hand runs of at most SW_PLAN_CHUNK elements to
+ * the loop and check for an interrupt request (base/internal.h) before
+ * the first run and again after every SW_INTERRUPT_EVERY elements; a walk
+ * that sees one returns SW_EINTERRUPTED without running further.
+ *
  * Everything here is allocation-free: a plan is a fixed-size struct, and
  * the walks keep their counters on the stack.
  */
@@ -135,6 +157,15 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
 typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
                                   const int64_t *step, void *ctx);
 
+/*
+ * The longest run handed to a loop: long runs are cut so that interrupt
+ * checks come often enough (about 2 ms for a Float32 add, 0.2 s for the
+ * slowest activation), yet every piece of a two-operand Float32 walk
+ * (64 MiB) is still long enough for the streaming stores of
+ * op/kernels/kcommon.h (SW_KSTREAM_MIN_BYTES, 40 MiB).
+ */
+#define SW_PLAN_CHUNK ((int64_t)1 << 23)
+
 #define SW_PLAN_CROSSED 64
 #define SW_PLAN_BLOCK0 8
 #define SW_PLAN_BLOCK1 256
@@ -148,6 +179,7 @@ typedef sw_status (*sw_plan_loop)(int64_t n, void *const *ptr,
  * SW_PLAN_BLOCK1 elements, so runs are at most SW_PLAN_BLOCK0 long but
  * every cache line is used while it is in L1. The set of visits is the
  * same either way; only the order (and so a float sum's rounding) changes.
+ * SW_EINTERRUPTED for an interrupt request (see the header comment).
  */
 sw_status sw_plan_run(const sw_plan *plan, void *const *base,
                       const int64_t *elsize, sw_plan_loop loop, void *ctx);
@@ -155,7 +187,8 @@ sw_status sw_plan_run(const sw_plan *plan, void *const *base,
 /*
  * The fallback walk in logical order (see the header comment): works for
  * any operands of equal size, in runs bounded by every operand's innermost
- * leaf. SW_EVALUE if the sizes differ or nops is out of range.
+ * leaf. SW_EVALUE if the sizes differ or nops is out of range;
+ * SW_EINTERRUPTED for an interrupt request.
  */
 sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *offsets, void *const *base,
@@ -163,13 +196,50 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              void *ctx);
 
 /*
+ * Operand leaf lists without their shared repeats (see the header
+ * comment), with the storage they point into.
+ */
+typedef struct sw_plan_reduced {
+    int32_t nops;
+    int64_t repeat; /* how many input visits each reduced visit stands for */
+    int64_t extent[SW_PLAN_MAX_LEAVES];
+    int64_t stride[SW_PLAN_MAX_OPS][SW_PLAN_MAX_LEAVES];
+    sw_plan_leaves ops[SW_PLAN_MAX_OPS];
+} sw_plan_reduced;
+
+/*
+ * Refines the operands as step (a) does and drops every refined mode in
+ * which every operand has stride 0.
+ * @post out->ops[k] (all with the same extents, first leaf fastest) have
+ *       size(ops[0]) / repeat elements; the map from logical index i of
+ *       the inputs to its coordinates in the kept modes takes every
+ *       reduced index exactly repeat times, and the tuple of operand
+ *       positions (offsets[k] + ops[k](i))_k equals the reduced one.
+ *       Example: (4,(8,2**40)):(1,(4,0)) for every operand reduces to
+ *       leaves 4:1 and 8:4 (32 elements) with repeat 2**40.
+ * When nothing is dropped (operand 0 has no stride-0 leaf, or the
+ * operands have no common refinement), out->ops are the input lists
+ * (borrowed) and repeat is 1.
+ * Errors: SW_EVALUE as sw_plan_build; out is written only on success.
+ */
+sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
+                               sw_plan_reduced *out);
+
+/* Flags of sw_plan_iterate. */
+#define SW_PLAN_SKIP_REPEATS 1u /* the loop is idempotent per visit */
+
+/*
  * Builds the plan and runs it, or falls back to sw_plan_run_leaves when
- * the operands cannot share a plan. Returns SW_EVALUE for mismatched
- * sizes, otherwise whatever the loop returned.
+ * the operands cannot share a plan. With SW_PLAN_SKIP_REPEATS the shared
+ * repeats are dropped first (sw_plan_drop_repeats), so a walk of 2**62
+ * broadcast elements costs one visit. Returns SW_EVALUE for mismatched
+ * sizes, SW_EINTERRUPTED for an interrupt request, otherwise whatever the
+ * loop returned.
  */
 sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           const int64_t *offsets, void *const *base,
-                          const int64_t *elsize, sw_plan_loop loop, void *ctx);
+                          const int64_t *elsize, unsigned flags,
+                          sw_plan_loop loop, void *ctx);
 
 /*
  * Writes the physical offsets of count consecutive logical indices

@@ -73,6 +73,9 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
         compact = 0;
     sw_carrier *c = NULL;
     sw_status st = sw_cpu_new(layout->cosize, dtype, 1, compact, &c);
+    if (st == SW_EVALUE) /* the only SW_EVALUE left here: "too large" */
+        return sw_fail(SW_ENOMEM, "cannot allocate a result of %lld elements",
+                       (long long)layout->cosize);
     if (st)
         return st;
     st = sw_tensor_new(c, 0, layout, out);

@@ -126,18 +126,33 @@ sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok, const int32_t *recipe,
 /*
  * Copies src (read through its layout) into dst at mapping positions, for
  * two CPU carriers. An odometer over the flattened leaves of both layouts
- * keeps the inner step to two additions.
+ * (the shapes are equal, so the leaves pair up) keeps the inner step to
+ * two additions. A leaf along which both have stride 0 only repeats the
+ * same copy, so it is left out: a scatter of Shape(2**62):Stride(0) costs
+ * one element, with the same result (the last write to each element is
+ * still the one of the largest logical index that reaches it).
  */
 static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
                         const sw_layout *mapping, const sw_tensor *src) {
     const sw_layout *sl = src->layout;
-    int32_t n = mapping->nleaf;
-    const int64_t *ext = mapping->shape->val, *dstr = mapping->stride->val;
-    const int64_t *sstr = sl->stride->val;
+    int64_t ext[64], dstr[64], sstr[64];
+    int32_t n = 0;
+    int64_t total = 1;
+    for (int32_t j = 0; j < mapping->nleaf; ++j) {
+        int64_t e = mapping->shape->val[j], ds = mapping->stride->val[j];
+        int64_t ss = sl->stride->val[j];
+        if (e == 1 || (ds == 0 && ss == 0))
+            continue;
+        ext[n] = e;
+        dstr[n] = ds;
+        sstr[n] = ss;
+        total *= e;
+        n++;
+    }
     sw_dtype dt = sw_carrier_dtype(dst), st = sw_carrier_dtype(src->carrier);
     char *d = sw_cpu_storage(dst);
     const char *s = sw_cpu_storage(src->carrier);
-    int64_t di = dst_base, si = src->offset, total = mapping->size;
+    int64_t di = dst_base, si = src->offset;
     int64_t ctr[64] = {0};
     for (int64_t k = 0; k < total; ++k) {
         double x;

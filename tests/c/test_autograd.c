@@ -497,6 +497,18 @@ static sw_status chain_backward(sw_op *op, sw_tensor *g, int32_t n,
 static const sw_op_class chain_class = {SW_OP_CLASS_VERSION, "chain",
                                         chain_forward, chain_backward, NULL};
 
+/* interrupting: like chain, but backward raises an interrupt request, as
+ * a SIGINT handler would while the pass runs. */
+static sw_status interrupting_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                       sw_tensor **grads) {
+    sw_interrupt_request();
+    return chain_backward(op, g, n, grads);
+}
+
+static const sw_op_class interrupting_class = {SW_OP_CLASS_VERSION,
+                                               "interrupting", chain_forward,
+                                               interrupting_backward, NULL};
+
 /* Runs a fresh operation of cls on args; the result holds the operation. */
 static sw_status run_op(const sw_op_class *cls, int *counter, int32_t nargs,
                         const sw_arg *args, sw_tensor **out) {
@@ -2415,6 +2427,48 @@ static void test_fault_injection(void) {
     leak_check(base, "fault injection");
 }
 
+/* ------------------------------------------------------- interrupts */
+
+static void test_interrupted_pass(void) {
+    int64_t base = sw_debug_live_allocs();
+    double one = 1.0;
+    sw_tensor *x = make_tensor(GEN, "1:1", 0, &one);
+    sw_tensor *g = make_tensor(GEN, "1:1", 0, &one);
+    int c1 = 0, c2 = 0;
+    sw_tensor *y = NULL, *z = NULL;
+    sw_status st = run1(&chain_class, &c1, x, &y);
+    if (st == SW_OK)
+        st = run1(&interrupting_class, &c2, y, &z);
+    if (expect_ok(st, "z = interrupting(chain(x))")) {
+        sw_interrupt_watch(1);
+        st = sw_tensor_backward(z, g);
+        expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                    "a pass whose node raises an interrupt request");
+        ok(c2 == 1 && c1 == 0, "the pass stopped before the next node");
+        ok(sw_tensor_grad(x) == NULL, "no .grad was set");
+        ok(sw_interrupt_requested(), "the request stays raised");
+        /* Raised before the pass: it stops before the first node. */
+        c1 = c2 = 0;
+        st = sw_tensor_backward(z, g);
+        expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                    "a pass started with a raised request");
+        ok(c2 == 0 && c1 == 0, "no node ran");
+        /* A thread that does not watch ignores requests. */
+        sw_interrupt_watch(0);
+        st = sw_tensor_backward(z, g);
+        if (expect_ok(st, "the pass on a thread that does not watch")) {
+            ok(c1 == 1 && c2 == 1, "every node ran");
+            check_values(sw_tensor_grad(x), &one, 0, "x got its gradient");
+        }
+        sw_interrupt_clear();
+    }
+    sw_tensor_unref(z);
+    sw_tensor_unref(y);
+    sw_tensor_unref(x);
+    sw_tensor_unref(g);
+    leak_check(base, "interrupted passes");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     test_grad_mode();
@@ -2432,6 +2486,7 @@ int main(void) {
     test_view_gradient_exact(GEN);
     test_view_gradient_exact(CPU);
     test_fault_injection();
+    test_interrupted_pass();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

@@ -36,6 +36,7 @@ static void test_status_names(void) {
         {SW_ENOTIMPL, "SW_ENOTIMPL"},
         {SW_EOVERFLOW, "SW_EOVERFLOW"},
         {SW_EOS, "SW_EOS"},
+        {SW_EINTERRUPTED, "SW_EINTERRUPTED"},
     };
     size_t n = sizeof names / sizeof names[0];
     /* The table above must list every code, or a new one went untested. */

@@ -2243,6 +2243,9 @@ static void test_peers(void) {
 typedef struct fi_case {
     const char *name;
     sw_status (*run)(sw_carrier **out);
+    /* The result's elements are uninitialised (empty=1): compare its
+     * description without them. */
+    bool uninitialised;
 } fi_case;
 
 static struct {
@@ -2314,29 +2317,30 @@ static sw_status fi_mock_new_like(sw_carrier **out) {
 }
 
 static const fi_case fi_cases[] = {
-    {"sw_cpu_new", fi_cpu_new},
-    {"sw_cpu_new (empty, Bool)", fi_cpu_new_empty},
-    {"sw_cpu_wrap", fi_cpu_wrap},
-    {"sw_generic_new_doubles", fi_generic_doubles},
-    {"sw_generic_new (object store)", fi_generic_custom},
-    {"sw_carrier_allocate_like (CPU)", fi_cpu_allocate_like},
-    {"sw_carrier_allocate_like (Generic)", fi_generic_allocate_like},
-    {"sw_carrier_allocate_like (object store)", fi_custom_allocate_like},
-    {"sw_carrier_new_like (CPU)", fi_cpu_new_like},
-    {"sw_carrier_new_like (Generic)", fi_generic_new_like},
-    {"sw_carrier_new_like (object store)", fi_custom_new_like},
-    {"sw_carrier_new_like (default, custom backend)", fi_mock_new_like},
+    {"sw_cpu_new", fi_cpu_new, false},
+    {"sw_cpu_new (empty, Bool)", fi_cpu_new_empty, true},
+    {"sw_cpu_wrap", fi_cpu_wrap, false},
+    {"sw_generic_new_doubles", fi_generic_doubles, false},
+    {"sw_generic_new (object store)", fi_generic_custom, false},
+    {"sw_carrier_allocate_like (CPU)", fi_cpu_allocate_like, false},
+    {"sw_carrier_allocate_like (Generic)", fi_generic_allocate_like, false},
+    {"sw_carrier_allocate_like (object store)", fi_custom_allocate_like, false},
+    {"sw_carrier_new_like (CPU)", fi_cpu_new_like, false},
+    {"sw_carrier_new_like (Generic)", fi_generic_new_like, false},
+    {"sw_carrier_new_like (object store)", fi_custom_new_like, false},
+    {"sw_carrier_new_like (default, custom backend)", fi_mock_new_like, false},
 };
 
-/* A printable summary of a carrier: what the walk compares. */
-static void fi_describe(sw_carrier *c, char *buf, size_t cap) {
+/* A printable summary of a carrier: what the walk compares. The elements
+ * are left out when values is false (reading uninitialised memory). */
+static void fi_describe(sw_carrier *c, bool values, char *buf, size_t cap) {
     int n = snprintf(buf, cap, "%s %s size=%lld mutable=%d version=%lld:",
                      sw_carrier_get_class(c)->name,
                      sw_dtype_name(sw_carrier_dtype(c)),
                      (long long)sw_carrier_size(c), sw_carrier_is_mutable(c),
                      (long long)sw_carrier_version(c));
-    for (int64_t i = 0; i < sw_carrier_size(c) && n > 0 && (size_t)n < cap;
-         i++) {
+    for (int64_t i = 0;
+         values && i < sw_carrier_size(c) && n > 0 && (size_t)n < cap; i++) {
         sw_value v = sentinel_value();
         sw_status st = sw_carrier_get(c, i, &v);
         if (st != SW_OK)
@@ -2371,7 +2375,7 @@ static int64_t fi_walk(const fi_case *fc) {
         diag("status %s: %s", S(st), sw_errmsg());
         return -1;
     }
-    fi_describe(out, want, sizeof want);
+    fi_describe(out, !fc->uninitialised, want, sizeof want);
     sw_carrier_unref(out);
     if (sw_debug_live_allocs() != base) {
         ok(0, "fault injection: %s leaks without injection", fc->name);
@@ -2398,7 +2402,7 @@ static int64_t fi_walk(const fi_case *fc) {
                 good = false;
             }
         } else if (st == SW_OK) {
-            fi_describe(out, got, sizeof got);
+            fi_describe(out, !fc->uninitialised, got, sizeof got);
             if (strcmp(got, want) != 0) {
                 diag("%s, n=%lld: result '%s', without injection '%s'",
                      fc->name, (long long)n, got, want);

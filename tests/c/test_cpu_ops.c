@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "check.h"
 #include "strideweave/strideweave.h"
 #include "tap.h"
 
@@ -265,6 +266,138 @@ static void test_errors(void) {
     sw_tensor_unref(g);
 }
 
+/* A CPU Float32 tensor of `text` whose carrier holds vals (one value per
+ * element of the carrier: a broadcast layout has few of them). */
+static sw_tensor *make_phys(const char *text, const double *vals) {
+    sw_layout *l = NULL;
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(text, &l))
+        return NULL;
+    int64_t n = sw_layout_cosize(l);
+    sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c);
+    for (int64_t p = 0; c && p < n; ++p) {
+        sw_value v = sw_value_f64(vals[p]);
+        sw_carrier_set(c, p, &v);
+    }
+    sw_tensor_new(c, 0, l, &t);
+    sw_carrier_unref(c);
+    sw_layout_release(l);
+    return t;
+}
+
+static double phys(const sw_tensor *t, int64_t p) {
+    sw_value v;
+    if (sw_carrier_get(sw_tensor_carrier(t), p, &v))
+        return NAN;
+    double d = v.kind == SW_VALUE_F64 ? v.as.f : (double)v.as.i;
+    sw_value_clear(&v);
+    return d;
+}
+
+/*
+ * Operations and gradients over broadcast layouts of up to 2**62 logical
+ * elements finish at once (each used to visit every logical element) or
+ * fail at once; an interrupt request stops an operation with no result.
+ */
+static void test_broadcast_and_interrupts(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const double v4[4] = {1, -2, 3, 4}, ones[4] = {1, 1, 1, 1};
+    sw_tensor *x = make_phys("4611686018427387904:0", v4 + 1);
+    sw_tensor *r = NULL, *s = NULL;
+    sw_status st = sw_unary("relu", x, &r);
+    ok(st == SW_OK && sw_carrier_size(sw_tensor_carrier(r)) == 1 &&
+           phys(r, 0) == 0.0 &&
+           sw_layout_equal(sw_tensor_layout(r), sw_tensor_layout(x)),
+       "relu of 2**62:0 has the input's layout, one element, value 0");
+    sw_tensor_unref(r);
+    r = NULL;
+    st = sw_add(x, x, &r);
+    ok(st == SW_OK && phys(r, 0) == -4.0, "x + x over 2**62:0");
+    sw_tensor_unref(r);
+    r = NULL;
+    sw_tensor_unref(x);
+
+    /* relu, sum over the broadcast mode, and back. */
+    sw_tensor *xs = make_phys("(4,1152921504606846976):(1,0)", v4);
+    sw_tensor *g = make_phys("4:1", ones);
+    st = sw_unary("relu", xs, &r);
+    if (st == SW_OK)
+        st = sw_reduce_sum(r, &s);
+    if (expect_ok(st, "sum(relu(x)) over (4,2**60):(1,0)")) {
+        ok(phys(s, 0) == 0x1p60 && phys(s, 1) == 0.0 && phys(s, 3) == 0x1p62,
+           "the sums are 2**60 * relu(x)");
+        st = sw_tensor_backward(s, g);
+        sw_tensor *dx = sw_tensor_grad(xs);
+        if (expect_ok(st, "its backward pass") && dx)
+            ok(phys(dx, 0) == 1.0 && phys(dx, 1) == 0.0 && phys(dx, 2) == 1.0,
+               "x.grad is relu'(x) in x's layout");
+    }
+    sw_tensor_unref(r);
+    sw_tensor_unref(s);
+    r = s = NULL;
+
+    /* matmul contracting a broadcast mode, and its backward. */
+    sw_tensor *a = make_phys("(4,1099511627776):(1,0)", v4);
+    sw_tensor *b = make_phys("(3,1099511627776):(1,0)", ones);
+    st = sw_matmul(a, b, &r);
+    if (expect_ok(st, "matmul over K = 2**40 broadcast")) {
+        ok(phys(r, 0) == 0x1p40 && phys(r, 5) == -0x1p41,
+           "the product is 2**40 * a[i] * b[j]");
+        sw_tensor *gr =
+            make_phys("(4,3):(1,4)",
+                      (const double[12]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+        st = sw_tensor_backward(r, gr);
+        if (expect_ok(st, "its backward pass"))
+            ok(phys(sw_tensor_grad(a), 0) == 3.0 &&
+                   phys(sw_tensor_grad(b), 0) == 6.0,
+               "dA = 3 (three columns of ones), dB = sum(a) = 6");
+        sw_tensor_unref(gr);
+    }
+    sw_tensor_unref(r);
+    r = NULL;
+    /* A product of 2**60 x 4 elements cannot be allocated. */
+    sw_tensor *ab = make_phys("(1152921504606846976,3):(0,1)", v4);
+    sw_tensor *bb =
+        make_phys("(4,3):(1,4)",
+                  (const double[12]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    r = (sw_tensor *)&base; /* a sentinel the call must not overwrite */
+    st = sw_matmul(ab, bb, &r);
+    expect_fail(st, SW_ENOMEM,
+                "cannot allocate a result of 4611686018427387904 elements",
+                "matmul with a 2**60 x 4 result");
+    ok(r == (sw_tensor *)&base, "  and returns nothing");
+    r = NULL;
+
+    /* An interrupt request on a watching thread: no result. */
+    sw_interrupt_watch(1);
+    sw_interrupt_request();
+    r = (sw_tensor *)&base;
+    st = sw_unary("tanh", g, &r);
+    expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                "tanh with a raised interrupt request");
+    ok(r == (sw_tensor *)&base, "  and returns nothing");
+    st = sw_matmul(bb, bb, &r);
+    expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                "matmul with a raised interrupt request");
+    ok(r == (sw_tensor *)&base, "  and returns nothing");
+    sw_interrupt_clear();
+    sw_interrupt_watch(0);
+    r = NULL;
+    st = sw_unary("tanh", g, &r);
+    ok(st == SW_OK && fabs(phys(r, 0) - tanh(1.0)) < 1e-6,
+       "tanh runs once the request is cleared");
+    sw_tensor_unref(r);
+
+    sw_tensor_unref(ab);
+    sw_tensor_unref(bb);
+    sw_tensor_unref(a);
+    sw_tensor_unref(b);
+    sw_tensor_unref(xs);
+    sw_tensor_unref(g);
+    is_int(sw_debug_live_allocs(), base, "broadcasts and interrupts: no leak");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
@@ -272,6 +405,7 @@ int main(void) {
             agree(&cases[c], layouts[l]);
     test_int32_rules();
     test_errors();
+    test_broadcast_and_interrupts();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

@@ -485,10 +485,14 @@ static int cmp_tuple(const void *a, const void *b) {
     return 0;
 }
 
+/* The repeat count of the last check_walks (1 when nothing repeats). */
+static int64_t last_repeat;
+
 /*
- * Walks the operands three ways (planned if it builds, the fallback, and
- * sw_plan_iterate) and compares each walk's tuples with the brute-force
- * ones. Returns 1 if all agree; *built says whether a plan was built.
+ * Walks the operands four ways (planned if it builds, the fallback,
+ * sw_plan_iterate, and sw_plan_iterate skipping repeats) and compares each
+ * walk's tuples with the brute-force ones. Returns 1 if all agree; *built
+ * says whether a plan was built.
  */
 static int check_walks(int32_t nops, sw_layout *const *ls, const int64_t *offs,
                        int *built, const char **why) {
@@ -534,7 +538,8 @@ static int check_walks(int32_t nops, sw_layout *const *ls, const int64_t *offs,
             st = sw_plan_run_leaves(nops, lv, offs, base, elsize, record_loop,
                                     &r);
         else
-            st = sw_plan_iterate(nops, lv, offs, base, elsize, record_loop, &r);
+            st = sw_plan_iterate(nops, lv, offs, base, elsize, 0, record_loop,
+                                 &r);
         if (st != SW_OK || r.n != size) {
             *why = way == 0 ? "planned walk count" : "fallback walk count";
             good = 0;
@@ -547,6 +552,31 @@ static int check_walks(int32_t nops, sw_layout *const *ls, const int64_t *offs,
                               : "iterate tuples";
             good = 0;
         }
+    }
+    /* Skipping repeats: each tuple is visited its count / repeat times,
+     * so the sorted brute-force list is the walk's, each entry repeated. */
+    sw_plan_reduced red;
+    st = good ? sw_plan_drop_repeats(nops, lv, &red) : SW_OK;
+    if (good && st == SW_OK) {
+        recorder r = {nops, 0, size + 1, got, 0, elsize, base};
+        st = sw_plan_iterate(nops, lv, offs, base, elsize, SW_PLAN_SKIP_REPEATS,
+                             record_loop, &r);
+        last_repeat = red.repeat;
+        if (st != SW_OK || r.n * red.repeat != size) {
+            *why = "skipping walk count";
+            good = 0;
+        } else {
+            qsort(got, (size_t)r.n, (size_t)nops * sizeof(int64_t), cmp_tuple);
+            for (int64_t i = 0; i < size && good; ++i)
+                for (int32_t k = 0; k < nops; ++k)
+                    if (want[i * nops + k] != got[(i / red.repeat) * nops + k])
+                        good = 0;
+            if (!good)
+                *why = "skipping walk tuples";
+        }
+    } else if (good) {
+        *why = "drop_repeats status";
+        good = 0;
     }
     free(want);
     free(got);
@@ -632,7 +662,7 @@ static sw_layout *random_layout(int64_t size) {
 static void test_plan_random(void) {
     int64_t base = sw_debug_live_allocs();
     static const int64_t sizes[] = {1, 2, 6, 12, 24, 30, 36, 48, 64, 72, 120};
-    int failures = 0, built = 0, fallback = 0, trials = 3000;
+    int failures = 0, built = 0, fallback = 0, repeated = 0, trials = 3000;
     for (int t = 0; t < trials; ++t) {
         int64_t size = sizes[rnd_below(11)];
         int32_t nops = 1 + (int32_t)rnd_below(SW_PLAN_MAX_OPS);
@@ -659,6 +689,7 @@ static void test_plan_random(void) {
         }
         built += b;
         fallback += !b;
+        repeated += last_repeat > 1;
         for (int32_t k = 0; k < nops; ++k)
             sw_layout_release(ls[k]);
     }
@@ -668,6 +699,8 @@ static void test_plan_random(void) {
            trials, built, fallback);
     ok(built > trials / 2 && fallback > 10,
        "the random sets exercise both the plans and the fallback");
+    ok(repeated > 20,
+       "the random sets exercise skipped repeats (%d with a repeat)", repeated);
 
     /* Blocked walks: transposing pairs large enough to be tiled. */
     static const char *const pairs[][2] = {
@@ -1917,6 +1950,529 @@ static void test_copy(void) {
     leak_check(base, "copy and fill");
 }
 
+/* ------------------------------------------------------------ repeats */
+
+/* 2**20, 2**40 and 2**62, as layout text extents. */
+#define E20 "1048576"
+#define E40 "1099511627776"
+#define E62 "4611686018427387904"
+
+/* Counts the loop's calls and visits without touching memory. */
+typedef struct counter {
+    int64_t calls, visits, max_run;
+    int request_at; /* raise an interrupt request on this call (1-based) */
+} counter;
+
+static sw_status count_loop(int64_t n, void *const *ptr, const int64_t *step,
+                            void *vctx) {
+    (void)ptr;
+    (void)step;
+    counter *c = vctx;
+    c->calls++;
+    c->visits += n;
+    if (n > c->max_run)
+        c->max_run = n;
+    if (c->calls == c->request_at)
+        sw_interrupt_request();
+    return SW_OK;
+}
+
+static int leaves_are(sw_plan_leaves l, int32_t n, const int64_t *ext,
+                      const int64_t *str) {
+    if (l.nleaf != n)
+        return 0;
+    for (int32_t j = 0; j < n; ++j)
+        if (l.extent[j] != ext[j] || l.stride[j] != str[j])
+            return 0;
+    return 1;
+}
+
+static void test_plan_repeats(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_plan_reduced r;
+    /* The example of plan.h, shared by three operands. */
+    {
+        sw_layout *l = P("(4,(8," E40 ")):(1,(4,0))");
+        sw_plan_leaves lv[3] = {sw_plan_leaves_of(l), sw_plan_leaves_of(l),
+                                sw_plan_leaves_of(l)};
+        sw_status st = sw_plan_drop_repeats(3, lv, &r);
+        static const int64_t ext[2] = {4, 8}, str[2] = {1, 4};
+        ok(st == SW_OK && r.repeat == (int64_t)1 << 40 &&
+               leaves_are(r.ops[0], 2, ext, str) &&
+               leaves_are(r.ops[1], 2, ext, str) &&
+               leaves_are(r.ops[2], 2, ext, str),
+           "drop_repeats: (4,(8,2**40)):(1,(4,0)) keeps 4:1 and 8:4, "
+           "repeat 2**40");
+        sw_layout_release(l);
+    }
+    /* Only the output has stride 0 (the inputs differ from visit to visit):
+     * nothing is dropped; nor for an input alone. */
+    {
+        sw_layout *o = P("(4,8):(1,0)"), *x = P("(4,8):(1,4)");
+        sw_plan_leaves lv[2] = {sw_plan_leaves_of(o), sw_plan_leaves_of(x)};
+        sw_status st = sw_plan_drop_repeats(2, lv, &r);
+        ok(st == SW_OK && r.repeat == 1 && r.ops[0].nleaf == 2,
+           "drop_repeats: a stride-0 mode of the output alone stays");
+        sw_plan_leaves rv[2] = {lv[1], lv[0]};
+        st = sw_plan_drop_repeats(2, rv, &r);
+        ok(st == SW_OK && r.repeat == 1 && r.ops[0].nleaf == 2,
+           "drop_repeats: a stride-0 mode of an input alone stays");
+        sw_layout_release(o);
+        sw_layout_release(x);
+    }
+    /* A refined mode is dropped only where every operand has stride 0:
+     * (6,4):(0,1) against ((2,3),4):((0,0),6) shares the 6 mode. */
+    {
+        sw_layout *a = P("(6,4):(0,1)"), *b = P("((2,3),4):((0,0),6)");
+        sw_plan_leaves lv[2] = {sw_plan_leaves_of(a), sw_plan_leaves_of(b)};
+        sw_status st = sw_plan_drop_repeats(2, lv, &r);
+        static const int64_t ext[1] = {4}, sa[1] = {1}, sb[1] = {6};
+        ok(st == SW_OK && r.repeat == 6 && leaves_are(r.ops[0], 1, ext, sa) &&
+               leaves_are(r.ops[1], 1, ext, sb),
+           "drop_repeats: modes shared after refinement are dropped");
+        sw_layout_release(a);
+        sw_layout_release(b);
+    }
+    /* Everything repeats: no leaf left, one visit. */
+    {
+        sw_layout *l = P(E62 ":0");
+        sw_plan_leaves lv[2] = {sw_plan_leaves_of(l), sw_plan_leaves_of(l)};
+        sw_status st = sw_plan_drop_repeats(2, lv, &r);
+        ok(st == SW_OK && r.repeat == (int64_t)1 << 62 && r.ops[0].nleaf == 0 &&
+               r.ops[1].nleaf == 0,
+           "drop_repeats: 2**62:0 leaves nothing, repeat 2**62");
+        counter c = {0, 0, 0, 0};
+        char arena[8];
+        void *basep[2] = {arena, arena};
+        static const int64_t elsize[2] = {4, 4}, offs[2] = {0, 1};
+        st = sw_plan_iterate(2, lv, offs, basep, elsize, SW_PLAN_SKIP_REPEATS,
+                             count_loop, &c);
+        ok(st == SW_OK && c.calls == 1 && c.visits == 1,
+           "iterate skipping repeats walks 2**62:0 (offsets 0 and 1) in one "
+           "visit");
+        sw_layout_release(l);
+    }
+    /* No common refinement: the operands are returned as they are. */
+    {
+        sw_layout *a = P("(2,3):(0,2)"), *b = P("(3,2):(0,3)");
+        sw_plan_leaves lv[2] = {sw_plan_leaves_of(a), sw_plan_leaves_of(b)};
+        sw_status st = sw_plan_drop_repeats(2, lv, &r);
+        ok(st == SW_OK && r.repeat == 1 && r.ops[0].extent == lv[0].extent &&
+               r.ops[1].stride == lv[1].stride && sw_errcode() == SW_OK,
+           "drop_repeats without a common refinement keeps the operands");
+        sw_layout_release(a);
+        sw_layout_release(b);
+    }
+    /* Errors, as for building a plan. */
+    {
+        sw_layout *a = P("6:1"), *b = P("4:1");
+        sw_plan_leaves lv[2] = {sw_plan_leaves_of(a), sw_plan_leaves_of(b)};
+        sw_status st = sw_plan_drop_repeats(2, lv, &r);
+        is_str(S(st), "SW_EVALUE", "drop_repeats of different sizes refused");
+        is_str(sw_errmsg(),
+               "plan operands must have the same size: operand 0 has 6 "
+               "elements, operand 1 has 4",
+               "  with the plan's message");
+        st = sw_plan_drop_repeats(0, lv, &r);
+        is_str(S(st), "SW_EVALUE", "drop_repeats of 0 operands refused");
+        sw_clear_error();
+        sw_layout_release(a);
+        sw_layout_release(b);
+    }
+    leak_check(base, "plan repeats");
+}
+
+/* A one-element Float32 (or Int32) operand seen through a huge layout. */
+static opnd mk_bcast(const char *layout, sw_dtype dt, float v) {
+    opnd o = mk(layout, 0, dt, 0);
+    for (int64_t p = 0; p < o.cap; ++p) {
+        if (dt == SW_DTYPE_FLOAT32)
+            ((float *)o.data)[p] = v;
+        else
+            ((int32_t *)o.data)[p] = (int32_t)v;
+    }
+    return o;
+}
+
+static void test_kernels_repeats(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_kscalar none = {0.0, 0};
+    /* Elementwise, activations, copies and fills over 2**62 broadcast
+     * elements: one visit each (these never finished before). */
+    {
+        opnd x = mk_bcast(E62 ":0", SW_DTYPE_FLOAT32, -2.0f);
+        opnd y = mk_bcast(E62 ":0", SW_DTYPE_FLOAT32, 3.0f);
+        opnd out = mk(E62 ":0", 0, SW_DTYPE_FLOAT32, 1);
+        sw_karg in[2] = {K(&x), K(&y)};
+        sw_status st = sw_kernel_elementwise(SW_KELEM_ADD, K(&out), in, none);
+        ok(st == SW_OK && ((float *)out.data)[0] == 1.0f &&
+               ((float *)out.data)[1] == SENT_F,
+           "add over 2**62:0 operands writes the one element (1)");
+        /* The same with the inputs at different offsets. */
+        x.off = 2;
+        ((float *)x.data)[2] = 5.0f;
+        in[0] = K(&x);
+        st = sw_kernel_elementwise(SW_KELEM_SUB, K(&out), in, none);
+        ok(st == SW_OK && ((float *)out.data)[0] == 2.0f,
+           "sub over 2**62:0 operands at different offsets (2)");
+        x.off = 0;
+        st = sw_kernel_activation(SW_KACT_RELU, K(&out), K(&x));
+        ok(st == SW_OK && ((float *)out.data)[0] == 0.0f,
+           "relu over 2**62:0 (0)");
+        st = sw_kernel_activation(SW_KACT_EXP, K(&out), K(&y));
+        ok(st == SW_OK && close_to(((float *)out.data)[0], exp(3.0)),
+           "exp over 2**62:0");
+        st = sw_kernel_activation_backward(SW_KACT_RELU, K(&out), K(&y), K(&x),
+                                           NULL);
+        ok(st == SW_OK && ((float *)out.data)[0] == 0.0f,
+           "relu backward over 2**62:0 (0 at x = -2)");
+        st = sw_kernel_activation_backward(SW_KACT_RELU, K(&out), K(&x), K(&y),
+                                           NULL);
+        ok(st == SW_OK && ((float *)out.data)[0] == -2.0f,
+           "relu backward over 2**62:0 (g at x = 3)");
+        st = sw_kernel_copy(K(&out), K(&y));
+        ok(st == SW_OK && ((float *)out.data)[0] == 3.0f, "copy over 2**62:0");
+        st = sw_kernel_fill(K(&out), 7.0);
+        ok(st == SW_OK && ((float *)out.data)[0] == 7.0f &&
+               ((float *)out.data)[1] == SENT_F,
+           "fill over 2**62:0");
+        opnd xi = mk_bcast(E62 ":0", SW_DTYPE_INT32, -4.0f);
+        opnd oi = mk(E62 ":0", 0, SW_DTYPE_INT32, 1);
+        st = sw_kernel_activation(SW_KACT_RELU, K(&oi), K(&xi));
+        ok(st == SW_OK && ((int32_t *)oi.data)[0] == 0,
+           "Int32 relu over 2**62:0");
+        sw_karg ii[2] = {K(&xi), K(&xi)};
+        st = sw_kernel_elementwise(SW_KELEM_MUL, K(&oi), ii, none);
+        ok(st == SW_OK && ((int32_t *)oi.data)[0] == 16,
+           "Int32 mul over 2**62:0");
+        /* Float32 from Int32 inputs goes through the staging loop. */
+        sw_karg mixed[2] = {K(&xi), K(&y)};
+        st = sw_kernel_elementwise(SW_KELEM_MUL, K(&out), mixed, none);
+        ok(st == SW_OK && ((float *)out.data)[0] == -12.0f,
+           "Int32 * Float32 over 2**62:0 (staged)");
+        rm(&x);
+        rm(&y);
+        rm(&out);
+        rm(&xi);
+        rm(&oi);
+    }
+    /* A stride-0 mode of the output alone is not a repeat: the last
+     * visit wins, as in logical order. */
+    {
+        opnd x = mk("(4,3):(1,4)", 0, SW_DTYPE_FLOAT32, 0);
+        opnd out = mk("(4,3):(1,0)", 0, SW_DTYPE_FLOAT32, 1);
+        sw_status st = sw_kernel_copy(K(&out), K(&x));
+        int good = st == SW_OK;
+        for (int64_t i = 0; i < 4; ++i)
+            good &= ((float *)out.data)[i] == ((float *)x.data)[8 + i];
+        ok(good, "copy into (4,3):(1,0) keeps the last column");
+        rm(&x);
+        rm(&out);
+    }
+    /* Sums along broadcast modes: closed form. */
+    {
+        opnd x = mk("(4,(3," E40 ")):(1,(4,0))", 0, SW_DTYPE_FLOAT32, 0);
+        opnd out = mk("4:1", 0, SW_DTYPE_FLOAT32, 1);
+        sw_status st = sw_kernel_reduce_sum(K(&out), K(&x));
+        int good = st == SW_OK;
+        const float *xd = x.data, *od = out.data;
+        for (int64_t i = 0; i < 4; ++i) {
+            float want = ((xd[i] + xd[i + 4]) + xd[i + 8]) * 0x1p40f;
+            float alt = ((xd[i + 8] + xd[i + 4]) + xd[i]) * 0x1p40f;
+            good &= close_to(od[i], (double)want) || od[i] == alt;
+        }
+        ok(good, "Float32 sum over (4,(3,2**40)):(1,(4,0)) is 2**40 * the "
+                 "sum of three");
+        /* The whole row broadcast: 2**60 * x[i]. */
+        opnd xb = mk("(4,1152921504606846976):(1,0)", 0, SW_DTYPE_FLOAT32, 0);
+        st = sw_kernel_reduce_sum(K(&out), K(&xb));
+        good = st == SW_OK;
+        for (int64_t i = 0; i < 4; ++i)
+            good &= od[i] == ((float *)xb.data)[i] * 0x1p60f;
+        ok(good, "Float32 sum over (4,2**60):(1,0) is 2**60 * x");
+        /* Broadcast rows of x (stride 0 in mode 0) against a compact
+         * output: the output differs per row, so nothing is dropped there. */
+        opnd xr = mk("(4,(3,1000)):(0,(1,0))", 0, SW_DTYPE_FLOAT32, 0);
+        st = sw_kernel_reduce_sum(K(&out), K(&xr));
+        good = st == SW_OK;
+        for (int64_t i = 0; i < 4; ++i) {
+            const float *rd = xr.data;
+            good &= close_to(od[i], 1000.0 * ((double)rd[0] + rd[1] + rd[2]));
+        }
+        ok(good, "Float32 sum over (4,(3,1000)):(0,(1,0)) (vertical runs, "
+                 "scaled)");
+        /* Int32: exact products, overflow checked. */
+        opnd xi = mk("(4,1000):(1,0)", 0, SW_DTYPE_INT32, 0);
+        opnd oi = mk("4:1", 0, SW_DTYPE_INT32, 1);
+        st = sw_kernel_reduce_sum(K(&oi), K(&xi));
+        good = st == SW_OK;
+        for (int64_t i = 0; i < 4; ++i)
+            good &= ((int32_t *)oi.data)[i] == 1000 * ((int32_t *)xi.data)[i];
+        ok(good, "Int32 sum over (4,1000):(1,0) is 1000 * x exactly");
+        opnd xz = mk_bcast("(4,1152921504606846976):(1,0)", SW_DTYPE_INT32, 0);
+        st = sw_kernel_reduce_sum(K(&oi), K(&xz));
+        ok(st == SW_OK && ((int32_t *)oi.data)[3] == 0,
+           "Int32 sum of 2**60 zeros is 0");
+        ((int32_t *)xz.data)[1] = 1;
+        st = sw_kernel_reduce_sum(K(&oi), K(&xz));
+        is_str(S(st), "SW_EOVERFLOW", "Int32 sum of 2**60 ones overflows");
+        is_str(sw_errmsg(), "CPU integer accumulation overflowed",
+               "  with the accumulation message");
+        sw_clear_error();
+        /* The backward broadcast over a stride-0 mode: one visit. */
+        opnd g = mk("4:1", 0, SW_DTYPE_FLOAT32, 0);
+        opnd dx = mk("(4," E40 "):(1,0)", 0, SW_DTYPE_FLOAT32, 1);
+        st = sw_kernel_reduce_sum_backward(K(&dx), K(&g));
+        good = st == SW_OK;
+        for (int64_t i = 0; i < 4; ++i)
+            good &= ((float *)dx.data)[i] == ((float *)g.data)[i];
+        ok(good, "sum backward into (4,2**40):(1,0)");
+        rm(&x);
+        rm(&xb);
+        rm(&xr);
+        rm(&out);
+        rm(&xi);
+        rm(&oi);
+        rm(&xz);
+        rm(&g);
+        rm(&dx);
+    }
+    /* GEMM over broadcast rows, columns, contractions and batches. */
+    {
+        opnd a = mk("(4,(3," E40 ")):(1,(4,0))", 0, SW_DTYPE_FLOAT32, 0);
+        opnd b = mk("(5,(3," E40 ")):(1,(5,0))", 0, SW_DTYPE_FLOAT32, 0);
+        opnd c = mk("(4,5):(1,4)", 0, SW_DTYPE_FLOAT32, 1);
+        sw_status st = sw_kernel_gemm(sw_kmat_of(K(&c)), sw_kmat_of(K(&a)),
+                                      sw_kmat_of(K(&b)));
+        int good = st == SW_OK;
+        const float *ad = a.data, *bd = b.data, *cd = c.data;
+        for (int64_t i = 0; i < 4; ++i)
+            for (int64_t j = 0; j < 5; ++j) {
+                double want = 0;
+                for (int64_t k = 0; k < 3; ++k)
+                    want += (double)ad[i + 4 * k] * bd[j + 5 * k];
+                good &= fabs(cd[i + 4 * j] - want * 0x1p40) <=
+                        1e-5 * 0x1p40 * (1 + fabs(want));
+            }
+        ok(good, "GEMM contracting (3,2**40):(k,0) is 2**40 * the product");
+        /* Broadcast rows of C and A, columns of C and B, a batch of all. */
+        opnd a2 =
+            mk("(" E20 ",6,(2," E20 ")):(0,1,(6,0))", 0, SW_DTYPE_FLOAT32, 0);
+        opnd b2 =
+            mk("(" E20 ",6,(2," E20 ")):(0,1,(6,0))", 0, SW_DTYPE_FLOAT32, 0);
+        opnd c2 = mk("(" E20 "," E20 ",(2," E20 ")):(0,0,(1,0))", 0,
+                     SW_DTYPE_FLOAT32, 1);
+        st = sw_kernel_gemm(sw_kmat_of(K(&c2)), sw_kmat_of(K(&a2)),
+                            sw_kmat_of(K(&b2)));
+        good = st == SW_OK;
+        for (int64_t t = 0; t < 2; ++t) {
+            double want = 0;
+            for (int64_t k = 0; k < 6; ++k)
+                want += (double)((float *)a2.data)[6 * t + k] *
+                        ((float *)b2.data)[6 * t + k];
+            good &= close_to(((float *)c2.data)[t], want);
+        }
+        ok(good, "batched GEMM over 2**20 broadcast rows, columns and "
+                 "batches");
+        /* Int32: exact, the repeat multiplied and checked. */
+        opnd ai = mk("(3,(2,1000)):(1,(3,0))", 0, SW_DTYPE_INT32, 0);
+        opnd bi = mk("(2,(2,1000)):(1,(2,0))", 0, SW_DTYPE_INT32, 0);
+        opnd ci = mk("(3,2):(1,3)", 0, SW_DTYPE_INT32, 1);
+        st = sw_kernel_gemm(sw_kmat_of(K(&ci)), sw_kmat_of(K(&ai)),
+                            sw_kmat_of(K(&bi)));
+        good = st == SW_OK;
+        const int32_t *aid = ai.data, *bid = bi.data, *cid = ci.data;
+        for (int64_t i = 0; i < 3; ++i)
+            for (int64_t j = 0; j < 2; ++j) {
+                int64_t want = 0;
+                for (int64_t k = 0; k < 2; ++k)
+                    want += (int64_t)aid[i + 3 * k] * bid[j + 2 * k];
+                good &= cid[i + 3 * j] == 1000 * want;
+            }
+        ok(good, "Int32 GEMM contracting (2,1000):(k,0) is 1000 * the "
+                 "product");
+        opnd ah = mk_bcast("(3," E40 "):(1,0)", SW_DTYPE_INT32, 1);
+        opnd bh = mk_bcast("(2," E40 "):(1,0)", SW_DTYPE_INT32, 1);
+        st = sw_kernel_gemm(sw_kmat_of(K(&ci)), sw_kmat_of(K(&ah)),
+                            sw_kmat_of(K(&bh)));
+        is_str(S(st), "SW_EOVERFLOW",
+               "Int32 GEMM of 2**40 broadcast ones overflows");
+        sw_clear_error();
+        rm(&a);
+        rm(&b);
+        rm(&c);
+        rm(&a2);
+        rm(&b2);
+        rm(&c2);
+        rm(&ai);
+        rm(&bi);
+        rm(&ci);
+        rm(&ah);
+        rm(&bh);
+    }
+    leak_check(base, "kernels over repeats");
+}
+
+/* --------------------------------------------------------- interrupts */
+
+/* Calls one kernel family on small operands. */
+typedef enum kfamily {
+    KF_ELEM,
+    KF_ELEM_I32,
+    KF_ACT,
+    KF_ACT_BACK,
+    KF_REDUCE,
+    KF_REDUCE_I32,
+    KF_REDUCE_BACK,
+    KF_GEMM,
+    KF_GEMM_I32,
+    KF_COPY,
+    KF_FILL,
+    KF_COUNT
+} kfamily;
+
+static const char *const kf_names[KF_COUNT] = {"elementwise",
+                                               "Int32 elementwise",
+                                               "activation",
+                                               "activation backward",
+                                               "reduce",
+                                               "Int32 reduce",
+                                               "reduce backward",
+                                               "GEMM",
+                                               "Int32 GEMM",
+                                               "copy",
+                                               "fill"};
+
+static sw_status run_family(kfamily f) {
+    int i32 = f == KF_ELEM_I32 || f == KF_REDUCE_I32 || f == KF_GEMM_I32;
+    sw_dtype dt = i32 ? SW_DTYPE_INT32 : SW_DTYPE_FLOAT32;
+    opnd x = mk("(8,6):(1,8)", 0, dt, 0), y = mk("(8,6):(1,8)", 0, dt, 0);
+    opnd o = mk("(8,6):(1,8)", 0, dt, 1), r = mk("8:1", 0, dt, 1);
+    opnd b = mk("(5,6):(1,5)", 0, dt, 0), c = mk("(8,5):(1,8)", 0, dt, 1);
+    sw_karg in[2] = {K(&x), K(&y)};
+    sw_kscalar none = {0.0, 0};
+    sw_status st = SW_OK;
+    switch (f) {
+    case KF_ELEM:
+    case KF_ELEM_I32:
+        st = sw_kernel_elementwise(SW_KELEM_ADD, K(&o), in, none);
+        break;
+    case KF_ACT:
+        st = sw_kernel_activation(SW_KACT_TANH, K(&o), K(&x));
+        break;
+    case KF_ACT_BACK:
+        st = sw_kernel_activation_backward(SW_KACT_TANH, K(&o), K(&y), K(&x),
+                                           NULL);
+        break;
+    case KF_REDUCE:
+    case KF_REDUCE_I32:
+        st = sw_kernel_reduce_sum(K(&r), K(&x));
+        break;
+    case KF_REDUCE_BACK: {
+        opnd g = mk("8:1", 0, dt, 0);
+        st = sw_kernel_reduce_sum_backward(K(&o), K(&g));
+        rm(&g);
+        break;
+    }
+    case KF_GEMM:
+    case KF_GEMM_I32:
+        st = sw_kernel_gemm(sw_kmat_of(K(&c)), sw_kmat_of(K(&x)),
+                            sw_kmat_of(K(&b)));
+        break;
+    case KF_COPY:
+        st = sw_kernel_copy(K(&o), K(&x));
+        break;
+    case KF_FILL:
+        st = sw_kernel_fill(K(&o), 1.0);
+        break;
+    default:
+        break;
+    }
+    rm(&x);
+    rm(&y);
+    rm(&o);
+    rm(&r);
+    rm(&b);
+    rm(&c);
+    return st;
+}
+
+static void test_interrupts(void) {
+    int64_t base = sw_debug_live_allocs();
+    ok(!sw_interrupt_requested(), "no interrupt request at start");
+    is_int(sw_interrupt_watch(1), 0, "a thread starts not watching");
+    sw_interrupt_request();
+    ok(sw_interrupt_requested(), "sw_interrupt_request raises the request");
+    for (int f = 0; f < KF_COUNT; ++f) {
+        sw_status st = run_family((kfamily)f);
+        is_str(S(st), "SW_EINTERRUPTED", "%s stops for a raised request",
+               kf_names[f]);
+        is_str(sw_errmsg(), "operation interrupted", "  with its message");
+        sw_clear_error();
+    }
+    ok(sw_interrupt_requested(), "the request stays raised until cleared");
+    /* A thread that does not watch ignores it. */
+    is_int(sw_interrupt_watch(0), 1, "watch(0) returns the previous setting");
+    int all = 1;
+    for (int f = 0; f < KF_COUNT; ++f)
+        all &= run_family((kfamily)f) == SW_OK;
+    ok(all, "every kernel runs while the thread does not watch");
+    sw_interrupt_watch(1);
+    sw_interrupt_clear();
+    ok(!sw_interrupt_requested(), "sw_interrupt_clear lowers it");
+    all = 1;
+    for (int f = 0; f < KF_COUNT; ++f)
+        all &= run_family((kfamily)f) == SW_OK;
+    ok(all, "every kernel runs once the request is cleared");
+
+    /* A request raised during a walk stops it within about
+     * SW_INTERRUPT_EVERY elements: 4000 runs of 1000, raised on the
+     * first. */
+    {
+        sw_layout *l = P("(1000,4000):(1,1001)");
+        sw_plan_leaves lv = sw_plan_leaves_of(l);
+        char arena[4];
+        void *basep[1] = {arena};
+        static const int64_t elsize[1] = {0};
+        counter c = {0, 0, 0, 1};
+        sw_status st =
+            sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.visits <= SW_INTERRUPT_EVERY + 1000,
+           "a walk stops %lld elements after the request", (long long)c.visits);
+        sw_interrupt_clear();
+        c = (counter){0, 0, 0, 1};
+        st = sw_plan_run_leaves(1, &lv, NULL, basep, elsize, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.visits <= SW_INTERRUPT_EVERY + 1000,
+           "the fallback walk stops too (%lld elements)", (long long)c.visits);
+        sw_interrupt_clear();
+        sw_clear_error();
+        sw_layout_release(l);
+    }
+    /* Long runs are cut into pieces of SW_PLAN_CHUNK, checked between. */
+    {
+        sw_layout *l = P("20000000:0");
+        sw_plan_leaves lv = sw_plan_leaves_of(l);
+        char arena[4];
+        void *basep[1] = {arena};
+        static const int64_t elsize[1] = {4};
+        counter c = {0, 0, 0, 0};
+        sw_status st =
+            sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_OK && c.visits == 20000000 && c.max_run == SW_PLAN_CHUNK &&
+               c.calls == 3,
+           "a run of 2e7 elements comes in 3 pieces of at most SW_PLAN_CHUNK");
+        c = (counter){0, 0, 0, 1};
+        st = sw_plan_iterate(1, &lv, NULL, basep, elsize, 0, count_loop, &c);
+        ok(st == SW_EINTERRUPTED && c.calls == 1,
+           "a request raised in the first piece stops the run there");
+        sw_interrupt_clear();
+        sw_clear_error();
+        sw_layout_release(l);
+    }
+    sw_interrupt_watch(0);
+    leak_check(base, "interrupts");
+}
+
 int main(void) {
     test_plan_examples();
     test_plan_errors();
@@ -1928,5 +2484,8 @@ int main(void) {
     test_reduce();
     test_gemm();
     test_copy();
+    test_plan_repeats();
+    test_kernels_repeats();
+    test_interrupts();
     return done_testing();
 }

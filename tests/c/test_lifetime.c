@@ -242,13 +242,16 @@ static void test_backward_after_release(void) {
 typedef struct reader {
     sw_tensor *t;
     atomic_int *stop;
-    int rounds, failures, other;
+    /* Watched by the main thread while the reader runs (the others are
+     * read after the join). */
+    atomic_int rounds;
+    int failures, other;
 } reader;
 
 /* Runs relu over t until told to stop; counts refusals. */
 static void *relu_reader(void *arg) {
     reader *r = arg;
-    while (!atomic_load(r->stop) || r->rounds == 0) {
+    while (!atomic_load(r->stop) || atomic_load(&r->rounds) == 0) {
         sw_tensor *y = NULL;
         sw_status st = sw_unary("relu", r->t, &y);
         if (st == SW_OK) {
@@ -260,7 +263,7 @@ static void *relu_reader(void *arg) {
             r->other++;
             sw_clear_error();
         }
-        r->rounds++;
+        atomic_fetch_add(&r->rounds, 1);
         if (r->failures > 0)
             break; /* released: every later round fails the same way */
     }
@@ -277,7 +280,7 @@ static void run_against_reader(const char *what, int kind) {
         if (pthread_create(&th, NULL, relu_reader, &r) != 0)
             bail_out("pthread_create");
         /* Let the reader get going, then free the storage under it. */
-        while (atomic_load(&stop) == 0 && r.rounds == 0)
+        while (atomic_load(&stop) == 0 && atomic_load(&r.rounds) == 0)
             sched_yield();
         sw_status st = SW_OK;
         sw_tensor *moved = NULL;

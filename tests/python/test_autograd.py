@@ -56,6 +56,7 @@ def test_no_grad_nests_and_restores():
     sw.set_grad_enabled(True)
 
 
+@pytest.mark.threads
 def test_grad_mode_is_thread_local():
     results = {}
     started = threading.Event()

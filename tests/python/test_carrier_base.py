@@ -445,6 +445,7 @@ def test_owner_access_tokens():
         c._end_owner_access(token)
 
 
+@pytest.mark.threads
 def test_owner_access_is_per_thread():
     c = CPU(1)
     token = c._claim_ownership()

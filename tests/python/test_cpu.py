@@ -390,6 +390,7 @@ def test_scatter_released_carriers():
         dst.scatter(cpu_tensor([1, 2]), onto, flat(2))
 
 
+@pytest.mark.threads
 def test_scatter_runs_beside_other_threads():
     n = 1 << 18
     dst = CPU(n)
@@ -470,6 +471,7 @@ def test_backend_methods_need_their_backend():
         CPU.size(Carrier())
 
 
+@pytest.mark.threads
 def test_release_beside_gil_free_work():
     """A release while scatters run without the GIL takes effect at once; a
     scatter already running finishes on the storage it pinned, later ones

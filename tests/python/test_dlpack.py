@@ -683,6 +683,7 @@ def test_consumed_capsule_deleter_runs_once(max_version):
     assert tref() is None
 
 
+@pytest.mark.threads
 def test_deleter_on_another_thread():
     t = seq_tensor(4, flat(4))
     tref = weakref.ref(t)

@@ -471,6 +471,7 @@ def test_cache_is_shared_with_tensor_level_forms():
     assert E.parse_rearrange("h w -> w h") is spec
 
 
+@pytest.mark.threads
 def test_cache_is_thread_safe():
     # Fresh commands, compiled by four threads at once: one spec each.
     commands = [f"t{i} b -> b t{i}" for i in range(200)]

@@ -244,6 +244,7 @@ def test_dropping_the_handle_neither_blocks_nor_cancels():
     assert source.is_released() and f.size() == BIG and f[BIG - 1] == 6.0
 
 
+@pytest.mark.threads
 def test_concurrent_waits_see_one_outcome():
     t = big_cpu()
     _native._debug_move_hold(True)
@@ -373,6 +374,7 @@ def test_grad_mode_is_captured_at_submission():
     assert h.wait().autograd_ctx is None
 
 
+@pytest.mark.threads
 def test_many_moves_from_many_threads():
     errors = []
 
@@ -396,6 +398,7 @@ def test_many_moves_from_many_threads():
     assert errors == []
 
 
+@pytest.mark.threads
 def test_blocking_move_protects_participants_too():
     t = big_cpu(last=4.0)
     source = t.carrier

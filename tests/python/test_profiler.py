@@ -157,6 +157,7 @@ def test_event_and_aggregate_dataclasses():
 # ------------------------------------------------------- what is recorded
 
 
+@pytest.mark.threads
 def test_cpu_event_fields():
     t = cpu_vector(4)
     before = time.monotonic_ns()
@@ -404,6 +405,7 @@ def test_exit_returns_false():
 # --------------------------------------------------------------- threads
 
 
+@pytest.mark.threads
 def test_two_threads_profile_independently():
     barrier = threading.Barrier(2)
     results = {}
@@ -429,6 +431,7 @@ def test_two_threads_profile_independently():
         assert {e.thread_id for e in events} == {ident}
 
 
+@pytest.mark.threads
 def test_other_threads_not_recorded():
     with sw.profile() as prof:
         th = threading.Thread(target=lambda: sw.exp(cpu_vector(2)))
@@ -438,6 +441,7 @@ def test_other_threads_not_recorded():
     assert [e.name for e in prof.events()] == ["relu"]
 
 
+@pytest.mark.threads
 def test_cross_thread_exit_abandons_and_owner_recovers():
     prof = sw.profile()
     prof.__enter__()
@@ -464,6 +468,7 @@ def test_cross_thread_exit_abandons_and_owner_recovers():
         prof.__exit__(None, None, None)
 
 
+@pytest.mark.threads
 def test_cross_thread_exit_then_new_profile_recovers():
     prof = sw.profile()
     prof.__enter__()
@@ -640,6 +645,7 @@ def test_table_argument_checks():
 # ------------------------------------------------------------ chrome trace
 
 
+@pytest.mark.threads
 def test_chrome_trace(tmp_path):
     t = outer_tensor()
     with sw.profile(record_shapes=True) as prof:
@@ -747,6 +753,7 @@ def test_composite_lowered_execution_nests():
     assert e.self_time_ns < e.duration_ns
 
 
+@pytest.mark.threads
 def test_thread_ending_inside_a_profiler_abandons_it():
     prof = sw.profile()
 

@@ -9,6 +9,9 @@ import strideweave as sw
 from helpers_ops import L, logical
 from strideweave import CPU, Tensor
 
+# All of this file runs in the ThreadSanitizer pass (make tsan).
+pytestmark = pytest.mark.threads
+
 
 def big(n):
     c = CPU(n)

@@ -6,6 +6,16 @@
  * the bulk CPU-to-CPU scatter; neither runs Python code, and the library
  * pins the carriers involved so that a release meanwhile cannot free
  * their storage under the copy.
+ *
+ * Writes to a carrier must be serialised by the caller (carrier.h). With
+ * the GIL held for the whole call, a scatter was serialised with every
+ * other; once the GIL is released, two threads scattering into one
+ * carrier would write it at the same time. So every CPU scatter, bulk or
+ * not, holds its destination's scatter lock (module state, one of
+ * SWPY_SCATTER_STRIPES by address), waiting for it without the GIL: two
+ * scatters into one carrier run one after the other, each whole, as they
+ * did with the GIL. Reading a carrier while another thread scatters into
+ * it stays the caller's business (the values read are old or new ones).
  */
 #include "carrier.h"
 #include "errors.h"
@@ -158,6 +168,13 @@ static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     sw_layout *mapping = swpy_layout_get(mapping_obj);
     /* Between two CPU carriers the library copies in one pass without
      * calling back into Python. */
+    PyThread_type_lock lock =
+        st->scatter_locks[((uintptr_t)c / 64) % SWPY_SCATTER_STRIPES];
+    if (!PyThread_acquire_lock(lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS;
+        PyThread_acquire_lock(lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS;
+    }
     sw_status s;
     if (swpy_bulk(sw_layout_size(mapping))) {
         Py_BEGIN_ALLOW_THREADS;
@@ -166,6 +183,7 @@ static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     } else {
         s = sw_carrier_scatter(c, src, onto, mapping, offset);
     }
+    PyThread_release_lock(lock);
     if (s != SW_OK) {
         return swpy_raise(s);
     }

@@ -25,6 +25,8 @@ PyObject *swpy_exception_type(sw_status status) {
         return PyExc_OverflowError;
     case SW_EOS:
         return PyExc_OSError;
+    case SW_EINTERRUPTED:
+        return PyExc_KeyboardInterrupt;
     case SW_OK:
         break;
     }
@@ -57,6 +59,11 @@ PyObject *swpy_raise(sw_status status) {
     if (status == SW_OK) {
         PyErr_SetString(PyExc_SystemError,
                         "strideweave: error raised for a successful call");
+        return NULL;
+    }
+    if (status == SW_EINTERRUPTED && PyErr_CheckSignals() < 0) {
+        /* A Ctrl-C stopped the kernel: Python's handler says what to
+         * raise (see swpy_interrupted in gil.h). */
         return NULL;
     }
     const char *msg = sw_errmsg();

@@ -281,6 +281,13 @@ static int module_exec(PyObject *module) {
         PyErr_NoMemory();
         return -1;
     }
+    for (int i = 0; i < SWPY_SCATTER_STRIPES; i++) {
+        st->scatter_locks[i] = PyThread_allocate_lock();
+        if (st->scatter_locks[i] == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
     if (swpy_layout_init_types(module, st) < 0 ||
         swpy_carrier_init_types(module, st) < 0 ||
         swpy_tensor_init_type(module, st) < 0 ||
@@ -419,6 +426,12 @@ static void module_free(void *module) {
         if (st->backward_lock != NULL) {
             PyThread_free_lock(st->backward_lock);
             st->backward_lock = NULL;
+        }
+        for (int i = 0; i < SWPY_SCATTER_STRIPES; i++) {
+            if (st->scatter_locks[i] != NULL) {
+                PyThread_free_lock(st->scatter_locks[i]);
+                st->scatter_locks[i] = NULL;
+            }
         }
     }
 }

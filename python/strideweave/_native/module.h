@@ -29,6 +29,8 @@
 #define SWPY_EINOPS_CLASSES 5
 #define SWPY_EINOPS_CACHES 3
 
+#define SWPY_SCATTER_STRIPES 16
+
 typedef struct swpy_state {
     PyTypeObject *shape_type;
     PyTypeObject *stride_type;
@@ -87,6 +89,9 @@ typedef struct swpy_state {
      * identifier of the holder, 0 when free). */
     PyThread_type_lock backward_lock;
     _Atomic unsigned long backward_owner;
+    /* Scatters into one CPU carrier run one at a time (see cpu.c): the
+     * lock of stripe (carrier address / 64) % SWPY_SCATTER_STRIPES. */
+    PyThread_type_lock scatter_locks[SWPY_SCATTER_STRIPES];
     /* strideweave.profiling's ProfilerSession (see profile.c). */
     PyTypeObject *profiler_type;
     /* Interned names. */

@@ -1090,8 +1090,10 @@ static int kind_has_ctx(int idx) {
 /* ------------------------------------------------------------- running */
 
 /* Whether a call may run without the GIL: a native CPU operation on CPU
- * tensors only (nothing calls back into Python), and worth it. */
-static int runs_without_gil(int idx, const call_args *a) {
+ * tensors only (nothing calls back into Python), and worth it. *work is
+ * the bound on its elements used to decide. */
+static int runs_without_gil(int idx, const call_args *a, int64_t *work_out) {
+    *work_out = 0;
     if (idx < 0 || op_defs[idx].backend != BACKEND_CPU) {
         return 0;
     }
@@ -1112,6 +1114,7 @@ static int runs_without_gil(int idx, const call_args *a) {
             work = size;
         }
     }
+    *work_out = work;
     return swpy_bulk(work);
 }
 
@@ -1141,12 +1144,22 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
     }
     sw_tensor *out = NULL;
     sw_status s;
-    if (runs_without_gil(idx, &a)) {
-        SWPY_NOGIL_BEGIN
-        s = mode == SWPY_RUN_FORWARD
-                ? sw_op_forward(op, a.n, a.items, &out)
-                : sw_op_execute_lowered(op, a.n, a.items, &out);
-        SWPY_NOGIL_END
+    int64_t work = 0;
+    if (runs_without_gil(idx, &a, &work)) {
+        /* Ctrl-C stops a long kernel; it runs again only if a Python
+         * signal handler ran and raised nothing (see gil.h). */
+        int again;
+        do {
+            swpy_interrupt intr;
+            swpy_interrupt_begin(&intr, work);
+            SWPY_NOGIL_BEGIN
+            s = mode == SWPY_RUN_FORWARD
+                    ? sw_op_forward(op, a.n, a.items, &out)
+                    : sw_op_execute_lowered(op, a.n, a.items, &out);
+            SWPY_NOGIL_END
+            int seen = swpy_interrupt_end(&intr);
+            again = s == SW_EINTERRUPTED && swpy_interrupted(seen) == 1;
+        } while (again);
     } else {
         s = mode == SWPY_RUN_FORWARD
                 ? sw_op_forward(op, a.n, a.items, &out)

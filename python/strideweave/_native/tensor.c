@@ -607,9 +607,18 @@ static sw_status run_backward(swpy_state *st, sw_tensor *t, sw_tensor *g) {
     int nested = autograd_lock(st);
     sw_status s;
     if (sw_carrier_is_cpu(sw_tensor_carrier(t))) {
+        /* Ctrl-C stops the pass between nodes (see gil.h); it cannot run
+         * again, so a handler that raises nothing still ends it with
+         * KeyboardInterrupt. */
+        swpy_interrupt intr;
+        swpy_interrupt_begin(&intr, SWPY_INTERRUPT_WORK);
         SWPY_NOGIL_BEGIN
         s = sw_tensor_backward(t, g);
         SWPY_NOGIL_END
+        int seen = swpy_interrupt_end(&intr);
+        if (s == SW_EINTERRUPTED && swpy_interrupted(seen) == 1) {
+            PyErr_SetString(PyExc_KeyboardInterrupt, "operation interrupted");
+        }
     } else {
         s = sw_tensor_backward(t, g);
     }

@@ -39,7 +39,8 @@ sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
         elsize[k] = sw_kelsize(ops[k].dtype);
         base[k] = ops[k].data;
     }
-    return sw_plan_iterate(nops, leaves, offsets, base, elsize, loop, ctx);
+    return sw_plan_iterate(nops, leaves, offsets, base, elsize,
+                           SW_PLAN_SKIP_REPEATS, loop, ctx);
 }
 
 sw_status sw_kstage_loop(int64_t n, void *const *ptr, const int64_t *step,

@@ -145,7 +145,13 @@ sw_status sw_kstage_loop(int64_t n, void *const *ptr, const int64_t *step,
 sw_status sw_kiterate_f32(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
                           void *ctx);
 
-/* Iterates nops operands with a loop that reads them in their dtypes. */
+/*
+ * Iterates nops operands with a loop that reads them in their dtypes.
+ * Every loop run through sw_kiterate and sw_kiterate_f32 is an assignment
+ * (operand 0 written from the other operands of the same visit), so both
+ * skip repeated visits (SW_PLAN_SKIP_REPEATS): a broadcast that every
+ * operand shares costs one visit, however many logical elements it has.
+ */
 sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
                       void *ctx);
 

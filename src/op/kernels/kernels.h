@@ -30,6 +30,12 @@
  *   overflowed'), SW_ENOMEM for GEMM's packing buffers. On an error the
  *   output's contents are unspecified (operations write into fresh
  *   carriers, so nothing half-changed is visible to a user).
+ * - Broadcasts: a mode along which every operand of a kernel has stride 0
+ *   is walked once (layout/plan.h, repeats): elementwise, activation, copy
+ *   and fill kernels write the same values either way; sums and GEMM
+ *   multiply by the mode's extent instead of adding it up, so work is
+ *   bounded by the distinct elements, not the logical size (2**62 for
+ *   Shape(2**62):Stride(0)).
  * - Float32 math is done in float (expf, tanhf, erff, log1pf, expm1f);
  *   Int32 inputs of Float32 kernels are read as float.
  * - Kernels are reentrant and thread-safe; they touch no global state

@@ -39,6 +39,18 @@
  *
  * Int32 is simple and exact: each entry is an int64 sum along k, walked
  * with a plan over the two k modes, checked for overflow.
+ *
+ * Repeats (layout/plan.h): before any of this, modes that are stride 0 in
+ * every operand that runs along them are dropped: rows shared by C and A,
+ * columns shared by C and B, batch modes shared by all three (each dropped
+ * coordinate would recompute the same entry into the same place), and k
+ * modes shared by A and B, which instead multiply every entry by their
+ * extent (Float32: once, after the entry's sum, as float(repeat);
+ * Int32: exactly, checked). So a product over Shape(2**40) broadcast
+ * rows, columns or contractions costs what the distinct ones cost.
+ *
+ * Interrupts: Float32 checks once per MC x KC x NC block (at most 113
+ * MFLOP, about a millisecond), Int32 before every entry's walk.
  */
 #include <string.h>
 
@@ -255,6 +267,7 @@ static int table_is_affine(const int64_t *t, int64_t n, int64_t step) {
 typedef struct gemm_f32_job {
     gemm_mat a, b, c;
     int64_t m, n, k, nbatch;
+    float scale; /* the repeat count of the dropped k modes */
 } gemm_f32_job;
 
 static sw_status gemm_f32(const gemm_f32_job *job) {
@@ -279,6 +292,8 @@ static sw_status gemm_f32(const gemm_f32_job *job) {
     float tile[SW_GEMM_NR * SW_GEMM_MR];
     gemm_ukernel uk = select_ukernel(NULL);
     float *cdata = (float *)job->c.data;
+    float scale = job->scale;
+    sw_status st = SW_OK;
 
     for (int64_t bi = 0; bi < job->nbatch; ++bi) {
         int64_t boff[3];
@@ -299,15 +314,19 @@ static sw_status gemm_f32(const gemm_f32_job *job) {
                 sw_plan_leaves_offsets(job->a.cols, pc, kc, acol);
                 sw_plan_leaves_offsets(job->b.cols, pc, kc, bcol);
                 pack_panels(bp, &job->b, bbase, brow, nc, bcol, kc, NR);
+                /* The scale goes on each entry once its sum is complete. */
+                int last = pc + kc == K;
                 for (int64_t ic = 0; ic < M; ic += SW_GEMM_MC) {
+                    if ((st = sw_check_interrupt()))
+                        goto done;
                     int64_t mc = M - ic < SW_GEMM_MC ? M - ic : SW_GEMM_MC;
                     sw_plan_leaves_offsets(job->a.rows, ic, mc, arow);
                     sw_plan_leaves_offsets(job->c.rows, ic, mc, crow);
                     pack_panels(ap, &job->a, abase, arow, mc, acol, kc, MR);
                     /* Tiles may go straight to C when its rows are unit
                      * stride and its columns evenly spaced. */
-                    int direct = SW_KERNELS_FAST && cols_affine &&
-                                 table_is_affine(crow, mc, 1);
+                    int direct = SW_KERNELS_FAST && scale == 1.0f &&
+                                 cols_affine && table_is_affine(crow, mc, 1);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         int64_t nr = nc - jr < NR ? nc - jr : NR;
                         const float *bpanel = bp + jr * kc;
@@ -325,7 +344,8 @@ static sw_status gemm_f32(const gemm_f32_job *job) {
                                 const float *tj = tile + j * MR;
                                 for (int64_t i = 0; i < mr; ++i) {
                                     float *ce = cj + crow[ir + i];
-                                    *ce = pc > 0 ? *ce + tj[i] : tj[i];
+                                    float v = pc > 0 ? *ce + tj[i] : tj[i];
+                                    *ce = last ? v * scale : v;
                                 }
                             }
                         }
@@ -334,8 +354,9 @@ static sw_status gemm_f32(const gemm_f32_job *job) {
             }
         }
     }
+done:
     sw_free_aligned(buf);
-    return SW_OK;
+    return st;
 }
 
 /* -------------------------------------------------------------- Int32 */
@@ -358,7 +379,7 @@ static sw_status dot_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
 
 static sw_status gemm_i32(const gemm_mat *a, const gemm_mat *b,
                           const gemm_mat *c, int64_t M, int64_t N,
-                          int64_t nbatch) {
+                          int64_t nbatch, int64_t repeat) {
     sw_plan_leaves kops[2] = {a->cols, b->cols};
     static const int64_t zero[2] = {0, 0};
     static const int64_t elsize[2] = {4, 4};
@@ -389,7 +410,8 @@ static sw_status gemm_i32(const gemm_mat *a, const gemm_mat *b,
                                              dot_i32_loop, &d);
                 if (st)
                     return st;
-                if (d.acc < INT32_MIN || d.acc > INT32_MAX)
+                if (!sw_mul_ok(d.acc, repeat, &d.acc) || d.acc < INT32_MIN ||
+                    d.acc > INT32_MAX)
                     return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
                 ((int32_t *)c->data)[c->offset + boff[2] + ci + cj] =
                     (int32_t)d.acc;
@@ -400,6 +422,42 @@ static sw_status gemm_i32(const gemm_mat *a, const gemm_mat *b,
 }
 
 /* -------------------------------------------------------------- entry */
+
+/* The leaf lists of a GEMM without their shared repeats, with storage. */
+typedef struct gemm_reduced {
+    sw_plan_reduced rows, cols, k, batch;
+} gemm_reduced;
+
+/*
+ * Drops the repeats of each index (see the header comment) from the
+ * operands, whose extents already agree. Returns the repeat of k.
+ */
+static sw_status drop_gemm_repeats(gemm_mat *a, gemm_mat *b, gemm_mat *c,
+                                   gemm_reduced *r, int64_t *krepeat) {
+    sw_plan_leaves rows[2] = {c->rows, a->rows}, cols[2] = {c->cols, b->rows};
+    sw_plan_leaves ks[2] = {a->cols, b->cols};
+    sw_plan_leaves batch[3] = {c->batch, a->batch, b->batch};
+    sw_status st = sw_plan_drop_repeats(2, rows, &r->rows);
+    if (!st)
+        st = sw_plan_drop_repeats(2, cols, &r->cols);
+    if (!st)
+        st = sw_plan_drop_repeats(2, ks, &r->k);
+    if (!st)
+        st = sw_plan_drop_repeats(3, batch, &r->batch);
+    if (st)
+        return st;
+    c->rows = r->rows.ops[0];
+    a->rows = r->rows.ops[1];
+    c->cols = r->cols.ops[0];
+    b->rows = r->cols.ops[1];
+    a->cols = r->k.ops[0];
+    b->cols = r->k.ops[1];
+    c->batch = r->batch.ops[0];
+    a->batch = r->batch.ops[1];
+    b->batch = r->batch.ops[2];
+    *krepeat = r->k.repeat;
+    return SW_OK;
+}
 
 sw_status sw_kernel_gemm(sw_kmat c, sw_kmat a, sw_kmat b) {
     gemm_mat ga, gb, gc;
@@ -434,13 +492,21 @@ sw_status sw_kernel_gemm(sw_kmat c, sw_kmat a, sw_kmat b) {
                       nbatch);
     if (st)
         return st;
+    gemm_reduced red;
+    int64_t krepeat = 1;
+    if ((st = drop_gemm_repeats(&ga, &gb, &gc, &red, &krepeat)))
+        return st;
+    M = sw_plan_leaves_size(ga.rows);
+    K = sw_plan_leaves_size(ga.cols);
+    N = sw_plan_leaves_size(gb.rows);
+    nbatch = sw_plan_leaves_size(gc.batch);
     switch (gc.dtype) {
     case SW_DTYPE_FLOAT32: {
         if (ga.dtype != SW_DTYPE_FLOAT32 && ga.dtype != SW_DTYPE_INT32)
             return sw_kbad_dtype("gemm", "A", ga.dtype);
         if (gb.dtype != SW_DTYPE_FLOAT32 && gb.dtype != SW_DTYPE_INT32)
             return sw_kbad_dtype("gemm", "B", gb.dtype);
-        gemm_f32_job job = {ga, gb, gc, M, N, K, nbatch};
+        gemm_f32_job job = {ga, gb, gc, M, N, K, nbatch, (float)krepeat};
         return gemm_f32(&job);
     }
     case SW_DTYPE_INT32:
@@ -448,7 +514,7 @@ sw_status sw_kernel_gemm(sw_kmat c, sw_kmat a, sw_kmat b) {
             return sw_kbad_dtype("gemm", "A", ga.dtype);
         if (gb.dtype != SW_DTYPE_INT32)
             return sw_kbad_dtype("gemm", "B", gb.dtype);
-        return gemm_i32(&ga, &gb, &gc, M, N, nbatch);
+        return gemm_i32(&ga, &gb, &gc, M, N, nbatch, krepeat);
     default:
         return sw_kbad_dtype("gemm", "C", gc.dtype);
     }

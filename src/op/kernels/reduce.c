@@ -14,6 +14,15 @@
  * time (a plan over (out, mode 0) outside, a plan over mode 1 inside), so
  * the result does not depend on the order and a sum fails only if the
  * true value leaves the int32 range.
+ *
+ * Repeats (layout/plan.h): a mode along which x and the output both have
+ * stride 0 adds the same value again and again. Both dtypes drop such
+ * modes before walking and multiply by their extent instead, so summing
+ * Shape(4,2**60):Stride(1,0) costs 4 visits: Float32 as float(repeat) *
+ * (the sum over the kept modes), per run (exact when the repeat is a
+ * power of two, otherwise one rounding more, and closer to the true value
+ * than 2**60 float additions could be); Int32 exactly, with an overflow
+ * check on the product.
  */
 #include "op/kernels/kcommon.h"
 
@@ -63,13 +72,22 @@ static sw_status check_two_mode(const char *kernel, const sw_karg *x,
 
 /* ------------------------------------------------------------ Float32 */
 
+typedef struct sum_f32_ctx {
+    float scale; /* the repeat count of the dropped modes */
+} sum_f32_ctx;
+
 /* Operand 0 is x, operand 1 the broadcast output. */
 static sw_status sum_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
                               void *vctx) {
-    (void)vctx;
+    float scale = ((const sum_f32_ctx *)vctx)->scale;
     const float *x = ptr[0];
     float *o = ptr[1];
     int64_t sx = step[0], so = step[1];
+    if (scale != 1.0f && so != 0) {
+        for (int64_t j = 0; j < n; ++j)
+            o[j * so] += scale * x[j * sx];
+        return SW_OK;
+    }
     if (so == 0) {
         float acc = 0.0f;
         int64_t j = 0;
@@ -85,7 +103,7 @@ static sw_status sum_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
         }
         for (; j < n; ++j)
             acc += x[j * sx];
-        *o += acc;
+        *o += scale * acc;
         return SW_OK;
     }
     if (SW_KERNELS_FAST && sx == 1 && so == 1) {
@@ -109,7 +127,7 @@ static sw_status sum_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
 typedef struct sum_i32_ctx {
     sw_plan inner; /* the walk over mode 1 of x, if it has a plan */
     int have_inner;
-    sw_plan_leaves mode1;
+    sw_plan_reduced mode1; /* mode 1 of x without its stride-0 modes */
     int64_t acc;
 } sum_i32_ctx;
 
@@ -139,11 +157,12 @@ static sw_status sum_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
         sw_status st =
             c->have_inner
                 ? sw_plan_run(&c->inner, base, elsize, acc_i32_loop, c)
-                : sw_plan_run_leaves(1, &c->mode1, zero, base, elsize,
+                : sw_plan_run_leaves(1, c->mode1.ops, zero, base, elsize,
                                      acc_i32_loop, c);
         if (st)
             return st;
-        if (c->acc < INT32_MIN || c->acc > INT32_MAX)
+        if (!sw_mul_ok(c->acc, c->mode1.repeat, &c->acc) ||
+            c->acc < INT32_MIN || c->acc > INT32_MAX)
             return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
         o[t * so] = (int32_t)c->acc;
     }
@@ -171,24 +190,33 @@ sw_status sw_kernel_reduce_sum(sw_karg out, sw_karg x) {
         bcast_leaves ob;
         broadcast_leaves(out.layout, sw_plan_leaves_size(m1), &ob);
         sw_plan_leaves ops[2] = {sw_plan_leaves_of(x.layout), ob.leaves};
+        sw_plan_reduced red;
+        st = sw_plan_drop_repeats(2, ops, &red);
+        if (st)
+            return st;
+        sum_f32_ctx fc = {(float)red.repeat};
         int64_t offsets[2] = {x.offset, out.offset};
         void *base[2] = {x.data, out.data};
         int64_t elsize[2] = {4, 4};
-        return sw_plan_iterate(2, ops, offsets, base, elsize, sum_f32_loop,
-                               NULL);
+        return sw_plan_iterate(2, red.ops, offsets, base, elsize, 0,
+                               sum_f32_loop, &fc);
     }
     sum_i32_ctx c;
-    c.mode1 = m1;
     c.acc = 0;
+    if ((st = sw_plan_drop_repeats(1, &m1, &c.mode1)))
+        return st;
     static const int64_t zero[1] = {0};
-    c.have_inner = sw_plan_build_leaves(1, &m1, zero, &c.inner) == SW_OK;
+    c.have_inner =
+        sw_plan_build_leaves(1, c.mode1.ops, zero, &c.inner) == SW_OK;
     if (!c.have_inner)
         sw_clear_error();
     sw_plan_leaves ops[2] = {sw_plan_leaves_of(out.layout), m0};
     int64_t offsets[2] = {out.offset, x.offset};
     void *base[2] = {out.data, x.data};
     int64_t elsize[2] = {4, 4};
-    return sw_plan_iterate(2, ops, offsets, base, elsize, sum_i32_loop, &c);
+    /* Each visit assigns one output from a whole sum: idempotent. */
+    return sw_plan_iterate(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS,
+                           sum_i32_loop, &c);
 }
 
 /* ----------------------------------------------------------- backward */
@@ -241,5 +269,6 @@ sw_status sw_kernel_reduce_sum_backward(sw_karg out, sw_karg g) {
     int64_t offsets[2] = {out.offset, g.offset};
     void *base[2] = {out.data, g.data};
     int64_t elsize[2] = {4, 4};
-    return sw_plan_iterate(2, ops, offsets, base, elsize, bcast_loop, NULL);
+    return sw_plan_iterate(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS,
+                           bcast_loop, NULL);
 }
