@@ -82,7 +82,11 @@ SW_API int32_t sw_tree_ntok(const sw_tree *tree);
 /* Borrowed arrays of ntok tokens and nleaf values, valid while tree lives. */
 SW_API const int32_t *sw_tree_recipe(const sw_tree *tree);
 SW_API const int64_t *sw_tree_values(const sw_tree *tree);
-/* Product of the leaves (1 for the empty tuple); meaningful for shapes. */
+/*
+ * Product of the leaves (1 for the empty tuple); meaningful for shapes,
+ * whose product always fits int64_t. For a stride tree whose product does
+ * not fit, -1.
+ */
 SW_API int64_t sw_tree_size(const sw_tree *tree);
 /* Non-zero if child i (0 <= i < rank) is an integer leaf. */
 SW_API int sw_tree_child_is_leaf(const sw_tree *tree, int32_t i);

@@ -44,11 +44,35 @@ static void keep_leaves(sw_plan_leaves ops, kept_leaves *k) {
     }
 }
 
+/*
+ * The walks step an offset past a mode's end before stepping back, and a
+ * refined mode can reach up to twice its leaf's extent times its stride;
+ * every offset they form stays below offset + 2 * sum(extent * stride),
+ * which must therefore fit int64_t.
+ */
+static sw_status check_reach(int32_t nops, const sw_plan_leaves *ops,
+                             const int64_t *offsets) {
+    for (int32_t k = 0; k < nops; ++k) {
+        int64_t reach = offsets ? offsets[k] : 0, term;
+        for (int32_t j = 0; j < ops[k].nleaf; ++j)
+            if (!sw_mul_ok(ops[k].extent[j], ops[k].stride[j], &term) ||
+                !sw_mul_ok(term, 2, &term) || !sw_add_ok(reach, term, &reach))
+                return sw_fail(SW_EOVERFLOW,
+                               "plan operand %d: its offsets overflow 64-bit "
+                               "integers",
+                               (int)k);
+    }
+    return SW_OK;
+}
+
 static sw_status check_operands(int32_t nops, const sw_plan_leaves *ops,
-                                int64_t *size) {
+                                const int64_t *offsets, int64_t *size) {
     if (nops < 1 || nops > SW_PLAN_MAX_OPS)
         return sw_fail(SW_EVALUE, "a plan takes 1 to %d operands, not %d",
                        SW_PLAN_MAX_OPS, (int)nops);
+    sw_status st = check_reach(nops, ops, offsets);
+    if (st)
+        return st;
     int64_t n0 = sw_plan_leaves_size(ops[0]);
     for (int32_t k = 1; k < nops; ++k) {
         int64_t nk = sw_plan_leaves_size(ops[k]);
@@ -140,7 +164,7 @@ static int inner_before(const modes *m, int32_t a, int32_t b, int32_t nops) {
 sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
                                const int64_t *offsets, sw_plan *out) {
     int64_t size;
-    sw_status st = check_operands(nops, ops, &size);
+    sw_status st = check_operands(nops, ops, offsets, &size);
     if (st)
         return st;
     kept_leaves kl[SW_PLAN_MAX_OPS];
@@ -175,8 +199,11 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
     for (int32_t t = 0; t < m.n; ++t) {
         int32_t d = order[t];
         int merge = nd > 0;
-        for (int32_t k = 0; merge && k < nops; ++k)
-            merge = m.str[d][k] == ext[nd - 1] * str[k][nd - 1];
+        for (int32_t k = 0; merge && k < nops; ++k) {
+            int64_t next;
+            merge = sw_mul_ok(ext[nd - 1], str[k][nd - 1], &next) &&
+                    m.str[d][k] == next;
+        }
         if (merge) {
             ext[nd - 1] *= m.ext[d];
             continue;
@@ -317,7 +344,7 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *elsize, sw_plan_loop loop,
                              void *ctx) {
     int64_t size;
-    sw_status st = check_operands(nops, ops, &size);
+    sw_status st = check_operands(nops, ops, offsets, &size);
     if (st)
         return st;
     kept_leaves kl[SW_PLAN_MAX_OPS];
@@ -400,11 +427,14 @@ void sw_plan_leaves_offsets(sw_plan_leaves ops, int64_t start, int64_t count,
         /* Advance the odometer, unless this was the last element asked. */
         if (t + 1 == count)
             break;
+        /* Step back before stepping past the end, so that off stays
+         * inside the layout's span. */
         for (int32_t j = 0; j < n; ++j) {
-            off += str[j];
-            if (++coord[j] < ext[j])
+            if (++coord[j] < ext[j]) {
+                off += str[j];
                 break;
-            off -= ext[j] * str[j];
+            }
+            off -= (ext[j] - 1) * str[j];
             coord[j] = 0;
         }
     }

@@ -240,7 +240,8 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if (batched)
         sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 2));
     sw_layout *ol = NULL;
-    if ((st = sw_lb_finish_compact(&lb, &ol)))
+    if ((st = sw_lb_finish_compact_as(
+             &lb, batched ? "batched matmul result" : "matmul result", &ol)))
         return st;
     st = fresh(ol, join(sw_tensor_dtype(a), sw_tensor_dtype(b)), &r);
     sw_layout_release(ol);

@@ -382,6 +382,27 @@ def test_choose_modout_reference_examples():
         A.choose(1.5)  # type: ignore[arg-type]
 
 
+def test_algebra_overflow_is_reported():
+    big = L([7, 1317624576693539401], [1, 7])  # size and cosize 2**63 - 1
+    assert big.coalesce() == Layout.leaf(2**63 - 1, 1)
+    assert big(2**63 - 2) == 2**63 - 2
+    assert big.left_inverse() == Layout.leaf(2**63 - 1, 1)
+    with pytest.raises(
+        ValueError,
+        match=r"^left inverse of 2:4611686018427387904: its size overflows 64-bit integers$",
+    ):
+        Layout.leaf(2, 2**62).left_inverse()
+    assert Layout.leaf(2**63 - 1, 1).compose(Layout.leaf(1, 2)) == Layout.leaf(1, 2)
+    with pytest.raises(
+        ValueError,
+        match=r"^composition: stride 4 of B overflows 64-bit integers in mode "
+        r"2:4611686018427387904 of A$",
+    ):
+        L([2, 2], [1, 2**62]).compose(Layout.leaf(2, 4))
+    with pytest.raises(ValueError, match=r"^product size overflows 64-bit integers$"):
+        Layout.leaf(2**62, 1).logical_product(Layout.leaf(4, 1))
+
+
 def test_compose_reference_examples():
     assert L([6, 2], [8, 2]).compose_layouts(L([4, 3], [3, 1])) == L([[2, 2], 3], [[24, 2], 8])
     assert L([20], [2]).compose(L([5, 4], [4, 1])) == L([5, 4], [8, 2])
