@@ -372,9 +372,17 @@ SW_API sw_status sw_layout_is_injective(const sw_layout *a, int *out);
 SW_API sw_status sw_layout_is_compact(const sw_layout *a, int *out);
 
 /*
- * CuTe's shape-division steps on the flattened leaves of A, as used by
- * composition. choose(A, d) is the layout C with C(j) == A(d*j), A's last
- * mode extended; modout(A, s) keeps the first s elements of A.
+ * The shape-division steps of composition, on the flattened leaves of A,
+ * with the reference's rules (composition itself uses variants that
+ * extend A's last mode instead).
+ * choose(A, d) is the layout C with C(j) == A(d*j) for j < size(A)/d. d
+ * must divide size(A) ("Can not choose the 2-th element of Layout 3:1")
+ * and the leading extents in turn ("...: 4 can not be reduced by 6").
+ * modout(A, s) keeps the first min(s, size(A)) elements, with A's strides:
+ * a layout of at most s elements comes back whole, and where s ends inside
+ * a leaf it must be a multiple of the elements before that leaf ("Shape
+ * divisibility condition not met for (4,4):(1,4) and 6").
+ * SW_EVALUE also for d < 1 or s < 1 and for strides that overflow.
  */
 SW_API sw_status sw_layout_choose(const sw_layout *a, int64_t d,
                                   sw_layout **out);

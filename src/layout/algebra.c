@@ -530,15 +530,21 @@ sw_status sw_layout_compose_shape(const sw_layout *a, const sw_tree *shape,
 }
 
 sw_status sw_layout_choose(const sw_layout *a, int64_t d, sw_layout **out) {
+    char name[160];
     if (d < 1)
         return sw_fail(SW_EVALUE, "choose: the stride must be positive");
+    if (a->size % d != 0)
+        return sw_fail(SW_EVALUE,
+                       "Can not choose the %lld-th element of "
+                       "Layout %s",
+                       (long long)d, sw_layout_str(a, name, sizeof name));
     pairs p, c;
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)
         return st;
     st = pairs_alloc(&c, p.n);
     if (!st) {
-        st = choose_pairs(&p, d, &c, NULL);
+        st = choose_pairs(&p, d, &c, a);
         if (!st)
             st = sw_layout_from_pairs(c.n, c.e, c.d, out);
         pairs_free(&c);
@@ -554,7 +560,7 @@ sw_status sw_layout_modout(const sw_layout *a, int64_t s, sw_layout **out) {
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)
         return st;
-    st = modout_pairs(&p, s, NULL);
+    st = modout_pairs(&p, s, a);
     if (!st)
         st = sw_layout_from_pairs(p.n, p.e, p.d, out);
     pairs_free(&p);

@@ -2404,7 +2404,94 @@ static void test_overflow(void) {
     check_binop(sw_layout_compose, "compose", "(2,2):(1,4611686018427387904)",
                 "2:2", "2:4611686018427387904", true);
 
+    /* choose: a stride that overflows names it. */
+    a = P("(1,2):(1,4611686018427387904)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 2, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 2-th element of Layout "
+                       "(1,2):(1,4611686018427387904): stride "
+                       "4611686018427387904 times 2 overflows 64-bit integers",
+                       "choose((1,2):(1,2^62), 2)");
+        r = NULL;
+        status = sw_layout_modout(a, max, &r);
+        expect_exact(status, r, "(1,2):(1,4611686018427387904)",
+                     "modout((1,2):(1,2^62), INT64_MAX)");
+        sw_layout_release(r);
+        sw_layout_release(a);
+    }
     leak_check(base, "overflow");
+}
+
+/* choose and modout as the reference defines them: no extension. */
+static void test_choose_modout_reference(void) {
+    sw_status status;
+    int64_t base = sw_debug_live_allocs();
+    sw_layout *a = P("3:1"), *r = SENT_LAYOUT;
+    if (a != NULL) {
+        status = sw_layout_choose(a, 2, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 2-th element of Layout 3:1",
+                       "choose(3:1, 2)");
+        r = NULL;
+        status = sw_layout_choose(a, 3, &r);
+        expect_exact(status, r, "1:3", "choose(3:1, 3)");
+        sw_layout_release(r);
+        sw_layout_release(a);
+    }
+    a = P("(4,3):(1,4)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 6, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 6-th element of Layout "
+                       "(4,3):(1,4): 4 can not be reduced by 6",
+                       "choose((4,3):(1,4), 6)");
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 0, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "choose: the stride must be positive",
+                       "choose((4,3):(1,4), 0)");
+        sw_layout_release(a);
+    }
+    a = P("(2,3):(1,2)");
+    if (a != NULL) {
+        /* A layout of fewer than s elements is kept whole. */
+        r = NULL;
+        status = sw_layout_modout(a, 12, &r);
+        expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 12)");
+        sw_layout_release(r);
+        r = NULL;
+        status = sw_layout_modout(a, 6, &r);
+        expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 6)");
+        sw_layout_release(r);
+        r = NULL;
+        status = sw_layout_modout(a, 4, &r);
+        expect_exact(status, r, "(2,2):(1,2)", "modout((2,3):(1,2), 4)");
+        sw_layout_release(r);
+        r = SENT_LAYOUT;
+        status = sw_layout_modout(a, 0, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "modout: the count must be positive",
+                       "modout((2,3):(1,2), 0)");
+        sw_layout_release(a);
+    }
+    a = P("(4,4):(1,4)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_modout(a, 6, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Shape divisibility condition not met for (4,4):(1,4) "
+                       "and 6",
+                       "modout((4,4):(1,4), 6)");
+        sw_layout_release(a);
+    }
+    /* Composition still extends A's last mode (COMPATIBILITY.md). */
+    check_binop(sw_layout_compose, "compose", "(2,3):(1,2)", "8:1", "8:1",
+                true);
+    check_binop(sw_layout_compose, "compose", "3:1", "2:2", "2:2", true);
+    leak_check(base, "choose and modout");
 }
 
 /* ------------------------------------------------ fault injection */
@@ -2901,6 +2988,7 @@ int main(void) {
     test_properties_product();
     test_properties_inverse();
     test_overflow();
+    test_choose_modout_reference();
     test_fault_injection();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
