@@ -45,22 +45,29 @@ static void keep_leaves(sw_plan_leaves ops, kept_leaves *k) {
 }
 
 /*
- * The walks step an offset past a mode's end before stepping back, and a
- * refined mode can reach up to twice its leaf's extent times its stride;
- * every offset they form stays below offset + 2 * sum(extent * stride),
- * which must therefore fit int64_t.
+ * The walks step an offset one stride past a mode's end before stepping
+ * back, so the offsets they form stay below offset + span + the largest
+ * extent*stride of a leaf that moves (extent > 1); that must fit int64_t.
  */
 static sw_status check_reach(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *offsets) {
     for (int32_t k = 0; k < nops; ++k) {
-        int64_t reach = offsets ? offsets[k] : 0, term;
-        for (int32_t j = 0; j < ops[k].nleaf; ++j)
-            if (!sw_mul_ok(ops[k].extent[j], ops[k].stride[j], &term) ||
-                !sw_mul_ok(term, 2, &term) || !sw_add_ok(reach, term, &reach))
-                return sw_fail(SW_EOVERFLOW,
-                               "plan operand %d: its offsets overflow 64-bit "
-                               "integers",
-                               (int)k);
+        int64_t reach = offsets ? offsets[k] : 0, top = 0, term;
+        int fits = 1;
+        for (int32_t j = 0; j < ops[k].nleaf && fits; ++j) {
+            int64_t e = ops[k].extent[j], d = ops[k].stride[j];
+            if (e <= 1)
+                continue;
+            fits = sw_mul_ok(e - 1, d, &term) &&
+                   sw_add_ok(reach, term, &reach) && sw_mul_ok(e, d, &term);
+            if (fits && term > top)
+                top = term;
+        }
+        if (!fits || !sw_add_ok(reach, top, &reach))
+            return sw_fail(SW_EOVERFLOW,
+                           "plan operand %d: its offsets overflow 64-bit "
+                           "integers",
+                           (int)k);
     }
     return SW_OK;
 }

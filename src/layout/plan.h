@@ -115,7 +115,7 @@ int64_t sw_plan_leaves_size(sw_plan_leaves ops);
  *       offsets[k] + layouts[k](i) == offset[k] + sum_d c_d*stride[k][d];
  *       size == product of extent == size of each layout.
  * Errors: SW_EVALUE if nops is out of range or the sizes differ;
- * SW_EOVERFLOW if an operand's offset plus twice the sum of its leaves'
+ * SW_EOVERFLOW if an operand's offset plus its span plus its largest
  * extent*stride overflows int64_t (the walks form offsets up to there);
  * SW_ENOTIMPL if the operands have no common refinement or need more than
  * SW_PLAN_MAX_DIMS modes (then use sw_plan_run_leaves). *out is written

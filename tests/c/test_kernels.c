@@ -471,11 +471,19 @@ static void test_plan_errors(void) {
         ok(strstr(sw_errmsg(), "operand 1") != NULL, "operand 1 ('%s')",
            sw_errmsg());
         sw_clear_error();
-        /* Half of that range is fine. */
-        sw_layout *half = P("(2,3):(1152921504606846976,0)");
+        /* Half of that range is fine, and so is any stride of a leaf
+         * that does not move. */
+        sw_layout *half = P("(2,3):(2305843009213693952,0)");
         const sw_layout *h1[1] = {half};
         st = sw_plan_build(1, h1, NULL, &p);
-        ok(st == SW_OK, "a plan reaching 2^62 is built");
+        ok(st == SW_OK, "a plan reaching 2^61 + 2^62 is built");
+        sw_layout *still =
+            P("(1,4,1):(9223372036854775807,1,9223372036854775807)");
+        const sw_layout *s1[2] = {still, still};
+        st = sw_plan_build(2, s1, NULL, &p);
+        ok(st == SW_OK && p.ndim == 1 && p.extent[0] == 4,
+           "extent-1 leaves with stride INT64_MAX do not count");
+        sw_layout_release(still);
         /* The offsets of a list step back before stepping past the end. */
         sw_layout *tall = P("(2,2):(4611686018427387904,1)");
         int64_t got[4] = {-1, -1, -1, -1};
