@@ -24,7 +24,7 @@ import pickle
 import strideweave as sw
 from hypothesis import given
 from hypothesis import strategies as st
-from strideweave import CPU, DType, Generic, Layout, Node, Shape, Stride, Tensor, Tree
+from strideweave import CPU, Carrier, DType, Generic, Layout, Node, Shape, Stride, Tensor, Tree
 from strideweave import einops as ein
 
 ALLOWED = (
@@ -429,6 +429,63 @@ def test_tensor_construction_and_keys(kind, n, offset, layout, key_list, value):
         if isinstance(r, Tensor):
             r.size(), r.layout
         call(t.__setitem__, key, value)
+
+
+hook_results = any_int | weird | numbers | dtypes | st.builds(lambda: Generic([1.0, 2.0]))
+
+
+@given(
+    size=hook_results,
+    dtype=hook_results,
+    value=hook_results,
+    mutable=hook_results,
+    made=hook_results,
+    layout=small_layouts | layouts(),
+    key=keys,
+)
+def test_python_carrier_hooks(size, dtype, value, mutable, made, layout, key):
+    # A Python subclass whose hooks return anything: the library validates
+    # what each hook gives back before it relies on it.
+    class Odd(Carrier):
+        def size(self):
+            return size
+
+        def dtype(self):
+            return dtype
+
+        def get_value(self, index):
+            return value
+
+        def set_value(self, index, v):
+            pass
+
+        def _is_mutable(self):
+            return mutable
+
+        def new_like(self, values, *, mutable=True):
+            return made
+
+        def allocate_like(self, n, *, mutable=True, dtype=None, empty=False):
+            return made
+
+    c = Odd()
+    for f in (c.size, c.dtype, c.is_mutable, c.release):
+        call(f)
+    c = Odd()
+    call(c.__getitem__, 0)
+    call(c.__setitem__, 0, 1.0)
+    t = call(Tensor, c, 0, layout)
+    if t is None:
+        return
+    call(t.__getitem__, key)
+    call(t.__setitem__, key, 1.0)
+    if t.size() <= 64:
+        for op in (sw.exp, sw.neg):
+            call(op, t, allowed=ALLOWED_GENERIC_MATH)
+        call(sw.add, t, t, allowed=ALLOWED_GENERIC_MATH)
+        call(sw.reduce, t, allowed=ALLOWED_GENERIC_MATH)
+        call(sw.rearrange, t, "a ... -> ... a")
+        call(c.scatter, t, t, layout)
 
 
 BROADCAST_LIMIT = 2048
