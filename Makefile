@@ -11,7 +11,7 @@ MESON  := $(VBIN)/meson
 NINJA  := $(VBIN)/ninja
 
 C_SOURCES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-PY_SOURCES := python tests/python bench examples
+PY_SOURCES := python tests/python tests/fuzz bench examples
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -178,7 +178,7 @@ FUZZ_CFLAGS  := -std=c11 -g -O1 -fno-omit-frame-pointer \
                 -Iinclude -Isrc -DSW_BUILDING_LIBRARY
 SUDO         := $(shell test "$$(id -u)" = 0 || echo sudo)
 
-.PHONY: fuzz fuzz-deps
+.PHONY: fuzz fuzz-deps fuzz-python
 
 fuzz-deps:
 	@printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
@@ -203,6 +203,28 @@ fuzz: fuzz-deps $(FUZZ_DIR)/fuzz_einops
 		-max_len=512 -rss_limit_mb=2048 -print_final_stats=1 \
 		-dict=tests/fuzz/einops.dict -artifact_prefix=$(FUZZ_DIR)/ \
 		$(FUZZ_DIR)/corpus tests/fuzz/corpus
+
+# The Hypothesis fuzz suite of the Python API (tests/fuzz/test_fuzz_python.py)
+# against the AddressSanitizer + UndefinedBehaviorSanitizer build of the
+# extension, staged as the sanitize target does: FUZZ_PY_EXAMPLES examples
+# per test (a few minutes in all). pytest captures only sys-level output, so
+# that a sanitizer report reaches the terminal before the abort; huge
+# allocations return NULL (MemoryError) instead of aborting.
+FUZZ_PY_EXAMPLES ?= 2000
+
+fuzz-python: $(DEPS)
+	test -f build/asan/build.ninja || PATH=$(abspath $(VBIN)):$$PATH \
+		$(MESON) setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dc_args=-fno-sanitize-recover=all --werror
+	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/asan
+	rm -rf build/asan-stage && mkdir -p build/asan-stage
+	cp -r python/strideweave build/asan-stage/
+	cp build/asan/python/strideweave/_native*.so build/asan-stage/strideweave/
+	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:allocator_may_return_null=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+		FUZZ_PY_EXAMPLES=$(FUZZ_PY_EXAMPLES) PYTHONPATH=build/asan-stage \
+		$(VPY) -m pytest -q -x -p no:cacheprovider --capture=sys tests/fuzz/test_fuzz_python.py
 
 clean:
 	rm -rf build .venv .pytest_cache .hypothesis .ruff_cache .mypy_cache

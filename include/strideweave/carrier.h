@@ -327,10 +327,16 @@ SW_API int sw_carrier_has_owner_access(const sw_carrier *c);
 /* ------------------------------------------------------ built-in backends */
 
 /* Native memory, 64-byte aligned, zeroed unless empty. Float32, Int32 or
- * Bool (ValueError otherwise). */
+ * Bool (ValueError otherwise). SW_EVALUE for a negative size, SW_EOVERFLOW
+ * when the byte length of size elements overflows. */
 SW_API sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_,
                             int empty, sw_carrier **out);
-/* Caller-provided memory of size elements, never freed or written by us. */
+/*
+ * Caller-provided memory of size elements, never freed by us. SW_EVALUE for
+ * a negative size, a NULL pointer, or one not aligned to the dtype's
+ * elements (4 bytes for Float32 and Int32); SW_EOVERFLOW when the byte
+ * length overflows or the memory would pass the end of the address space.
+ */
 SW_API sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype,
                              int mutable_, sw_carrier **out);
 /* Non-zero if c is a CPU carrier. */

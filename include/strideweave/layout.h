@@ -82,7 +82,11 @@ SW_API int32_t sw_tree_ntok(const sw_tree *tree);
 /* Borrowed arrays of ntok tokens and nleaf values, valid while tree lives. */
 SW_API const int32_t *sw_tree_recipe(const sw_tree *tree);
 SW_API const int64_t *sw_tree_values(const sw_tree *tree);
-/* Product of the leaves (1 for the empty tuple); meaningful for shapes. */
+/*
+ * Product of the leaves (1 for the empty tuple); meaningful for shapes,
+ * whose product always fits int64_t. For a stride tree whose product does
+ * not fit, -1.
+ */
 SW_API int64_t sw_tree_size(const sw_tree *tree);
 /* Non-zero if child i (0 <= i < rank) is an integer leaf. */
 SW_API int sw_tree_child_is_leaf(const sw_tree *tree, int32_t i);
@@ -368,9 +372,17 @@ SW_API sw_status sw_layout_is_injective(const sw_layout *a, int *out);
 SW_API sw_status sw_layout_is_compact(const sw_layout *a, int *out);
 
 /*
- * CuTe's shape-division steps on the flattened leaves of A, as used by
- * composition. choose(A, d) is the layout C with C(j) == A(d*j), A's last
- * mode extended; modout(A, s) keeps the first s elements of A.
+ * The shape-division steps of composition, on the flattened leaves of A,
+ * with the reference's rules (composition itself uses variants that
+ * extend A's last mode instead).
+ * choose(A, d) is the layout C with C(j) == A(d*j) for j < size(A)/d. d
+ * must divide size(A) ("Can not choose the 2-th element of Layout 3:1")
+ * and the leading extents in turn ("...: 4 can not be reduced by 6").
+ * modout(A, s) keeps the first min(s, size(A)) elements, with A's strides:
+ * a layout of at most s elements comes back whole, and where s ends inside
+ * a leaf it must be a multiple of the elements before that leaf ("Shape
+ * divisibility condition not met for (4,4):(1,4) and 6").
+ * SW_EVALUE also for d < 1 or s < 1 and for strides that overflow.
  */
 SW_API sw_status sw_layout_choose(const sw_layout *a, int64_t d,
                                   sw_layout **out);

@@ -187,6 +187,35 @@ static sw_status cpu_make(void *data, int64_t size, sw_dtype dtype, int owned,
     return st;
 }
 
+/*
+ * The byte length of size elements of dtype. It must fit int64_t and
+ * size_t with room to spare for the aligned allocator's header, so that
+ * neither the length nor any element address computed from it wraps.
+ */
+static sw_status cpu_bytes(int64_t size, sw_dtype dtype, int64_t *bytes) {
+    int64_t item = sw_dtype_itemsize(dtype);
+    if (!sw_mul_ok(size, item, bytes) || *bytes > INT64_MAX - 128 ||
+        (uint64_t)*bytes > (uint64_t)(SIZE_MAX - 128))
+        return sw_fail(SW_EOVERFLOW,
+                       "CPU size %lld is too large: %lld elements of "
+                       "DType.%s (%lld bytes each) overflow the byte length",
+                       (long long)size, (long long)size, sw_dtype_name(dtype),
+                       (long long)item);
+    return SW_OK;
+}
+
+/* The alignment that loads and stores of a dtype's elements need. */
+static int64_t cpu_alignment(sw_dtype dtype) {
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32:
+        return (int64_t) _Alignof(float);
+    case SW_DTYPE_INT32:
+        return (int64_t) _Alignof(int32_t);
+    default:
+        return 1;
+    }
+}
+
 sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
                      sw_carrier **out) {
     if (size < 0)
@@ -195,9 +224,8 @@ sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
     if (st)
         return st;
     int64_t bytes;
-    if (!sw_mul_ok(size, sw_dtype_itemsize(dtype), &bytes) ||
-        bytes > INT64_MAX - 128)
-        return sw_fail(SW_EVALUE, "CPU size is too large");
+    if ((st = cpu_bytes(size, dtype, &bytes)))
+        return st;
     void *data = sw_alloc_aligned((size_t)bytes, !empty);
     if (!data)
         return sw_oom();
@@ -217,6 +245,22 @@ sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
     sw_status st = check_cpu_dtype(dtype);
     if (st)
         return st;
+    int64_t bytes, align = cpu_alignment(dtype);
+    if ((st = cpu_bytes(size, dtype, &bytes)))
+        return st;
+    /* The end of the memory must be an address too. */
+    if ((uintptr_t)pointer > UINTPTR_MAX - (uint64_t)bytes)
+        return sw_fail(SW_EOVERFLOW,
+                       "CPU pointer 0x%llx plus %lld bytes overflows the "
+                       "address space",
+                       (unsigned long long)(uintptr_t)pointer,
+                       (long long)bytes);
+    if ((uintptr_t)pointer % (uintptr_t)align != 0)
+        return sw_fail(SW_EVALUE,
+                       "CPU pointer 0x%llx is not aligned to %lld bytes, as "
+                       "DType.%s elements require",
+                       (unsigned long long)(uintptr_t)pointer, (long long)align,
+                       sw_dtype_name(dtype));
     return cpu_make(pointer, size, dtype, 0, mutable_, out);
 }
 

@@ -154,7 +154,7 @@ static sw_status product_layout(const sw_layout *a, const sw_layout *b,
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b), 0));
     if (sw_layout_rank(a) == 3)
         sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a), 2));
-    return sw_lb_finish_compact(&lb, out);
+    return sw_lb_finish_compact_as(&lb, "einsum result", out);
 }
 
 sw_status sw_einops_einsum_layouts(const sw_einops_spec *spec,

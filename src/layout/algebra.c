@@ -65,10 +65,11 @@ static sw_status pairs_of_view(sw_lview v, int32_t extra, pairs *p) {
  * Coalesces pairs in place: extent-1 pairs after the first are dropped, a
  * leading extent-1 pair is replaced by the next, and a pair whose stride
  * continues its predecessor (d[k] == e[k-1]*d[k-1]) merges into it.
+ * SW_EVALUE if a merged extent overflows (the pairs' size does not fit).
  */
-static void coalesce_pairs(pairs *p) {
+static sw_status coalesce_pairs(pairs *p) {
     if (p->n == 0)
-        return;
+        return SW_OK;
     int32_t m = 1;
     for (int32_t k = 1; k < p->n; ++k) {
         int64_t span;
@@ -79,7 +80,9 @@ static void coalesce_pairs(pairs *p) {
             p->d[m - 1] = p->d[k];
         } else if (sw_mul_ok(p->e[m - 1], p->d[m - 1], &span) &&
                    span == p->d[k]) {
-            p->e[m - 1] *= p->e[k];
+            if (!sw_mul_ok(p->e[m - 1], p->e[k], &p->e[m - 1]))
+                return sw_fail(SW_EVALUE,
+                               "coalesce: the size overflows 64-bit integers");
         } else {
             p->e[m] = p->e[k];
             p->d[m] = p->d[k];
@@ -87,6 +90,7 @@ static void coalesce_pairs(pairs *p) {
         }
     }
     p->n = m;
+    return SW_OK;
 }
 
 /* Keeps only the pairs that move: extent > 1 and stride > 0. */
@@ -149,7 +153,10 @@ sw_status sw_layout_coalesce(const sw_layout *l, sw_layout **out) {
     sw_status st = pairs_of_view(sw_lview_of(l), 0, &p);
     if (st)
         return st;
-    coalesce_pairs(&p);
+    if ((st = coalesce_pairs(&p))) {
+        pairs_free(&p);
+        return st;
+    }
     return finish_pairs(&p, out);
 }
 
@@ -165,8 +172,10 @@ static void lb_coalesced(sw_lb *b, sw_lview v) {
         sw_lb_fail(b, st);
         return;
     }
-    coalesce_pairs(&p);
-    lb_pairs(b, &p);
+    if ((st = coalesce_pairs(&p)))
+        sw_lb_fail(b, st);
+    else
+        lb_pairs(b, &p);
     pairs_free(&p);
 }
 
@@ -217,7 +226,10 @@ sw_status sw_layout_filter(const sw_layout *l, sw_layout **out) {
     if (st)
         return st;
     drop_still_pairs(&p);
-    coalesce_pairs(&p);
+    if ((st = coalesce_pairs(&p))) {
+        pairs_free(&p);
+        return st;
+    }
     return finish_pairs(&p, out);
 }
 
@@ -225,43 +237,61 @@ sw_status sw_layout_filter(const sw_layout *l, sw_layout **out) {
 
 /*
  * choose: C(j) == A(d*j). Walks A's pairs dividing d out of the leading
- * extents; the last pair is unbounded (A extends along its last mode), so
- * it takes whatever factor remains without a divisibility condition.
+ * extents. For composition (named is NULL) the last pair is unbounded (A
+ * extends along its last mode), so it takes whatever factor remains
+ * without a divisibility condition. For the public choose (named is A),
+ * every pair must divide, as in the reference.
  */
 static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
-                              const char *what) {
+                              const sw_layout *named) {
+    char name[160];
     int64_t r = d;
     c->n = 0;
     for (int32_t k = 0; k < a->n; ++k) {
         int64_t s = a->e[k], t = a->d[k], td;
-        int last = k == a->n - 1;
+        int last = !named && k == a->n - 1;
         if (r == 1) {
             pairs_add(c, s, t);
             c->x[c->n - 1] = 1;
             continue;
         }
-        if (!sw_mul_ok(t, r, &td))
-            return sw_fail(SW_EVALUE, "%s: strides overflow 64-bit integers",
-                           what);
+        int divides = last || (s > r ? s % r == 0 : r % s == 0);
+        if (!divides && named)
+            return sw_fail(SW_EVALUE,
+                           "Can not choose the %lld-th element of Layout %s: "
+                           "%lld can not be reduced by %lld",
+                           (long long)d,
+                           sw_layout_str(named, name, sizeof name),
+                           (long long)s, (long long)r);
+        if (!divides)
+            return sw_fail(SW_EVALUE,
+                           "composition: stride %lld of B does not divide "
+                           "mode %lld:%lld of A",
+                           (long long)r, (long long)s, (long long)t);
+        if (!sw_mul_ok(t, r, &td)) {
+            if (named)
+                return sw_fail(SW_EVALUE,
+                               "Can not choose the %lld-th element of Layout "
+                               "%s: stride %lld times %lld overflows 64-bit "
+                               "integers",
+                               (long long)d,
+                               sw_layout_str(named, name, sizeof name),
+                               (long long)t, (long long)r);
+            return sw_fail(SW_EVALUE,
+                           "composition: stride %lld of B overflows 64-bit "
+                           "integers in mode %lld:%lld of A",
+                           (long long)d, (long long)s, (long long)t);
+        }
         if (last) {
-            pairs_add(c, (s + r - 1) / r, td);
+            /* ceil(s / r), without the overflow of s + r - 1 */
+            pairs_add(c, s / r + (s % r != 0), td);
             c->x[c->n - 1] = r;
             r = 1;
         } else if (s > r) {
-            if (s % r != 0)
-                return sw_fail(SW_EVALUE,
-                               "%s: stride %lld of B does not divide mode "
-                               "%lld:%lld of A",
-                               what, (long long)r, (long long)s, (long long)t);
             pairs_add(c, s / r, td);
             c->x[c->n - 1] = r;
             r = 1;
         } else {
-            if (r % s != 0)
-                return sw_fail(SW_EVALUE,
-                               "%s: stride %lld of B does not divide mode "
-                               "%lld:%lld of A",
-                               what, (long long)r, (long long)s, (long long)t);
             pairs_add(c, 1, td);
             c->x[c->n - 1] = r;
             r /= s;
@@ -271,24 +301,33 @@ static sw_status choose_pairs(const pairs *a, int64_t d, pairs *c,
 }
 
 /*
- * modout: keeps the first n elements of C, mode by mode; the last pair is
- * unbounded, so it takes whatever count remains.
+ * modout: keeps the first n elements of C, mode by mode. For composition
+ * (named is NULL) the last pair is unbounded, so it takes whatever count
+ * remains. For the public modout (named is A) a C of at most n elements is
+ * kept whole, as in the reference.
  */
-static sw_status modout_pairs(pairs *c, int64_t n, const char *what) {
+static sw_status modout_pairs(pairs *c, int64_t n, const sw_layout *named) {
+    char name[160];
     int64_t cur = 1;
     for (int32_t k = 0; k < c->n; ++k) {
         int64_t s = c->e[k], full;
-        int last = k == c->n - 1;
+        int last = !named && k == c->n - 1;
         if (cur == n) {
             c->e[k] = 1;
         } else if (!last && sw_mul_ok(s, cur, &full) && full <= n) {
             cur = full;
         } else {
+            if (n % cur != 0 && named)
+                return sw_fail(SW_EVALUE,
+                               "Shape divisibility condition not met for %s "
+                               "and %lld",
+                               sw_layout_str(named, name, sizeof name),
+                               (long long)n);
             if (n % cur != 0)
                 return sw_fail(SW_EVALUE,
-                               "%s: extent %lld of B does not fit the modes "
-                               "of A (it is not a multiple of %lld)",
-                               what, (long long)n, (long long)cur);
+                               "composition: extent %lld of B does not fit "
+                               "the modes of A (it is not a multiple of %lld)",
+                               (long long)n, (long long)cur);
             c->e[k] = n / cur;
             cur = n;
         }
@@ -314,21 +353,22 @@ static sw_status compose_leaf(const pairs *a, int64_t n, int64_t d,
         pairs_add(c, n, 0);
         return SW_OK;
     }
-    sw_status st = choose_pairs(a, d, c, "composition");
+    sw_status st = choose_pairs(a, d, c, NULL);
     if (!st)
-        st = modout_pairs(c, n, "composition");
+        st = modout_pairs(c, n, NULL);
     if (st)
         return st;
     for (int32_t k = 0; k + 1 < c->n; ++k) {
-        usage[k] += c->x[k] * (c->e[k] - 1);
-        if (usage[k] >= a->e[k])
+        /* Usage past a->e[k] is refused, so an overflowing sum is too. */
+        int64_t digit;
+        if (!sw_mul_ok(c->x[k], c->e[k] - 1, &digit) ||
+            !sw_add_ok(usage[k], digit, &usage[k]) || usage[k] >= a->e[k])
             return sw_fail(SW_EVALUE,
                            "composition: the modes of B overlap in mode "
                            "%lld:%lld of A, so A o B is not a layout",
                            (long long)a->e[k], (long long)a->d[k]);
     }
-    coalesce_pairs(c);
-    return SW_OK;
+    return coalesce_pairs(c);
 }
 
 /*
@@ -383,8 +423,9 @@ static sw_status compose_lhs(sw_lview v, pairs *a) {
     sw_status st = pairs_of_view(v, 0, a);
     if (st)
         return st;
-    coalesce_pairs(a);
-    return SW_OK;
+    if ((st = coalesce_pairs(a)))
+        pairs_free(a);
+    return st;
 }
 
 static sw_status compose_views(sw_lview av, sw_lview bv, sw_layout **out) {
@@ -456,7 +497,10 @@ static sw_status compact_of(sw_lview v, sw_layout **out) {
     int64_t acc = 1;
     for (int32_t i = 0; i < n; ++i) {
         str[i] = acc;
-        acc *= v.ext[i];
+        if (!sw_mul_ok(acc, v.ext[i], &acc)) {
+            sw_free(str);
+            return sw_fail(SW_EVALUE, "Shape size overflows 64-bit integers");
+        }
     }
     sw_lview c = {v.tok, v.ntok, v.ext, str};
     sw_status st = sw_layout_of_view(c, out);
@@ -486,15 +530,21 @@ sw_status sw_layout_compose_shape(const sw_layout *a, const sw_tree *shape,
 }
 
 sw_status sw_layout_choose(const sw_layout *a, int64_t d, sw_layout **out) {
+    char name[160];
     if (d < 1)
         return sw_fail(SW_EVALUE, "choose: the stride must be positive");
+    if (a->size % d != 0)
+        return sw_fail(SW_EVALUE,
+                       "Can not choose the %lld-th element of "
+                       "Layout %s",
+                       (long long)d, sw_layout_str(a, name, sizeof name));
     pairs p, c;
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)
         return st;
     st = pairs_alloc(&c, p.n);
     if (!st) {
-        st = choose_pairs(&p, d, &c, "choose");
+        st = choose_pairs(&p, d, &c, a);
         if (!st)
             st = sw_layout_from_pairs(c.n, c.e, c.d, out);
         pairs_free(&c);
@@ -510,7 +560,7 @@ sw_status sw_layout_modout(const sw_layout *a, int64_t s, sw_layout **out) {
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)
         return st;
-    st = modout_pairs(&p, s, "modout");
+    st = modout_pairs(&p, s, a);
     if (!st)
         st = sw_layout_from_pairs(p.n, p.e, p.d, out);
     pairs_free(&p);
@@ -638,7 +688,10 @@ static sw_status divide_modes(const sw_layout *a, int32_t n,
     for (int32_t i = 0; i < n && !st; ++i) {
         sw_lview mode = sw_lview_child(sw_lview_of(a), i);
         sw_layout *tile = NULL;
-        st = divide_tile(tiler[i], sw_lview_size(mode), &tile);
+        int64_t size = 1;
+        st = sw_lview_size(mode, &size);
+        if (!st)
+            st = divide_tile(tiler[i], size, &tile);
         if (!st)
             st = compose_views(mode, sw_lview_of(tile), &r[i]);
         sw_layout_release(tile);
@@ -823,24 +876,43 @@ sw_status sw_layout_raked_product(const sw_layout *a, const sw_layout *b,
  * product of the extents before it; following strides 1, e0, e0*e1, ... in
  * sorted order gives the modes of the inverse.
  */
-static sw_status right_inverse_pairs(pairs *p, sw_layout **out) {
-    int64_t dom = 1;
-    for (int32_t i = 0; i < p->n; ++i) {
+static sw_status right_inverse_pairs(pairs *p, const sw_layout *a,
+                                     const char *what, sw_layout **out) {
+    char name[160];
+    sw_status st = SW_OK;
+    int64_t dom = 1, cur = 1;
+    /* The inverse's size is the product of the extents it chains; a
+     * product that overflows (a left inverse's holes can make one) has no
+     * layout. */
+    for (int32_t i = 0; i < p->n && !st; ++i) {
         p->x[i] = dom;
-        dom *= p->e[i];
+        if (!sw_mul_ok(dom, p->e[i], &dom))
+            st = SW_EVALUE;
     }
-    drop_still_pairs(p);
-    sort_by_stride(p);
-    int64_t cur = 1;
     int32_t m = 0;
-    for (int32_t i = 0; i < p->n && p->d[i] == cur; ++i, ++m) {
-        int64_t e = p->e[i];
-        p->e[m] = e;
-        p->d[m] = p->x[i];
-        cur *= e;
+    if (!st) {
+        drop_still_pairs(p);
+        sort_by_stride(p);
+        for (int32_t i = 0; i < p->n && p->d[i] == cur && !st; ++i, ++m) {
+            int64_t e = p->e[i];
+            p->e[m] = e;
+            p->d[m] = p->x[i];
+            if (!sw_mul_ok(cur, e, &cur))
+                st = SW_EVALUE;
+        }
+    }
+    if (st) {
+        pairs_free(p);
+        return sw_fail(SW_EVALUE,
+                       "%s of %s: its size overflows 64-bit "
+                       "integers",
+                       what, sw_layout_str(a, name, sizeof name));
     }
     p->n = m;
-    coalesce_pairs(p);
+    if ((st = coalesce_pairs(p))) {
+        pairs_free(p);
+        return st;
+    }
     return finish_pairs(p, out);
 }
 
@@ -849,7 +921,7 @@ sw_status sw_layout_right_inverse(const sw_layout *a, sw_layout **out) {
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)
         return st;
-    return right_inverse_pairs(&p, out);
+    return right_inverse_pairs(&p, a, "right inverse", out);
 }
 
 sw_status sw_layout_left_inverse(const sw_layout *a, sw_layout **out) {
@@ -876,7 +948,7 @@ sw_status sw_layout_left_inverse(const sw_layout *a, sw_layout **out) {
     if (!st) {
         for (int32_t i = 0; i < holes.n; ++i)
             pairs_add(&p, holes.e[i], holes.d[i]);
-        st = right_inverse_pairs(&p, out);
+        st = right_inverse_pairs(&p, a, "left inverse", out);
     }
     pairs_free(&holes);
     return st;

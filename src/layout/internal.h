@@ -19,7 +19,9 @@ struct sw_tree {
     int32_t nleaf;
     int32_t rank;
     int32_t depth;
-    int64_t size; /* product of the values; INT64_MAX if it overflows */
+    /* The product of the values. A shape's always fits (sw_tree_new refuses
+     * one that does not); a stride tree's is -1 when it does not fit. */
+    int64_t size;
     int64_t *val; /* nleaf values */
     int32_t *tok; /* ntok tokens */
 };
@@ -63,8 +65,8 @@ sw_lview sw_lview_child(sw_lview v, int32_t i);
 /* The number of top-level children of a view. */
 int32_t sw_lview_rank(sw_lview v);
 int32_t sw_lview_nleaf(sw_lview v);
-/* The number of elements of a view. */
-int64_t sw_lview_size(sw_lview v);
+/* The number of elements of a view (SW_EVALUE if it does not fit). */
+sw_status sw_lview_size(sw_lview v, int64_t *out);
 /* Non-zero if child i of the view is a leaf. */
 int sw_lview_child_is_leaf(sw_lview v, int32_t i);
 
@@ -106,6 +108,9 @@ sw_status sw_lb_finish(sw_lb *b, sw_layout **out);
  * (1, e0, e0*e1, ... in leaf order; the nesting is kept): the canonical
  * layout of the built shape. */
 sw_status sw_lb_finish_compact(sw_lb *b, sw_layout **out);
+/* The same, naming what the layout is the size of ("matmul result") in
+ * the SW_EVALUE failure when the built shape's size overflows int64_t. */
+sw_status sw_lb_finish_compact_as(sw_lb *b, const char *what, sw_layout **out);
 
 /*
  * Checks that a recipe is balanced and counts its leaves, top-level

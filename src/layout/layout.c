@@ -3,6 +3,7 @@
  * operations (modes, concatenation, append, permutation, extraction and
  * rearrangement). The algebra proper is in algebra.c.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "layout/internal.h"
@@ -185,13 +186,29 @@ sw_status sw_lb_finish(sw_lb *b, sw_layout **out) {
     return st;
 }
 
-sw_status sw_lb_finish_compact(sw_lb *b, sw_layout **out) {
+sw_status sw_lb_finish_compact_as(sw_lb *b, const char *what, sw_layout **out) {
     int64_t acc = 1;
     for (int32_t i = 0; !b->st && i < b->nleaf; ++i) {
         b->str[i] = acc;
-        acc *= b->ext[i];
+        if (!sw_mul_ok(acc, b->ext[i], &acc)) {
+            /* Name the extents: the caller's operands are what overflowed. */
+            char shape[160];
+            int64_t len = 0;
+            for (int32_t j = 0; j < b->nleaf && len < (int64_t)sizeof shape;
+                 ++j)
+                len += snprintf(shape + len, sizeof shape - (size_t)len,
+                                "%s%lld", j ? "," : "", (long long)b->ext[j]);
+            sw_lb_fail(b, sw_fail(SW_EVALUE,
+                                  "%s size overflows 64-bit integers (the "
+                                  "extents are %s)",
+                                  what, shape));
+        }
     }
     return sw_lb_finish(b, out);
+}
+
+sw_status sw_lb_finish_compact(sw_lb *b, sw_layout **out) {
+    return sw_lb_finish_compact_as(b, "Layout", out);
 }
 
 sw_status sw_layout_of_view(sw_lview v, sw_layout **out) {
@@ -252,9 +269,14 @@ sw_status sw_layout_new(sw_tree *shape, sw_tree *stride, sw_layout **out) {
         l->mode_tok[k] = p;
         l->mode_leaf[k] = leaves;
         p = sw_tok_skip(shape->tok, p, &leaves);
+        /* A mode's size divides the shape's, which fits. */
         int64_t size = 1;
         for (int32_t j = l->mode_leaf[k]; j < leaves; ++j)
-            size *= shape->val[j];
+            if (!sw_mul_ok(size, shape->val[j], &size)) {
+                sw_layout_release(l);
+                return sw_fail(SW_EVALUE,
+                               "Shape size overflows 64-bit integers");
+            }
         l->mode_size[k] = size;
     }
     l->mode_tok[rank] = shape->ntok;
@@ -406,8 +428,9 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
         if (ct != SW_TOK_PUSH) {
             /* An integer for a nested mode is its logical index. */
             int64_t c = *(*cval)++, size = 1;
-            for (int32_t k = 0; k < nsub; ++k)
-                size *= sub.ext[k];
+            sw_status st = sw_lview_size(sub, &size);
+            if (st)
+                return st;
             if (c < 0 || c >= size)
                 return out_of_domain();
             *acc += split_index(c, nsub, sub.ext, sub.str);
@@ -641,13 +664,14 @@ sw_status sw_layout_extract(const sw_layout *l, int32_t np, const int32_t *prof,
     return SW_OK;
 }
 
-/* The number of elements of a view. */
-int64_t sw_lview_size(sw_lview v) {
+sw_status sw_lview_size(sw_lview v, int64_t *out) {
     int64_t size = 1;
     int32_t n = sw_lview_nleaf(v);
     for (int32_t i = 0; i < n; ++i)
-        size *= v.ext[i];
-    return size;
+        if (!sw_mul_ok(size, v.ext[i], &size))
+            return sw_fail(SW_EVALUE, "Shape size overflows 64-bit integers");
+    *out = size;
+    return SW_OK;
 }
 
 sw_status sw_layout_rearrange(const sw_layout *l, int32_t nout,
@@ -699,11 +723,18 @@ sw_status sw_layout_rearrange(const sw_layout *l, int32_t nout,
         if (used[i] > 1)
             sw_lb_fail(&b, sw_fail(SW_EVALUE, "Layout rearrange ids must not "
                                               "be duplicated"));
-    for (int32_t i = 0; i < n && !b.st; ++i)
-        if (used[i] == 0 && sw_lview_size(views[i]) != 1)
+    for (int32_t i = 0; i < n && !b.st; ++i) {
+        int64_t size = 1;
+        if (used[i] != 0)
+            continue;
+        sw_status zs = sw_lview_size(views[i], &size);
+        if (zs)
+            sw_lb_fail(&b, zs);
+        else if (size != 1)
             sw_lb_fail(&b, sw_fail(SW_EVALUE,
                                    "Layout rearrange ids must include every "
                                    "extracted layout"));
+    }
     sw_free(used);
     sw_free(open);
     sw_free(views);

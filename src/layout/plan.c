@@ -44,11 +44,42 @@ static void keep_leaves(sw_plan_leaves ops, kept_leaves *k) {
     }
 }
 
+/*
+ * The walks step an offset one stride past a mode's end before stepping
+ * back, so the offsets they form stay below offset + span + the largest
+ * extent*stride of a leaf that moves (extent > 1); that must fit int64_t.
+ */
+static sw_status check_reach(int32_t nops, const sw_plan_leaves *ops,
+                             const int64_t *offsets) {
+    for (int32_t k = 0; k < nops; ++k) {
+        int64_t reach = offsets ? offsets[k] : 0, top = 0, term;
+        int fits = 1;
+        for (int32_t j = 0; j < ops[k].nleaf && fits; ++j) {
+            int64_t e = ops[k].extent[j], d = ops[k].stride[j];
+            if (e <= 1)
+                continue;
+            fits = sw_mul_ok(e - 1, d, &term) &&
+                   sw_add_ok(reach, term, &reach) && sw_mul_ok(e, d, &term);
+            if (fits && term > top)
+                top = term;
+        }
+        if (!fits || !sw_add_ok(reach, top, &reach))
+            return sw_fail(SW_EOVERFLOW,
+                           "plan operand %d: its offsets overflow 64-bit "
+                           "integers",
+                           (int)k);
+    }
+    return SW_OK;
+}
+
 static sw_status check_operands(int32_t nops, const sw_plan_leaves *ops,
-                                int64_t *size) {
+                                const int64_t *offsets, int64_t *size) {
     if (nops < 1 || nops > SW_PLAN_MAX_OPS)
         return sw_fail(SW_EVALUE, "a plan takes 1 to %d operands, not %d",
                        SW_PLAN_MAX_OPS, (int)nops);
+    sw_status st = check_reach(nops, ops, offsets);
+    if (st)
+        return st;
     int64_t n0 = sw_plan_leaves_size(ops[0]);
     for (int32_t k = 1; k < nops; ++k) {
         int64_t nk = sw_plan_leaves_size(ops[k]);
@@ -151,7 +182,7 @@ static int inner_before(const modes *m, int32_t a, int32_t b, int32_t nops) {
 sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
                                const int64_t *offsets, sw_plan *out) {
     int64_t size;
-    sw_status st = check_operands(nops, ops, &size);
+    sw_status st = check_operands(nops, ops, offsets, &size);
     if (st)
         return st;
     modes m;
@@ -183,8 +214,11 @@ sw_status sw_plan_build_leaves(int32_t nops, const sw_plan_leaves *ops,
     for (int32_t t = 0; t < m.n; ++t) {
         int32_t d = order[t];
         int merge = nd > 0;
-        for (int32_t k = 0; merge && k < nops; ++k)
-            merge = m.str[d][k] == ext[nd - 1] * str[k][nd - 1];
+        for (int32_t k = 0; merge && k < nops; ++k) {
+            int64_t next;
+            merge = sw_mul_ok(ext[nd - 1], str[k][nd - 1], &next) &&
+                    m.str[d][k] == next;
+        }
         if (merge) {
             ext[nd - 1] *= m.ext[d];
             continue;
@@ -244,7 +278,7 @@ static int has_zero_leaf(sw_plan_leaves l) {
 sw_status sw_plan_drop_repeats(int32_t nops, const sw_plan_leaves *ops,
                                sw_plan_reduced *out) {
     int64_t size;
-    sw_status st = check_operands(nops, ops, &size);
+    sw_status st = check_operands(nops, ops, NULL, &size);
     if (st)
         return st;
     out->nops = nops;
@@ -410,7 +444,7 @@ sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *elsize, sw_plan_loop loop,
                              void *ctx) {
     int64_t size;
-    sw_status st = check_operands(nops, ops, &size);
+    sw_status st = check_operands(nops, ops, offsets, &size);
     if (st)
         return st;
     kept_leaves kl[SW_PLAN_MAX_OPS];
@@ -504,11 +538,14 @@ void sw_plan_leaves_offsets(sw_plan_leaves ops, int64_t start, int64_t count,
         /* Advance the odometer, unless this was the last element asked. */
         if (t + 1 == count)
             break;
+        /* Step back before stepping past the end, so that off stays
+         * inside the layout's span. */
         for (int32_t j = 0; j < n; ++j) {
-            off += str[j];
-            if (++coord[j] < ext[j])
+            if (++coord[j] < ext[j]) {
+                off += str[j];
                 break;
-            off -= ext[j] * str[j];
+            }
+            off -= (ext[j] - 1) * str[j];
             coord[j] = 0;
         }
     }

@@ -137,6 +137,8 @@ int64_t sw_plan_leaves_size(sw_plan_leaves ops);
  *       offsets[k] + layouts[k](i) == offset[k] + sum_d c_d*stride[k][d];
  *       size == product of extent == size of each layout.
  * Errors: SW_EVALUE if nops is out of range or the sizes differ;
+ * SW_EOVERFLOW if an operand's offset plus its span plus its largest
+ * extent*stride overflows int64_t (the walks form offsets up to there);
  * SW_ENOTIMPL if the operands have no common refinement or need more than
  * SW_PLAN_MAX_DIMS modes (then use sw_plan_run_leaves). *out is written
  * only on success. The failure message is recorded in both cases.
@@ -187,8 +189,9 @@ sw_status sw_plan_run(const sw_plan *plan, void *const *base,
 /*
  * The fallback walk in logical order (see the header comment): works for
  * any operands of equal size, in runs bounded by every operand's innermost
- * leaf. SW_EVALUE if the sizes differ or nops is out of range;
- * SW_EINTERRUPTED for an interrupt request.
+ * leaf. SW_EVALUE if the sizes differ or nops is out of range,
+ * SW_EOVERFLOW as sw_plan_build, SW_EINTERRUPTED for an interrupt
+ * request.
  */
 sw_status sw_plan_run_leaves(int32_t nops, const sw_plan_leaves *ops,
                              const int64_t *offsets, void *const *base,

@@ -71,7 +71,10 @@ sw_status sw_tree_new(sw_tree_kind kind, int32_t ntok, const int32_t *recipe,
         return st;
     if (nleaf > 0 && values == NULL)
         return sw_fail(SW_EVALUE, "tree values are missing");
+    /* The product is kept only while it fits: a flag, not a marker value,
+     * says when it stopped fitting (INT64_MAX itself is a valid size). */
     int64_t size = 1;
+    int fits = 1;
     for (int32_t i = 0; i < nleaf; ++i) {
         int64_t v = values[i];
         if (kind == SW_TREE_SHAPE && v < 1)
@@ -79,13 +82,13 @@ sw_status sw_tree_new(sw_tree_kind kind, int32_t ntok, const int32_t *recipe,
                            "Dimension shape must not be less than 1");
         if (kind == SW_TREE_STRIDE && v < 0)
             return sw_fail(SW_EVALUE, "Stride value must not be negative");
-        if (size != INT64_MAX && !sw_mul_ok(size, v, &size)) {
-            if (kind == SW_TREE_SHAPE)
-                return sw_fail(SW_EVALUE,
-                               "Shape size overflows 64-bit integers");
-            size = INT64_MAX;
-        }
+        if (fits && !sw_mul_ok(size, v, &size))
+            fits = 0;
     }
+    if (!fits && kind == SW_TREE_SHAPE)
+        return sw_fail(SW_EVALUE, "Shape size overflows 64-bit integers");
+    if (!fits)
+        size = -1;
     size_t bytes = sizeof(sw_tree) + (size_t)nleaf * sizeof(int64_t) +
                    (size_t)ntok * sizeof(int32_t);
     sw_tree *t = sw_malloc(bytes);

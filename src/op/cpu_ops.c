@@ -73,7 +73,10 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
         compact = 0;
     sw_carrier *c = NULL;
     sw_status st = sw_cpu_new(layout->cosize, dtype, 1, compact, &c);
-    if (st == SW_EVALUE) /* the only SW_EVALUE left here: "too large" */
+    /* A result whose bytes cannot exist is out of memory for the caller,
+     * whichever check of sw_cpu_new refused it (a byte length that
+     * overflows, or one past what the allocator can ask for). */
+    if (st == SW_EVALUE || st == SW_EOVERFLOW)
         return sw_fail(SW_ENOMEM, "cannot allocate a result of %lld elements",
                        (long long)layout->cosize);
     if (st)
@@ -243,7 +246,8 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if (batched)
         sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 2));
     sw_layout *ol = NULL;
-    if ((st = sw_lb_finish_compact(&lb, &ol)))
+    if ((st = sw_lb_finish_compact_as(
+             &lb, batched ? "batched matmul result" : "matmul result", &ol)))
         return st;
     st = fresh(ol, join(sw_tensor_dtype(a), sw_tensor_dtype(b)), &r);
     sw_layout_release(ol);

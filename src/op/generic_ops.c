@@ -384,7 +384,8 @@ static sw_status matmul_layout(const sw_tensor *a, const sw_tensor *b,
     sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(b->layout), 0));
     if (batched)
         sw_lb_append_view(&lb, sw_lview_child(sw_lview_of(a->layout), 2));
-    return sw_lb_finish_compact(&lb, out);
+    return sw_lb_finish_compact_as(
+        &lb, batched ? "batched matmul result" : "matmul result", out);
 }
 
 static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
@@ -498,8 +499,8 @@ static sw_status elementwise_backward(sw_op *op, sw_tensor *g, int32_t n,
     sw_tensor *x = sw_op_input(op, 0);
     sw_tensor *y = s->kind == GEN_BINARY ? sw_op_input(op, 1) : NULL;
     int64_t size = x->layout->size;
-    double *gx = sw_malloc((size_t)(size + 1) * sizeof *gx);
-    double *gy = y ? sw_malloc((size_t)(size + 1) * sizeof *gy) : NULL;
+    double *gx = sw_calloc((size_t)size + 1, sizeof *gx);
+    double *gy = y ? sw_calloc((size_t)size + 1, sizeof *gy) : NULL;
     sw_status st = (!gx || (y && !gy)) ? sw_oom() : SW_OK;
     double b = 0.0;
     if (!st && s->kind == GEN_SCALAR) {
@@ -532,7 +533,7 @@ static sw_status reduce_backward(sw_op *op, sw_tensor *g, int32_t n,
                                  sw_tensor **grads) {
     sw_tensor *x = sw_op_input(op, 0);
     int64_t m = x->layout->mode_size[0], size = x->layout->size;
-    double *gx = sw_malloc((size_t)(size + 1) * sizeof *gx);
+    double *gx = sw_calloc((size_t)size + 1, sizeof *gx);
     if (!gx)
         return sw_oom();
     sw_status st = SW_OK;

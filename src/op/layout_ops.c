@@ -49,7 +49,9 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
         sw_lview m = sw_lview_child(v, k);
         const sw_view_key *key = &keys[k];
         int leaf = is_leaf_mode(m);
-        int64_t size = sw_lview_size(m);
+        int64_t size = 1;
+        if ((st = sw_lview_size(m, &size)))
+            break;
         if (key->kind == SW_VIEW_INDEX) {
             if (key->index < 0 || key->index >= size) {
                 st = sw_fail(SW_EVALUE, "View integer key is out of domain");

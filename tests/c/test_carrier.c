@@ -340,17 +340,25 @@ static void test_cpu_new(void) {
                     name);
         ok(c == SENT_CARRIER, "%s leaves its out-parameter alone", name);
     }
-    /* A size whose bytes cannot exist: refused, whichever way. */
+    /* A size whose byte length overflows: refused before allocating. */
     st = sw_cpu_new(INT64_MAX, SW_DTYPE_FLOAT32, 1, 0, &c);
-    ok(st == SW_EVALUE || st == SW_ENOMEM,
-       "sw_cpu_new(INT64_MAX) fails with SW_EVALUE or SW_ENOMEM (got %s)",
-       S(st));
+    expect_fail(st, SW_EOVERFLOW,
+                "CPU size 9223372036854775807 is too large: "
+                "9223372036854775807 elements of DType.Float32 (4 bytes each) "
+                "overflow the byte length",
+                "sw_cpu_new(INT64_MAX)");
     ok(c == SENT_CARRIER, "sw_cpu_new(INT64_MAX) leaves its out-parameter");
-    sw_clear_error();
     st = sw_cpu_new(INT64_MAX / 4 + 1, SW_DTYPE_INT32, 1, 0, &c);
-    ok(st == SW_EVALUE || st == SW_ENOMEM,
-       "sw_cpu_new(INT64_MAX/4+1, Int32) fails (got %s)", S(st));
+    expect_fail(st, SW_EOVERFLOW,
+                "CPU size 2305843009213693952 is too large: "
+                "2305843009213693952 elements of DType.Int32 (4 bytes each) "
+                "overflow the byte length",
+                "sw_cpu_new(INT64_MAX/4+1, Int32)");
     ok(c == SENT_CARRIER, "and leaves its out-parameter alone");
+    /* The last bytes below INT64_MAX are the aligned allocator's header. */
+    st = sw_cpu_new(INT64_MAX - 100, SW_DTYPE_BOOL, 1, 0, &c);
+    is_int(st, SW_EOVERFLOW, "sw_cpu_new(INT64_MAX-100, Bool) fails (got %s)",
+           S(st));
     sw_clear_error();
     leak_check(base, "CPU construction");
 }
@@ -441,6 +449,47 @@ static void test_cpu_wrap(void) {
                 "CPU dtype must be DType.Float32, DType.Int32 or DType.Bool",
                 "sw_cpu_wrap(buf, 4, Any)");
     ok(c == SENT_CARRIER, "sw_cpu_wrap(Any) leaves its out-parameter");
+
+    /* The byte length of a wrap must not overflow. */
+    st = sw_cpu_wrap(buf, INT64_MAX / 2, SW_DTYPE_FLOAT32, 1, &c);
+    expect_fail(st, SW_EOVERFLOW,
+                "CPU size 4611686018427387903 is too large: "
+                "4611686018427387903 elements of DType.Float32 (4 bytes each) "
+                "overflow the byte length",
+                "sw_cpu_wrap(buf, INT64_MAX/2)");
+    ok(c == SENT_CARRIER, "an overflowing wrap leaves its out-parameter");
+    st = sw_cpu_wrap(buf, (INT64_MAX >> 2) + 1, SW_DTYPE_INT32, 1, &c);
+    is_int(st, SW_EOVERFLOW, "a wrap of 2^61 Int32 elements fails (got %s)",
+           S(st));
+    sw_clear_error();
+    /* Nor may the memory run past the end of the address space. */
+    st = sw_cpu_wrap((void *)(UINTPTR_MAX - 15), 32, SW_DTYPE_BOOL, 1, &c);
+    is_int(st, SW_EOVERFLOW, "a wrap past the top address fails (got %s)",
+           S(st));
+    ok(strstr(sw_errmsg(), "overflows the address space") != NULL,
+       "and says so ('%s')", sw_errmsg());
+    sw_clear_error();
+    ok(c == SENT_CARRIER, "and leaves its out-parameter alone");
+
+    /* The elements must be aligned for their loads and stores. */
+    char name[96];
+    snprintf(name, sizeof name,
+             "CPU pointer 0x%llx is not aligned to 4 bytes, as DType.Float32 "
+             "elements require",
+             (unsigned long long)(uintptr_t)((char *)buf + 1));
+    st = sw_cpu_wrap((char *)buf + 1, 2, SW_DTYPE_FLOAT32, 1, &c);
+    expect_fail(st, SW_EVALUE, name, "sw_cpu_wrap(buf + 1 byte, Float32)");
+    ok(c == SENT_CARRIER, "a misaligned wrap leaves its out-parameter");
+    st = sw_cpu_wrap((char *)ibuf + 2, 1, SW_DTYPE_INT32, 1, &c);
+    is_int(st, SW_EVALUE, "sw_cpu_wrap(ibuf + 2 bytes, Int32) fails (got %s)",
+           S(st));
+    ok(strstr(sw_errmsg(), "not aligned to 4 bytes, as DType.Int32") != NULL,
+       "and names the alignment ('%s')", sw_errmsg());
+    sw_clear_error();
+    /* Bool elements are bytes: any address will do. */
+    st = sw_cpu_wrap(bbuf + 1, 1, SW_DTYPE_BOOL, 1, &c);
+    if (expect_ok(st, "sw_cpu_wrap(bbuf + 1, Bool)"))
+        sw_carrier_unref(c);
     leak_check(base, "sw_cpu_wrap");
 }
 

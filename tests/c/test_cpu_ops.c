@@ -398,6 +398,77 @@ static void test_broadcast_and_interrupts(void) {
     is_int(sw_debug_live_allocs(), base, "broadcasts and interrupts: no leak");
 }
 
+/*
+ * Results whose size does not fit int64_t: two (2^32, 1):(0, 0) operands
+ * over one element make a 2^32 x 2^32 product. Refused by name, for the
+ * CPU and Generic carriers, batched or not, and in einsum's layouts.
+ */
+static sw_tensor *broadcast(const char *text, int cpu) {
+    sw_layout *l = NULL;
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    double zero = 0.0;
+    if (sw_layout_parse(text, &l))
+        return NULL;
+    if (cpu)
+        sw_cpu_new(1, SW_DTYPE_FLOAT32, 1, 0, &c);
+    else
+        sw_generic_new_doubles(1, &zero, 1, &c);
+    if (c)
+        sw_tensor_new(c, 0, l, &t);
+    sw_carrier_unref(c);
+    sw_layout_release(l);
+    return t;
+}
+
+static void test_result_overflow(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const char *const want =
+        "matmul result size overflows 64-bit integers (the extents are "
+        "4294967296,4294967296)";
+    for (int cpu = 1; cpu >= 0; --cpu) {
+        const char *kind = cpu ? "CPU" : "Generic";
+        sw_tensor *a = broadcast("(4294967296,1):(0,0)", cpu), *r = NULL;
+        if (!ok(a != NULL, "%s: a broadcast (2^32,1):(0,0) operand", kind))
+            continue;
+        sw_status st = sw_matmul(a, a, &r);
+        is_int(st, SW_EVALUE, "%s: a 2^32 x 2^32 matmul fails (got %d)", kind,
+               (int)st);
+        is_str(sw_errmsg(), want, "%s: the message names the result", kind);
+        ok(r == NULL, "%s: no result", kind);
+        sw_clear_error();
+        sw_tensor *b = broadcast("(4294967296,1,1):(0,0,0)", cpu);
+        if (b != NULL) {
+            st = sw_batched_matmul(b, b, &r);
+            is_int(st, SW_EVALUE, "%s: the batched one fails too (got %d)",
+                   kind, (int)st);
+            ok(strncmp(sw_errmsg(), "batched matmul result size overflows",
+                       36) == 0,
+               "%s: and says so ('%s')", kind, sw_errmsg());
+            sw_clear_error();
+        }
+        sw_tensor_unref(b);
+        sw_tensor_unref(a);
+    }
+    sw_einops_spec *spec = NULL;
+    sw_layout *l = NULL, *r = NULL;
+    if (sw_einops_parse_einsum("a b, c b -> a c", &spec) == SW_OK &&
+        sw_layout_parse("(4294967296,1):(0,0)", &l) == SW_OK) {
+        sw_status st = sw_einops_einsum_layouts(spec, l, l, NULL, NULL, &r);
+        is_int(st, SW_EVALUE, "einsum layouts of a 2^32 x 2^32 result fail");
+        is_str(sw_errmsg(),
+               "einsum result size overflows 64-bit integers (the extents are "
+               "4294967296,4294967296)",
+               "and name the einsum result");
+        ok(r == NULL, "and leave the result alone");
+        sw_clear_error();
+    }
+    sw_layout_release(l);
+    sw_einops_spec_release(spec);
+    sw_einops_cache_clear();
+    is_int(sw_debug_live_allocs(), base, "result overflow: nothing leaked");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
@@ -406,6 +477,7 @@ int main(void) {
     test_int32_rules();
     test_errors();
     test_broadcast_and_interrupts();
+    test_result_overflow();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

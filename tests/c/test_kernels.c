@@ -444,6 +444,58 @@ static void test_plan_errors(void) {
         }
         sw_layout_release(big);
     }
+
+    /* Offsets the walks would form past INT64_MAX: refused. The walks step
+     * one stride past a mode's end, so 2:2^62 followed by a stride-0 mode
+     * would reach 2^63. */
+    {
+        sw_layout *edge = P("(2,3):(4611686018427387904,0)");
+        const sw_layout *one[1] = {edge};
+        p = sentinel;
+        st = sw_plan_build(1, one, NULL, &p);
+        is_str(S(st), "SW_EOVERFLOW", "a plan reaching 2^63 is refused");
+        is_str(sw_errmsg(),
+               "plan operand 0: its offsets overflow 64-bit integers",
+               "and the message names the operand");
+        ok(memcmp(&p, &sentinel, sizeof p) == 0, "overflow: *out kept");
+        sw_plan_leaves lv = sw_plan_leaves_of(edge);
+        st = sw_plan_run_leaves(1, &lv, NULL, NULL, NULL, NULL, NULL);
+        is_str(S(st), "SW_EOVERFLOW", "the fallback walk refuses it too");
+        sw_clear_error();
+        /* An offset near INT64_MAX counts. */
+        sw_layout *small = P("4:1");
+        const int64_t off[2] = {0, INT64_MAX - 4};
+        const sw_layout *pair[2] = {small, small};
+        st = sw_plan_build(2, pair, off, &p);
+        is_str(S(st), "SW_EOVERFLOW", "an offset of INT64_MAX-4 is refused");
+        ok(strstr(sw_errmsg(), "operand 1") != NULL, "operand 1 ('%s')",
+           sw_errmsg());
+        sw_clear_error();
+        /* Half of that range is fine, and so is any stride of a leaf
+         * that does not move. */
+        sw_layout *half = P("(2,3):(2305843009213693952,0)");
+        const sw_layout *h1[1] = {half};
+        st = sw_plan_build(1, h1, NULL, &p);
+        ok(st == SW_OK, "a plan reaching 2^61 + 2^62 is built");
+        sw_layout *still =
+            P("(1,4,1):(9223372036854775807,1,9223372036854775807)");
+        const sw_layout *s1[2] = {still, still};
+        st = sw_plan_build(2, s1, NULL, &p);
+        ok(st == SW_OK && p.ndim == 1 && p.extent[0] == 4,
+           "extent-1 leaves with stride INT64_MAX do not count");
+        sw_layout_release(still);
+        /* The offsets of a list step back before stepping past the end. */
+        sw_layout *tall = P("(2,2):(4611686018427387904,1)");
+        int64_t got[4] = {-1, -1, -1, -1};
+        sw_plan_leaves_offsets(sw_plan_leaves_of(tall), 0, 4, got);
+        ok(got[0] == 0 && got[1] == (INT64_C(1) << 62) && got[2] == 1 &&
+               got[3] == (INT64_C(1) << 62) + 1,
+           "offsets of (2,2):(2^62,1) are 0, 2^62, 1, 2^62+1");
+        sw_layout_release(tall);
+        sw_layout_release(half);
+        sw_layout_release(small);
+        sw_layout_release(edge);
+    }
     leak_check(base, "plan errors");
 }
 

@@ -2273,6 +2273,227 @@ static void test_properties_inverse(void) {
     leak_check(base, "inverse properties");
 }
 
+/* ------------------------------------------------------------ overflow */
+
+/* A rejected call's status and exact message; the out-parameter is kept. */
+static void expect_message(sw_status st, sw_status want, const void *out,
+                           const void *sentinel, const char *msg,
+                           const char *name) {
+    is_int(st, want, "%s fails with %s (got %s)", name, S(want), S(st));
+    ok(out == sentinel, "%s leaves its out-parameter alone", name);
+    if (st != SW_OK)
+        is_str(sw_errmsg(), msg, "%s: message", name);
+    sw_clear_error();
+}
+
+/*
+ * Sizes, strides and indices at the edge of int64_t. INT64_MAX is itself a
+ * valid size, so overflow must be a status and never a marker value; and
+ * every intermediate product must be checked (the sanitizer build turns an
+ * unchecked one into a failure).
+ */
+static void test_overflow(void) {
+    sw_status status;
+    int64_t base = sw_debug_live_allocs();
+    const int64_t max = INT64_MAX;
+    static const int32_t two[] = {LEAF, LEAF};
+
+    /* A shape of size exactly INT64_MAX, then one past it. */
+    const int64_t exact[] = {max, 1}, maxmax[] = {max, max}, max2[] = {max, 2};
+    const int64_t two_max[] = {2, max};
+    sw_tree *t = NULL;
+    status = sw_tree_new(SW_TREE_SHAPE, 2, two, exact, &t);
+    if (ok(status == SW_OK, "shape (INT64_MAX,1) is admissible"))
+        is_int(sw_tree_size(t), max, "and its size is INT64_MAX");
+    sw_tree_release(t);
+    const int64_t *over[] = {maxmax, max2, two_max};
+    const char *over_name[] = {"(INT64_MAX,INT64_MAX)", "(INT64_MAX,2)",
+                               "(2,INT64_MAX)"};
+    for (int k = 0; k < 3; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "shape %s", over_name[k]);
+        t = SENT_TREE;
+        status = sw_tree_new(SW_TREE_SHAPE, 2, two, over[k], &t);
+        expect_message(status, SW_EVALUE, t, SENT_TREE,
+                       "Shape size overflows 64-bit integers", name);
+    }
+    /* A stride tree's product has no use; one that overflows reads -1. */
+    t = NULL;
+    status = sw_tree_new(SW_TREE_STRIDE, 2, two, maxmax, &t);
+    if (ok(status == SW_OK, "stride (INT64_MAX,INT64_MAX) is admissible"))
+        is_int(sw_tree_size(t), -1, "its product does not fit: -1");
+    sw_tree_release(t);
+    sw_layout *l = SENT_LAYOUT;
+    status =
+        sw_layout_parse("(9223372036854775807,9223372036854775807):(0,0)", &l);
+    expect_message(status, SW_EVALUE, l, SENT_LAYOUT,
+                   "Shape size overflows 64-bit integers",
+                   "parse (INT64_MAX,INT64_MAX):(0,0)");
+
+    /* INT64_MAX = 7 * 1317624576693539401: coalesces to exactly max:1. */
+    check_unop(sw_layout_coalesce, "coalesce", "(7,1317624576693539401):(1,7)",
+               "9223372036854775807:1", true);
+    check_unop(sw_layout_coalesce, "coalesce", "(9223372036854775807,1):(0,0)",
+               "9223372036854775807:0", true);
+    sw_layout *r = NULL;
+    sw_layout *big = P("(7,1317624576693539401):(1,7)");
+    if (big != NULL) {
+        int64_t idx = -1;
+        status = sw_layout_index(big, max - 1, &idx);
+        ok(status == SW_OK && idx == max - 1,
+           "index INT64_MAX-1 of a compact layout of size INT64_MAX");
+        status = sw_layout_right_inverse(big, &r);
+        expect_exact(status, r, "9223372036854775807:1",
+                     "right_inverse((7,1317624576693539401):(1,7))");
+        sw_layout_release(r);
+        r = NULL;
+        status = sw_layout_left_inverse(big, &r);
+        expect_exact(status, r, "9223372036854775807:1",
+                     "left_inverse((7,1317624576693539401):(1,7))");
+        sw_layout_release(r);
+        sw_layout_release(big);
+    }
+
+    /* A left inverse of 2:2^62 would have 2^63 elements. */
+    sw_layout *a = P("2:4611686018427387904");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_left_inverse(a, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "left inverse of 2:4611686018427387904: its size "
+                       "overflows 64-bit integers",
+                       "left_inverse(2:2^62)");
+        r = NULL;
+        status = sw_layout_right_inverse(a, &r);
+        expect_exact(status, r, "1:0", "right_inverse(2:2^62)");
+        sw_layout_release(r);
+        sw_layout_release(a);
+    }
+
+    /* Composition with A's last mode at INT64_MAX: ceil(s / r) must not
+     * form s + r - 1. */
+    check_binop(sw_layout_compose, "compose", "9223372036854775807:1", "1:2",
+                "1:2", true);
+    check_binop(sw_layout_compose, "compose", "9223372036854775807:1",
+                "2:4611686018427387903", "2:4611686018427387903", true);
+    /* A stride product that overflows is refused with a message. */
+    a = P("(2,2):(1,4611686018427387904)");
+    sw_layout *b = P("2:4");
+    if (a != NULL && b != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_compose(a, b, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "composition: stride 4 of B overflows 64-bit integers "
+                       "in mode 2:4611686018427387904 of A",
+                       "compose((2,2):(1,2^62), 2:4)");
+
+        /* The product's target size(A) * cosize(B) is checked too. */
+        sw_layout *c = P("3074457345618258602:1");
+        if (c != NULL) {
+            r = SENT_LAYOUT;
+            status = sw_layout_product(c, a, &r);
+            expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                           "product size overflows 64-bit integers",
+                           "product(3074457345618258602:1, (2,2):(1,2^62))");
+            sw_layout_release(c);
+        }
+    }
+    sw_layout_release(a);
+    sw_layout_release(b);
+    /* Its neighbour B = 2:2 stays inside A and needs no extension. */
+    check_binop(sw_layout_compose, "compose", "(2,2):(1,4611686018427387904)",
+                "2:2", "2:4611686018427387904", true);
+
+    /* choose: a stride that overflows names it. */
+    a = P("(1,2):(1,4611686018427387904)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 2, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 2-th element of Layout "
+                       "(1,2):(1,4611686018427387904): stride "
+                       "4611686018427387904 times 2 overflows 64-bit integers",
+                       "choose((1,2):(1,2^62), 2)");
+        r = NULL;
+        status = sw_layout_modout(a, max, &r);
+        expect_exact(status, r, "(1,2):(1,4611686018427387904)",
+                     "modout((1,2):(1,2^62), INT64_MAX)");
+        sw_layout_release(r);
+        sw_layout_release(a);
+    }
+    leak_check(base, "overflow");
+}
+
+/* choose and modout as the reference defines them: no extension. */
+static void test_choose_modout_reference(void) {
+    sw_status status;
+    int64_t base = sw_debug_live_allocs();
+    sw_layout *a = P("3:1"), *r = SENT_LAYOUT;
+    if (a != NULL) {
+        status = sw_layout_choose(a, 2, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 2-th element of Layout 3:1",
+                       "choose(3:1, 2)");
+        r = NULL;
+        status = sw_layout_choose(a, 3, &r);
+        expect_exact(status, r, "1:3", "choose(3:1, 3)");
+        sw_layout_release(r);
+        sw_layout_release(a);
+    }
+    a = P("(4,3):(1,4)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 6, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Can not choose the 6-th element of Layout "
+                       "(4,3):(1,4): 4 can not be reduced by 6",
+                       "choose((4,3):(1,4), 6)");
+        r = SENT_LAYOUT;
+        status = sw_layout_choose(a, 0, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "choose: the stride must be positive",
+                       "choose((4,3):(1,4), 0)");
+        sw_layout_release(a);
+    }
+    a = P("(2,3):(1,2)");
+    if (a != NULL) {
+        /* A layout of fewer than s elements is kept whole. */
+        r = NULL;
+        status = sw_layout_modout(a, 12, &r);
+        expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 12)");
+        sw_layout_release(r);
+        r = NULL;
+        status = sw_layout_modout(a, 6, &r);
+        expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 6)");
+        sw_layout_release(r);
+        r = NULL;
+        status = sw_layout_modout(a, 4, &r);
+        expect_exact(status, r, "(2,2):(1,2)", "modout((2,3):(1,2), 4)");
+        sw_layout_release(r);
+        r = SENT_LAYOUT;
+        status = sw_layout_modout(a, 0, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "modout: the count must be positive",
+                       "modout((2,3):(1,2), 0)");
+        sw_layout_release(a);
+    }
+    a = P("(4,4):(1,4)");
+    if (a != NULL) {
+        r = SENT_LAYOUT;
+        status = sw_layout_modout(a, 6, &r);
+        expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
+                       "Shape divisibility condition not met for (4,4):(1,4) "
+                       "and 6",
+                       "modout((4,4):(1,4), 6)");
+        sw_layout_release(a);
+    }
+    /* Composition still extends A's last mode (COMPATIBILITY.md). */
+    check_binop(sw_layout_compose, "compose", "(2,3):(1,2)", "8:1", "8:1",
+                true);
+    check_binop(sw_layout_compose, "compose", "3:1", "2:2", "2:2", true);
+    leak_check(base, "choose and modout");
+}
+
 /* ------------------------------------------------ fault injection */
 
 /*
@@ -2766,6 +2987,8 @@ int main(void) {
     test_properties_divide();
     test_properties_product();
     test_properties_inverse();
+    test_overflow();
+    test_choose_modout_reference();
     test_fault_injection();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();

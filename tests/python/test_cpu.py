@@ -64,8 +64,17 @@ def test_size_checks():
     for bad in (2.0, "3", None):
         with pytest.raises(TypeError):
             CPU(bad)
-    with pytest.raises(ValueError):
-        CPU(2**62)  # too large to allocate: refused, not attempted
+    # A byte length that overflows: refused, not attempted.
+    with pytest.raises(
+        OverflowError,
+        match=r"^CPU size 4611686018427387904 is too large: 4611686018427387904 elements "
+        r"of DType.Float32 \(4 bytes each\) overflow the byte length$",
+    ):
+        CPU(2**62)
+    with pytest.raises(OverflowError, match=r"DType.Int32 \(4 bytes each\) overflow"):
+        CPU(2**61, dtype=DType.Int32)
+    with pytest.raises(OverflowError, match=r"DType.Bool \(1 bytes each\) overflow"):
+        CPU(2**63 - 1, dtype=DType.Bool)
     assert CPU(True).size() == 1
     assert CPU(Indexy(2)).size() == 2
     assert CPU(0).size() == 0
@@ -94,6 +103,32 @@ def test_pointer_checks():
     for bad in (0, -8, -(2**80)):
         with pytest.raises(ValueError, match=r"^CPU pointer must be a positive integer address$"):
             CPU(1, bad)
+
+
+def test_pointer_byte_length_and_alignment():
+    buf = array.array("f", [1.5, 2.5, 3.5, 4.5])
+    address = buf.buffer_info()[0]
+    # The byte length of the elements must fit, and so must their end.
+    with pytest.raises(OverflowError, match=r"^CPU size 4611686018427387904 is too large: "):
+        CPU(2**62, address)
+    with pytest.raises(OverflowError, match=r"DType.Int32 \(4 bytes each\) overflow"):
+        CPU(2**61, address, dtype=DType.Int32)
+    with pytest.raises(
+        OverflowError,
+        match=r"^CPU pointer 0xfffffffffffffff8 plus 16 bytes overflows the address space$",
+    ):
+        CPU(16, 2**64 - 8, dtype=DType.Bool)
+    # Float32 and Int32 elements need 4-byte alignment; Bool any address.
+    for off, dtype in ((1, None), (2, DType.Float32), (3, DType.Int32)):
+        with pytest.raises(
+            ValueError,
+            match=rf"^CPU pointer {hex(address + off)} is not aligned to 4 bytes, as "
+            rf"DType.{'Int32' if dtype is DType.Int32 else 'Float32'} elements require$",
+        ):
+            CPU(2, address + off, dtype=dtype)
+    c = CPU(3, address + 1, dtype=DType.Bool, empty=True)
+    assert c.pointer() == address + 1 and c.size() == 3
+    assert list(buf) == [1.5, 2.5, 3.5, 4.5]
 
 
 def test_pointer_aliases_caller_memory():

@@ -323,6 +323,27 @@ def test_cpu_int32_exact_and_checked():
         sw.matmul(m, m)
 
 
+@pytest.mark.parametrize("carrier", [lambda: CPU(1), lambda: Generic([0.0])])
+def test_result_size_overflow_is_named(carrier):
+    # Two broadcast (2**32, 1) operands over one element: the 2**32 x 2**32
+    # product has 2**64 elements, which no layout holds.
+    t = Tensor(carrier(), 0, L([2**32, 1], [0, 0]))
+    msg = (
+        r"^matmul result size overflows 64-bit integers \(the extents are 4294967296,4294967296\)$"
+    )
+    with pytest.raises(ValueError, match=msg):
+        sw.matmul(t, t)
+    with pytest.raises(ValueError, match=msg):
+        sw.einsum(t, t, "i k, j k -> i j")
+    b = Tensor(carrier(), 0, L([2**32, 1, 1], [0, 0, 0]))
+    with pytest.raises(
+        ValueError,
+        match=r"^batched matmul result size overflows 64-bit integers "
+        r"\(the extents are 4294967296,4294967296,1\)$",
+    ):
+        sw.einsum(b, b, "i k b, j k b -> i j b")
+
+
 def test_int_results_never_get_a_context():
     assert sw.add(cpu([1], I32), cpu([1], I32)).autograd_ctx is None
     assert sw.add(generic([1], A), generic([1], A)).autograd_ctx is None

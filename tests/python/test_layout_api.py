@@ -372,14 +372,67 @@ def test_choose_modout_reference_examples():
     assert [C(j) for j in range(C.size)] == [A(9 * j) for j in range(C.size)]
     assert A.choose(72) == L([1, 1, 1, 4], [72, 72, 72, 72])
     assert C.modout(16) == L([1, 2, 2, 4], [9, 9, 18, 36])
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError,
+        match=r"^Can not choose the 2-th element of Layout \(3,4\):\(1,3\): "
+        r"3 can not be reduced by 2$",
+    ):
         L([3, 4], [1, 3]).choose(2)
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match=r"^Shape divisibility condition not met for \(4,4\):\(1,4\) and 6$"
+    ):
         L([4, 4], [1, 4]).modout(6)
     with pytest.raises(ValueError):
         A.choose(0)
     with pytest.raises(TypeError):
         A.choose(1.5)  # type: ignore[arg-type]
+
+
+def test_choose_modout_do_not_extend_the_last_mode():
+    # The reference's rules: choose needs d to divide the size, and modout
+    # keeps a layout of at most s elements whole (composition alone extends
+    # A's last mode, see COMPATIBILITY.md).
+    with pytest.raises(ValueError, match=r"^Can not choose the 2-th element of Layout 3:1$"):
+        Layout.leaf(3, 1).choose(2)
+    with pytest.raises(
+        ValueError, match=r"^Can not choose the 4-th element of Layout \(2,3\):\(1,2\)$"
+    ):
+        L([2, 3], [1, 2]).choose(4)
+    assert Layout.leaf(3, 1).choose(3) == Layout.leaf(1, 3)
+    A = L([2, 3], [1, 2])
+    assert A.modout(12) == A
+    assert A.modout(2**63 - 1) == A
+    assert A.modout(6) == A
+    assert A.modout(4) == L([2, 2], [1, 2])
+    assert A.compose(Layout.leaf(8, 1)) == Layout.leaf(8, 1)
+    assert Layout.leaf(3, 1).compose(Layout.leaf(2, 2)) == Layout.leaf(2, 2)
+    with pytest.raises(ValueError, match=r"^modout: the count must be positive$"):
+        A.modout(0)
+
+
+def test_algebra_overflow_is_reported():
+    big = L([7, 1317624576693539401], [1, 7])  # size and cosize 2**63 - 1
+    assert big.coalesce() == Layout.leaf(2**63 - 1, 1)
+    assert big(2**63 - 2) == 2**63 - 2
+    assert big.left_inverse() == Layout.leaf(2**63 - 1, 1)
+    with pytest.raises(
+        ValueError,
+        match=r"^left inverse of 2:4611686018427387904: its size overflows 64-bit integers$",
+    ):
+        Layout.leaf(2, 2**62).left_inverse()
+    assert Layout.leaf(2**63 - 1, 1).compose(Layout.leaf(1, 2)) == Layout.leaf(1, 2)
+    with pytest.raises(
+        ValueError,
+        match=r"^composition: stride 4 of B overflows 64-bit integers in mode "
+        r"2:4611686018427387904 of A$",
+    ):
+        L([2, 2], [1, 2**62]).compose(Layout.leaf(2, 4))
+    with pytest.raises(
+        ValueError, match=r"^Can not choose the 2-th element of Layout .*overflows 64-bit"
+    ):
+        L([1, 2], [1, 2**62]).choose(2)
+    with pytest.raises(ValueError, match=r"^product size overflows 64-bit integers$"):
+        Layout.leaf(2**62, 1).logical_product(Layout.leaf(4, 1))
 
 
 def test_compose_reference_examples():

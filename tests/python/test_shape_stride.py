@@ -104,6 +104,17 @@ def test_sizes_must_fit_64_bits():
     assert Stride(2**63 - 1).top_level == (2**63 - 1,)
 
 
+def test_size_overflow_at_exactly_int64_max():
+    # 2**63 - 1 is itself a valid size; a product past it is refused.
+    assert Shape([2**63 - 1, 1]).size == 2**63 - 1
+    assert Shape([7, 1317624576693539401]).size == 2**63 - 1
+    msg = "^Shape size overflows 64-bit integers$"
+    for bad in ([2**63 - 1, 2**63 - 1], [2**63 - 1, 2], [2, 2**63 - 1], [3, [2**62, 1]]):
+        with pytest.raises(ValueError, match=msg):
+            Shape(bad)
+    assert Stride([2**63 - 1, 2**63 - 1]).top_level == (2**63 - 1, 2**63 - 1)
+
+
 def test_no_keyword_arguments():
     with pytest.raises(TypeError):
         Shape(items=[1])
