@@ -213,6 +213,59 @@ static sw_dtype join_dtype(sw_dtype a, sw_dtype b) {
                                                             : SW_DTYPE_ANY;
 }
 
+/*
+ * The distinct physical positions of a layout's elements, walked once
+ * each by an odometer over its leaves without those of stride 0: the
+ * coordinates that differ only along such a leaf land on one position.
+ * Every operand of an elementwise operation has the same layout (offsets
+ * apart) and the result does too, so those coordinates read the same
+ * values and write the same slot: one visit gives the same result, and a
+ * broadcast of 2**62 elements over one value costs one. Leaves of extent
+ * 1 are dropped as well.
+ */
+typedef struct distinct_walk {
+    int32_t n;
+    int64_t *ext, *str, *ctr;
+    int64_t total; /* the positions to visit */
+} distinct_walk;
+
+static sw_status walk_init(const sw_layout *l, distinct_walk *w) {
+    int32_t nleaf = sw_layout_nleaf(l);
+    const int64_t *ext = sw_layout_leaf_extents(l);
+    const int64_t *str = sw_layout_leaf_strides(l);
+    w->ext = sw_calloc((size_t)nleaf * 3 + 1, sizeof *w->ext);
+    if (!w->ext)
+        return sw_oom();
+    w->str = w->ext + nleaf;
+    w->ctr = w->str + nleaf;
+    w->n = 0;
+    w->total = l->size == 0 ? 0 : 1;
+    for (int32_t j = 0; j < nleaf; ++j) {
+        if (ext[j] <= 1 || str[j] == 0)
+            continue;
+        w->ext[w->n] = ext[j];
+        w->str[w->n] = str[j];
+        w->n++;
+        w->total *= ext[j]; /* at most the layout's size, which fits */
+    }
+    return SW_OK;
+}
+
+/* The position after p (the walk's state advances). */
+static int64_t walk_next(distinct_walk *w, int64_t p) {
+    for (int32_t j = 0; j < w->n; ++j) {
+        if (++w->ctr[j] < w->ext[j])
+            return p + w->str[j];
+        p -= (w->ext[j] - 1) * w->str[j];
+        w->ctr[j] = 0;
+    }
+    return p;
+}
+
+static void walk_free(distinct_walk *w) {
+    sw_free(w->ext);
+}
+
 /* ------------------------------------------------------------- forward */
 
 static sw_status elementwise_forward(sw_op *op, int32_t nargs,
@@ -255,19 +308,23 @@ static sw_status elementwise_forward(sw_op *op, int32_t nargs,
         dt = SW_DTYPE_FLOATING;
     }
     const sw_host_ops *ops = host_ops_of(x->carrier);
-    int64_t n = x->layout->cosize, size = x->layout->size;
+    int64_t n = x->layout->cosize;
+    distinct_walk w = {0, NULL, NULL, NULL, 0};
+    if ((st = walk_init(x->layout, &w)))
+        return st;
     sw_value *slots = sw_calloc((size_t)n + 1, sizeof *slots);
-    if (!slots)
+    if (!slots) {
+        walk_free(&w);
         return sw_oom();
-    for (int64_t i = 0; i < size && !st; ++i) {
+    }
+    int64_t p = 0;
+    for (int64_t k = 0; k < w.total && !st; ++k, p = walk_next(&w, p)) {
         sw_value a, c, r;
-        int64_t p;
-        sw_layout_index(x->layout, i, &p);
-        st = sw_tensor_get(x, i, &a);
+        st = sw_carrier_get(x->carrier, x->offset + p, &a);
         if (st)
             break;
         if (binary)
-            st = sw_tensor_get(y, i, &c);
+            st = sw_carrier_get(y->carrier, y->offset + p, &c);
         else
             c = b;
         if (!st)
@@ -279,6 +336,7 @@ static sw_status elementwise_forward(sw_op *op, int32_t nargs,
         if (!st)
             put_slot(slots, p, r);
     }
+    walk_free(&w);
     if (st) {
         for (int64_t i = 0; i < n; ++i)
             sw_value_clear(&slots[i]);

@@ -315,3 +315,47 @@ def test_ctrl_c_stops_a_long_backward_pass():
     )
     assert out == ["KeyboardInterrupt caught"]
     assert elapsed < PROMPT_S
+
+
+def test_generic_elementwise_over_a_huge_broadcast_finishes_at_once():
+    out = run_child(
+        """
+        from strideweave import Generic
+        x = Tensor(Generic([-2.0, 0.5], dtype=DType.Floating), 1,
+                   Layout(Shape(2**62), Stride(0)))
+        y = Tensor(Generic([3.0], dtype=DType.Floating), 0, x.layout)
+        with sw.no_grad():
+            show("relu", sw.relu(x))
+            show("add", sw.add(x, y))
+            show("mul", sw.mul(y, 2))
+            # A broadcast mode beside a real one: each distinct element once.
+            z = Tensor(Generic([1.0, -1.0, 2.0]), 0, Layout(Shape(3, 2**61), Stride(1, 0)))
+            show("relu2", sw.relu(z))
+        # Recorded, a Generic activation keeps one saved value per logical
+        # element (ctx["saved_values"]): that cannot exist, and says so.
+        error("recorded", lambda: sw.relu(x))
+        """
+    )
+    assert out[0] == "relu 4611686018427387904:0 [0.5]"
+    assert out[1] == "add 4611686018427387904:0 [3.5]"
+    assert out[2] == "mul 4611686018427387904:0 [6.0]"
+    assert out[3] == "relu2 (3,2305843009213693952):(1,0) [1.0, 0, 2.0]"
+    assert out[4] == "recorded MemoryError "
+
+
+def test_ctrl_c_stops_a_long_generic_kernel():
+    out, elapsed = interrupt_child(
+        """
+        from strideweave import DType, Generic
+        n = 2**40  # a sum over a broadcast mode: one Python addition each
+        x = Tensor(Generic([1.0], dtype=DType.Floating), 0, Layout(Shape(1, n), Stride(0, 0)))
+        print("start", flush=True)
+        try:
+            sw.reduce(x)
+            print("finished")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt caught")
+        """
+    )
+    assert out == ["KeyboardInterrupt caught"]
+    assert elapsed < PROMPT_S

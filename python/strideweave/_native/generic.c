@@ -36,10 +36,26 @@ static int64_t host_length_body(void *store) {
     return n < 0 ? -(int64_t)HOST_FAILED : (int64_t)n;
 }
 
+/*
+ * Generic kernels run with the GIL held and read every value through
+ * host_get, so that is where a long one notices Ctrl-C: every few
+ * thousand reads, the signal handlers run (on the main thread; elsewhere
+ * PyErr_CheckSignals does nothing), and an exception they raise stops the
+ * kernel like any failing read.
+ */
+#define SIGNAL_CHECK_READS 4096
+static _Thread_local unsigned reads_since_check;
+
 static sw_status host_get_body(void *store, int64_t i, sw_value *out) {
     PyObject *seq = store, *r;
     if (PyErr_Occurred()) {
         return HOST_FAILED;
+    }
+    if (++reads_since_check >= SIGNAL_CHECK_READS) {
+        reads_since_check = 0;
+        if (PyErr_CheckSignals() < 0) {
+            return HOST_FAILED;
+        }
     }
     if (PyList_CheckExact(seq) && i < PyList_GET_SIZE(seq)) {
         r = Py_NewRef(PyList_GET_ITEM(seq, (Py_ssize_t)i));
