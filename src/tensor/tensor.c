@@ -292,6 +292,8 @@ sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
     int64_t yi = y->offset, xi = x->offset, total = y->layout->size;
     int64_t ctr[64] = {0};
     for (int64_t k = 0; k < total; ++k) {
+        if (k % SW_INTERRUPT_EVERY == 0 && k > 0 && (st = sw_check_interrupt()))
+            break;
         double step = alpha * (double)xd[xi];
         yd[yi] = (float)((double)yd[yi] + step);
         for (int32_t j = 0; j < n; ++j) {
@@ -307,5 +309,7 @@ sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
     }
     sw_carrier_unpin(x->carrier);
     sw_carrier_unpin(y->carrier);
-    return sw_carrier_bump_version(y->carrier);
+    /* An interrupted step has written part of y: the version says so. */
+    sw_status bumped = sw_carrier_bump_version(y->carrier);
+    return st ? st : bumped;
 }

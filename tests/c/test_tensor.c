@@ -1624,6 +1624,35 @@ static void test_axpy(void) {
     leak_check(base, "axpy");
 }
 
+/* A step over a broadcast of 2**62 elements stops on an interrupt
+ * request, on a thread that watches for it, with y's version bumped. */
+static void test_axpy_interrupt(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *y =
+        axpy_tensor("4611686018427387904:0", 0, 1, 0.0, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *x =
+        axpy_tensor("4611686018427387904:0", 0, 1, 1.0, SW_DTYPE_FLOAT32, 1);
+    if (y && x) {
+        int64_t v0 = sw_tensor_version(y);
+        int was = sw_interrupt_watch(1);
+        sw_interrupt_request();
+        sw_status st = sw_tensor_axpy(y, 1.0, x);
+        sw_interrupt_clear();
+        sw_interrupt_watch(was);
+        expect_fail(st, SW_EINTERRUPTED, "operation interrupted",
+                    "axpy over a 2**62 broadcast with a request raised");
+        is_int(sw_tensor_version(y), v0 + 1,
+               "the partly updated y has its version bumped");
+        sw_value v;
+        if (expect_ok(sw_tensor_get(y, 0, &v), "reading y"))
+            ok(v.as.f == (double)(1 << 20), "one chunk of 2**20 steps ran (%g)",
+               v.as.f);
+    }
+    sw_tensor_unref(y);
+    sw_tensor_unref(x);
+    leak_check(base, "interrupted axpy");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     test_tensor_new();
@@ -1638,6 +1667,7 @@ int main(void) {
     test_fault_injection();
     test_scatter_offset_overflow();
     test_axpy();
+    test_axpy_interrupt();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }
