@@ -151,17 +151,18 @@ SW_API const sw_host_ops *sw_host_doubles(void);
 typedef struct sw_carrier sw_carrier;
 typedef struct sw_tensor sw_tensor;
 struct sw_op;
+struct sw_op_info;
 
 /*
- * A carrier backend. version is SW_CARRIER_CLASS_VERSION (2); classes of
- * version 1, written before the dlpack_info slot existed, are still
- * accepted and end at dispatch_op: the base never reads a later slot of
- * theirs and treats it as absent. Every slot receives the carrier;
- * sw_carrier_state gives the backend's state. The base has checked
+ * A carrier backend. version is SW_CARRIER_CLASS_VERSION (3); classes of
+ * an earlier version are still accepted and end where their version did
+ * (version 1 at dispatch_op, version 2 at dlpack_info): the base never
+ * reads a later slot of theirs and treats it as absent. Every slot receives the
+ * carrier; sw_carrier_state gives the backend's state. The base has checked
  * release, bounds and mutability before a slot runs. Slots marked
  * optional may be NULL; the comment gives the default.
  */
-#define SW_CARRIER_CLASS_VERSION 2
+#define SW_CARRIER_CLASS_VERSION 3
 typedef struct sw_carrier_class {
     uint32_t version;
     /* A short name for messages: "CPU", "Generic", "FileBacked". */
@@ -204,6 +205,12 @@ typedef struct sw_carrier_class {
      * SW_EBUFFER "DLPack is not supported for this carrier". */
     sw_status (*dlpack_info)(sw_carrier *c, void **pointer,
                              int32_t *device_type, int32_t *device_id);
+    /* Optional (version 3): a fresh operation for a registered operation
+     * (registry.h), dispatched by its number. When present it serves every
+     * registered name, and dispatch_op only names the registry does not
+     * know. */
+    sw_status (*dispatch)(sw_carrier *c, const struct sw_op_info *op,
+                          struct sw_op **out);
 } sw_carrier_class;
 
 /*

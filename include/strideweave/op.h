@@ -150,6 +150,14 @@ SW_API sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name,
                                         sw_op **out);
 
 /*
+ * The backend's own fresh operation for name (its class's slots),
+ * whatever route sw_carrier_set_dispatch gave c, not tagged as
+ * dispatched: what a binding's default dispatch hook returns.
+ */
+SW_API sw_status sw_carrier_backend_op(sw_carrier *c, const char *name,
+                                       sw_op **out);
+
+/*
  * Binding support: routes dispatch on carrier c through a host-language
  * factory (for example a Python subclass overriding _dispatch_op). tag is
  * the exact class recorded on dispatched operations.

@@ -12,6 +12,7 @@
 #include "strideweave/carrier.h"
 #include "strideweave/tensor.h"
 #include "strideweave/op.h"
+#include "strideweave/registry.h"
 #include "strideweave/einops.h"
 #include "strideweave/dlpack.h"
 #include "strideweave/interop.h"

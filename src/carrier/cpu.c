@@ -134,9 +134,9 @@ static sw_status cpu_new_like(sw_carrier *c, int64_t n, const sw_value *values,
 }
 
 /* The native operations (src/op/cpu_ops.c). */
-static sw_status cpu_dispatch_op(sw_carrier *c, const char *name,
-                                 struct sw_op **out) {
-    return sw_cpu_op_new(name, out);
+static sw_status cpu_dispatch(sw_carrier *c, const sw_op_info *op,
+                              struct sw_op **out) {
+    return sw_cpu_op_new(op, out);
 }
 
 /* Host memory: DLPack device (kDLCPU, 0). */
@@ -159,9 +159,9 @@ static const sw_carrier_class cpu_class = {
     .destroy = cpu_destroy,
     .allocate_like = cpu_allocate_like,
     .new_like = cpu_new_like,
-    .dispatch_op = cpu_dispatch_op,
     .data = cpu_data,
     .dlpack_info = cpu_dlpack_info,
+    .dispatch = cpu_dispatch,
 };
 
 static sw_status check_cpu_dtype(sw_dtype dtype) {

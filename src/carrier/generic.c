@@ -86,9 +86,9 @@ static sw_status generic_new_like(sw_carrier *c, int64_t n,
 }
 
 /* The reference operations (src/op/generic_ops.c). */
-static sw_status generic_dispatch_op(sw_carrier *c, const char *name,
-                                     struct sw_op **out) {
-    return sw_generic_op_new(name, out);
+static sw_status generic_dispatch(sw_carrier *c, const sw_op_info *op,
+                                  struct sw_op **out) {
+    return sw_generic_op_new(op, out);
 }
 
 static const sw_carrier_class generic_class = {
@@ -102,7 +102,7 @@ static const sw_carrier_class generic_class = {
     .destroy = generic_destroy,
     .allocate_like = generic_allocate_like,
     .new_like = generic_new_like,
-    .dispatch_op = generic_dispatch_op,
+    .dispatch = generic_dispatch,
 };
 
 sw_status sw_generic_new(const sw_host_ops *ops, void *store, sw_dtype dtype,

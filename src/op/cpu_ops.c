@@ -23,11 +23,9 @@ typedef enum cpu_kind {
 } cpu_kind;
 
 typedef struct cpu_entry {
-    const char *name;    /* the canonical name dispatched */
-    const char *display; /* the name in arity messages */
+    sw_native_op native; /* first: the class and its registry entry */
     cpu_kind kind;
     int code; /* sw_kelem or sw_kact */
-    sw_op_class cls;
 } cpu_entry;
 
 typedef struct cpu_state {
@@ -108,7 +106,7 @@ static sw_status binary_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     const cpu_entry *e = cstate(op)->entry;
     if (nargs != 2)
         return sw_fail(SW_ETYPE, "CPU %s requires lhs and rhs tensors",
-                       e->display);
+                       sw_op_info_get(e->native.op)->title);
     sw_status st = check_cpu_tensor(&args[0], "lhs");
     if (!st)
         st = check_cpu_tensor(&args[1], "rhs");
@@ -135,7 +133,8 @@ static sw_status scalar_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     const cpu_entry *e = s->entry;
     int is_pow = e->code == SW_KELEM_POW_SCALAR;
     if (nargs != 2)
-        return sw_fail(SW_ETYPE, "CPU %s requires a tensor and %s", e->display,
+        return sw_fail(SW_ETYPE, "CPU %s requires a tensor and %s",
+                       sw_op_info_get(e->native.op)->title,
                        is_pow ? "exponent" : "scalar");
     sw_status st = check_cpu_tensor(&args[0], "tensor");
     if (st)
@@ -173,7 +172,8 @@ static sw_status act_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                              sw_tensor **out) {
     const cpu_entry *e = cstate(op)->entry;
     if (nargs != 1)
-        return sw_fail(SW_ETYPE, "CPU %s requires a tensor", e->display);
+        return sw_fail(SW_ETYPE, "CPU %s requires a tensor",
+                       sw_op_info_get(e->native.op)->title);
     sw_status st = check_cpu_tensor(&args[0], "tensor");
     if (st)
         return st;
@@ -223,7 +223,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     int32_t want = batched ? 3 : 2;
     if (nargs != 2)
         return sw_fail(SW_ETYPE, "CPU %s requires lhs and rhs tensors",
-                       cstate(op)->entry->display);
+                       sw_op_info_get(cstate(op)->entry->native.op)->title);
     sw_status st = check_cpu_tensor(&args[0], "lhs");
     if (!st)
         st = check_cpu_tensor(&args[1], "rhs");
@@ -420,60 +420,80 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
     return sw_fail(SW_ERUNTIME, "unknown CPU operation");
 }
 
-static void cpu_op_destroy(sw_op *op) {
-    sw_free(sw_op_state(op));
+static void cpu_op_destroy(sw_op *op){
+    /* The state lives in the operation's block (sw_native_op_new). */
 }
 
 /* ------------------------------------------------------------ registry */
 
-#define CPU_CLASS(n)                                                           \
-    {SW_OP_CLASS_VERSION, n, cpu_forward, cpu_backward, cpu_op_destroy}
+#define CPU_OP(id, cls_name, k, c, summary)                                    \
+    [id] = {{{SW_OP_CLASS_VERSION, cls_name, cpu_forward, cpu_backward,        \
+              cpu_op_destroy},                                                 \
+             id,                                                               \
+             "cpu",                                                            \
+             summary,                                                          \
+             SW_NATIVE_HOST_FREE | SW_NATIVE_F32_SCALARS},                     \
+            k,                                                                 \
+            c}
+#define EXACT " (Int32 exact, overflow-checked)."
 
-static const cpu_entry cpu_table[] = {
-    {"add", "add", CPU_BINARY, SW_KELEM_ADD, CPU_CLASS("CPUAddOperation")},
-    {"sub", "sub", CPU_BINARY, SW_KELEM_SUB, CPU_CLASS("CPUSubOperation")},
-    {"elementwise_mul", "elementwise multiply", CPU_BINARY, SW_KELEM_MUL,
-     CPU_CLASS("CPUElementwiseMulOperation")},
-    {"div", "divide", CPU_BINARY, SW_KELEM_DIV, CPU_CLASS("CPUDivOperation")},
-    {"mul", "scalar multiply", CPU_SCALAR, SW_KELEM_MUL_SCALAR,
-     CPU_CLASS("CPUScalarMulOperation")},
-    {"pow", "power", CPU_SCALAR, SW_KELEM_POW_SCALAR,
-     CPU_CLASS("CPUPowOperation")},
-    {"exp", "exp", CPU_ACT, SW_KACT_EXP, CPU_CLASS("CPUExpOperation")},
-    {"relu", "ReLU", CPU_ACT, SW_KACT_RELU, CPU_CLASS("CPUReLUOperation")},
-    {"sigmoid", "sigmoid", CPU_ACT, SW_KACT_SIGMOID,
-     CPU_CLASS("CPUSigmoidOperation")},
-    {"tanh", "tanh", CPU_ACT, SW_KACT_TANH, CPU_CLASS("CPUTanhOperation")},
-    {"gelu", "GELU", CPU_ACT, SW_KACT_GELU, CPU_CLASS("CPUGELUOperation")},
-    {"silu", "SiLU", CPU_ACT, SW_KACT_SILU, CPU_CLASS("CPUSiLUOperation")},
-    {"softplus", "softplus", CPU_ACT, SW_KACT_SOFTPLUS,
-     CPU_CLASS("CPUSoftplusOperation")},
-    {"elu", "ELU", CPU_ACT, SW_KACT_ELU, CPU_CLASS("CPUELUOperation")},
-    {"leaky_relu", "leaky ReLU", CPU_ACT, SW_KACT_LEAKY_RELU,
-     CPU_CLASS("CPULeakyReLUOperation")},
-    {"reduce", "reduce", CPU_REDUCE, 0, CPU_CLASS("CPUReduceSumOperation")},
-    {"matmul", "matmul", CPU_MATMUL, 0, CPU_CLASS("CPUMatmulOperation")},
-    {"batched_matmul", "batched matmul", CPU_BMATMUL, 0,
-     CPU_CLASS("CPUBatchedMatmulOperation")},
+static const cpu_entry cpu_table[SW_OP_BUILTIN_COUNT] = {
+    CPU_OP(SW_OP_ADD, "_CPUAddOperation", CPU_BINARY, SW_KELEM_ADD,
+           "Elementwise lhs + rhs in float32" EXACT),
+    CPU_OP(SW_OP_SUB, "_CPUSubOperation", CPU_BINARY, SW_KELEM_SUB,
+           "Elementwise lhs - rhs in float32" EXACT),
+    CPU_OP(SW_OP_ELEMENTWISE_MUL, "_CPUElementwiseMulOperation", CPU_BINARY,
+           SW_KELEM_MUL, "Elementwise lhs * rhs in float32" EXACT),
+    CPU_OP(SW_OP_DIV, "_CPUDivOperation", CPU_BINARY, SW_KELEM_DIV,
+           "Elementwise lhs / rhs in float32."),
+    CPU_OP(SW_OP_MUL, "_CPUScalarMulOperation", CPU_SCALAR, SW_KELEM_MUL_SCALAR,
+           "tensor * scalar per element; ctx['scalar'] is the float32 "
+           "scalar."),
+    CPU_OP(SW_OP_POW, "_CPUPowOperation", CPU_SCALAR, SW_KELEM_POW_SCALAR,
+           "tensor ** exponent per element; ctx['exponent'] is the float32 "
+           "exponent."),
+    CPU_OP(SW_OP_EXP, "_CPUExpOperation", CPU_ACT, SW_KACT_EXP,
+           "expf per element."),
+    CPU_OP(SW_OP_RELU, "_CPUReLUOperation", CPU_ACT, SW_KACT_RELU,
+           "max(x, 0) per element (Int32 exact)."),
+    CPU_OP(SW_OP_SIGMOID, "_CPUSigmoidOperation", CPU_ACT, SW_KACT_SIGMOID,
+           "The numerically stable logistic function per element."),
+    CPU_OP(SW_OP_TANH, "_CPUTanhOperation", CPU_ACT, SW_KACT_TANH,
+           "tanhf per element."),
+    CPU_OP(SW_OP_GELU, "_CPUGELUOperation", CPU_ACT, SW_KACT_GELU,
+           "0.5*x*(1 + erf(x/sqrt(2))) per element."),
+    CPU_OP(SW_OP_SILU, "_CPUSiLUOperation", CPU_ACT, SW_KACT_SILU,
+           "x*sigmoid(x) per element."),
+    CPU_OP(SW_OP_SOFTPLUS, "_CPUSoftplusOperation", CPU_ACT, SW_KACT_SOFTPLUS,
+           "log1p(exp(-|x|)) + max(x, 0) per element."),
+    CPU_OP(SW_OP_ELU, "_CPUELUOperation", CPU_ACT, SW_KACT_ELU,
+           "x if x > 0 else expm1(x), per element."),
+    CPU_OP(SW_OP_LEAKY_RELU, "_CPULeakyReLUOperation", CPU_ACT,
+           SW_KACT_LEAKY_RELU, "x if x >= 0 else 0.01*x, per element."),
+    CPU_OP(SW_OP_REDUCE, "_CPUReduceSumOperation", CPU_REDUCE, 0,
+           "out[i] = sum over j of tensor[i, j] for a two-mode tensor."),
+    CPU_OP(SW_OP_MATMUL, "_CPUMatmulOperation", CPU_MATMUL, 0,
+           "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T), a "
+           "blocked GEMM."),
+    CPU_OP(SW_OP_BATCHED_MATMUL, "_CPUBatchedMatmulOperation", CPU_BMATMUL, 0,
+           "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b], a "
+           "batched blocked GEMM."),
 };
 
-sw_status sw_cpu_op_new(const char *name, sw_op **out) {
-    for (size_t i = 0; i < sizeof cpu_table / sizeof cpu_table[0]; ++i) {
-        const cpu_entry *e = &cpu_table[i];
-        if (strcmp(e->name, name) != 0)
-            continue;
-        cpu_state *s = sw_calloc(1, sizeof *s);
-        if (!s)
-            return sw_oom();
-        s->entry = e;
-        sw_status st = sw_op_new(&e->cls, s, out);
-        if (st)
-            sw_free(s);
+const sw_native_table sw_cpu_native_table = {"CPU", cpu_table,
+                                             sizeof(cpu_entry)};
+
+sw_status sw_cpu_op_new(const sw_op_info *op, sw_op **out) {
+    const cpu_entry *e =
+        op->id < SW_OP_BUILTIN_COUNT ? &cpu_table[op->id] : NULL;
+    if (e && e->native.cls.name) {
+        sw_status st = sw_native_op_new(&e->native, sizeof(cpu_state), out);
+        if (!st)
+            cstate(*out)->entry = e;
         return st;
     }
-    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
-        strcmp(name, "rearrange") == 0)
-        return sw_shared_op_new(name, out);
+    if (op->flags & SW_OPF_LAYOUT)
+        return sw_shared_op_new_info(op, out);
     return sw_fail(SW_ENOTIMPL, "CPU carrier does not support operation '%s'",
-                   name);
+                   op->name);
 }

@@ -5,12 +5,12 @@
 #include "op/internal.h"
 #include "tensor/internal.h"
 
-sw_status sw_dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
+sw_status sw_dispatch_forward(sw_tensor *t, sw_op_id id, int32_t nargs,
                               const sw_arg *args, sw_tensor **out) {
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     sw_op *op = NULL;
-    sw_status st = sw_carrier_dispatch_op(t->carrier, name, &op);
+    sw_status st = sw_carrier_dispatch(t->carrier, sw_op_info_get(id), &op);
     if (st)
         return st;
     st = sw_op_forward(op, nargs, args, out);
@@ -18,7 +18,7 @@ sw_status sw_dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
     return st;
 }
 
-static sw_status binary(const char *name, sw_tensor *lhs, sw_tensor *rhs,
+static sw_status binary(sw_op_id id, sw_tensor *lhs, sw_tensor *rhs,
                         sw_tensor **out) {
     if (!lhs)
         return sw_fail(SW_ETYPE, "lhs must be a Tensor");
@@ -28,38 +28,38 @@ static sw_status binary(const char *name, sw_tensor *lhs, sw_tensor *rhs,
     if (a->cls != b->cls || a->dispatch_tag != b->dispatch_tag)
         return sw_fail(SW_ETYPE, "Tensor backing carriers must match");
     sw_arg args[2] = {sw_arg_tensor(lhs), sw_arg_tensor(rhs)};
-    return sw_dispatch_forward(lhs, name, 2, args, out);
+    return sw_dispatch_forward(lhs, id, 2, args, out);
 }
 
 sw_status sw_add(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("add", lhs, rhs, out);
+    return binary(SW_OP_ADD, lhs, rhs, out);
 }
 
 sw_status sw_sub(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("sub", lhs, rhs, out);
+    return binary(SW_OP_SUB, lhs, rhs, out);
 }
 
 sw_status sw_elementwise_mul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("elementwise_mul", lhs, rhs, out);
+    return binary(SW_OP_ELEMENTWISE_MUL, lhs, rhs, out);
 }
 
 sw_status sw_div(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("div", lhs, rhs, out);
+    return binary(SW_OP_DIV, lhs, rhs, out);
 }
 
 sw_status sw_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("matmul", lhs, rhs, out);
+    return binary(SW_OP_MATMUL, lhs, rhs, out);
 }
 
 sw_status sw_batched_matmul(sw_tensor *lhs, sw_tensor *rhs, sw_tensor **out) {
-    return binary("batched_matmul", lhs, rhs, out);
+    return binary(SW_OP_BATCHED_MATMUL, lhs, rhs, out);
 }
 
 sw_status sw_mul(sw_tensor *t, sw_arg scalar, sw_tensor **out) {
     if (scalar.kind == SW_ARG_TENSOR)
         return sw_elementwise_mul(t, scalar.as.tensor, out);
     sw_arg args[2] = {sw_arg_tensor(t), scalar};
-    return sw_dispatch_forward(t, "mul", 2, args, out);
+    return sw_dispatch_forward(t, SW_OP_MUL, 2, args, out);
 }
 
 sw_status sw_neg(sw_tensor *t, sw_tensor **out) {
@@ -70,18 +70,14 @@ sw_status sw_pow(sw_tensor *t, sw_arg exponent, sw_tensor **out) {
     if (exponent.kind == SW_ARG_TENSOR)
         return sw_fail(SW_ETYPE, "exponent must be a numerical scalar");
     sw_arg args[2] = {sw_arg_tensor(t), exponent};
-    return sw_dispatch_forward(t, "pow", 2, args, out);
+    return sw_dispatch_forward(t, SW_OP_POW, 2, args, out);
 }
 
 sw_status sw_unary(const char *name, sw_tensor *t, sw_tensor **out) {
-    static const char *const names[] = {"exp",      "relu", "sigmoid",
-                                        "tanh",     "gelu", "silu",
-                                        "softplus", "elu",  "leaky_relu"};
-    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; ++i) {
-        if (strcmp(name, names[i]) == 0) {
-            sw_arg arg = sw_arg_tensor(t);
-            return sw_dispatch_forward(t, name, 1, &arg, out);
-        }
+    const sw_op_info *op = sw_op_info_find(name);
+    if (op && op->form == SW_FORM_UNARY) {
+        sw_arg arg = sw_arg_tensor(t);
+        return sw_dispatch_forward(t, (sw_op_id)op->id, 1, &arg, out);
     }
     return sw_fail(SW_EVALUE, "'%s' is not a unary operation",
                    name ? name : "(null)");
@@ -89,5 +85,5 @@ sw_status sw_unary(const char *name, sw_tensor *t, sw_tensor **out) {
 
 sw_status sw_reduce_sum(sw_tensor *t, sw_tensor **out) {
     sw_arg arg = sw_arg_tensor(t);
-    return sw_dispatch_forward(t, "reduce", 1, &arg, out);
+    return sw_dispatch_forward(t, SW_OP_REDUCE, 1, &arg, out);
 }

@@ -760,66 +760,91 @@ static sw_status gen_backward(sw_op *op, sw_tensor *g, int32_t n,
 }
 
 static void gen_destroy(sw_op *op) {
-    sw_free(sw_op_state(op));
+    /* The state lives in the operation's block (sw_native_op_new). */
 }
 
 /* ------------------------------------------------------------ registry */
 
 typedef struct gen_entry {
-    const char *name;
+    sw_native_op native; /* first: the class and its registry entry */
     gen_kind kind;
-    sw_vop vop;
-    sw_op_class cls;
 } gen_entry;
 
-#define GEN_CLASS(n)                                                           \
-    {SW_OP_CLASS_VERSION, n, gen_forward, gen_backward, gen_destroy}
+#define GEN_OP(id, cls_name, k, summary)                                       \
+    [id] = {{{SW_OP_CLASS_VERSION, cls_name, gen_forward, gen_backward,        \
+              gen_destroy},                                                    \
+             id,                                                               \
+             "generic",                                                        \
+             summary,                                                          \
+             0},                                                               \
+            k}
 
-static const gen_entry gen_table[] = {
-    {"add", GEN_BINARY, SW_VOP_ADD, GEN_CLASS("GenericAddOperation")},
-    {"sub", GEN_BINARY, SW_VOP_SUB, GEN_CLASS("GenericSubOperation")},
-    {"elementwise_mul", GEN_BINARY, SW_VOP_MUL,
-     GEN_CLASS("GenericElementwiseMulOperation")},
-    {"div", GEN_BINARY, SW_VOP_DIV, GEN_CLASS("GenericDivOperation")},
-    {"mul", GEN_SCALAR, SW_VOP_MUL, GEN_CLASS("GenericScalarMulOperation")},
-    {"pow", GEN_SCALAR, SW_VOP_POW, GEN_CLASS("GenericPowOperation")},
-    {"exp", GEN_UNARY, SW_VOP_EXP, GEN_CLASS("GenericExpOperation")},
-    {"relu", GEN_UNARY, SW_VOP_RELU, GEN_CLASS("GenericReLUOperation")},
-    {"sigmoid", GEN_UNARY, SW_VOP_SIGMOID,
-     GEN_CLASS("GenericSigmoidOperation")},
-    {"tanh", GEN_UNARY, SW_VOP_TANH, GEN_CLASS("GenericTanhOperation")},
-    {"gelu", GEN_UNARY, SW_VOP_GELU, GEN_CLASS("GenericGELUOperation")},
-    {"silu", GEN_UNARY, SW_VOP_SILU, GEN_CLASS("GenericSiLUOperation")},
-    {"softplus", GEN_UNARY, SW_VOP_SOFTPLUS,
-     GEN_CLASS("GenericSoftplusOperation")},
-    {"elu", GEN_UNARY, SW_VOP_ELU, GEN_CLASS("GenericELUOperation")},
-    {"leaky_relu", GEN_UNARY, SW_VOP_LEAKY_RELU,
-     GEN_CLASS("GenericLeakyReLUOperation")},
-    {"reduce", GEN_REDUCE, SW_VOP_ADD, GEN_CLASS("GenericReduceSumOperation")},
-    {"matmul", GEN_MATMUL, SW_VOP_MUL, GEN_CLASS("GenericMatmulOperation")},
-    {"batched_matmul", GEN_BMATMUL, SW_VOP_MUL,
-     GEN_CLASS("GenericBatchedMatmulOperation")},
+static const gen_entry gen_table[SW_OP_BUILTIN_COUNT] = {
+    GEN_OP(SW_OP_ADD, "GenericAddOperation", GEN_BINARY,
+           "Elementwise lhs + rhs with the host's +."),
+    GEN_OP(SW_OP_SUB, "GenericSubOperation", GEN_BINARY,
+           "Elementwise lhs - rhs with the host's -."),
+    GEN_OP(SW_OP_ELEMENTWISE_MUL, "GenericElementwiseMulOperation", GEN_BINARY,
+           "Elementwise lhs * rhs with the host's *."),
+    GEN_OP(SW_OP_DIV, "GenericDivOperation", GEN_BINARY,
+           "Elementwise lhs / rhs with the host's true division."),
+    GEN_OP(SW_OP_MUL, "GenericScalarMulOperation", GEN_SCALAR,
+           "tensor * scalar per element; the context keeps the scalar "
+           "object."),
+    GEN_OP(SW_OP_POW, "GenericPowOperation", GEN_SCALAR,
+           "tensor ** exponent per element with the host's **; the context "
+           "keeps the exponent object."),
+    GEN_OP(SW_OP_EXP, "GenericExpOperation", GEN_UNARY,
+           "exp per element; the context keeps the outputs."),
+    GEN_OP(SW_OP_RELU, "GenericReLUOperation", GEN_UNARY,
+           "max(0, x) per element with the host's max (a negative float "
+           "gives the integer 0)."),
+    GEN_OP(SW_OP_SIGMOID, "GenericSigmoidOperation", GEN_UNARY,
+           "The numerically stable logistic function per element; the "
+           "context keeps the outputs."),
+    GEN_OP(SW_OP_TANH, "GenericTanhOperation", GEN_UNARY,
+           "tanh per element; the context keeps the outputs."),
+    GEN_OP(SW_OP_GELU, "GenericGELUOperation", GEN_UNARY,
+           "0.5*x*(1 + erf(x/sqrt(2))) per element, in floats."),
+    GEN_OP(SW_OP_SILU, "GenericSiLUOperation", GEN_UNARY,
+           "x*sigmoid(x) per element; the context keeps sigmoid(x)."),
+    GEN_OP(SW_OP_SOFTPLUS, "GenericSoftplusOperation", GEN_UNARY,
+           "log1p(exp(-|x|)) + max(x, 0) per element."),
+    GEN_OP(SW_OP_ELU, "GenericELUOperation", GEN_UNARY,
+           "x as a float if x > 0 else expm1(x), per element (alpha 1)."),
+    GEN_OP(SW_OP_LEAKY_RELU, "GenericLeakyReLUOperation", GEN_UNARY,
+           "x as a float if x >= 0 else 0.01*x, per element."),
+    GEN_OP(SW_OP_REDUCE, "GenericReduceSumOperation", GEN_REDUCE,
+           "out[i] = sum over j of tensor[i, j] for a two-mode tensor, with "
+           "the host's sum; the output layout is canonical column-major over "
+           "mode 0."),
+    GEN_OP(SW_OP_MATMUL, "GenericMatmulOperation", GEN_MATMUL,
+           "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T) for "
+           "two-mode tensors."),
+    GEN_OP(SW_OP_BATCHED_MATMUL, "GenericBatchedMatmulOperation", GEN_BMATMUL,
+           "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b] for "
+           "three-mode tensors (the third mode is the batch); batched einsum "
+           "runs it."),
 };
 
-sw_status sw_generic_op_new(const char *name, sw_op **out) {
-    for (size_t i = 0; i < sizeof gen_table / sizeof gen_table[0]; ++i) {
-        const gen_entry *e = &gen_table[i];
-        if (strcmp(e->name, name) != 0)
-            continue;
-        gen_state *s = sw_calloc(1, sizeof *s);
-        if (!s)
-            return sw_oom();
-        s->kind = e->kind;
-        s->vop = e->vop;
-        s->name = e->name;
-        sw_status st = sw_op_new(&e->cls, s, out);
-        if (st)
-            sw_free(s);
+const sw_native_table sw_generic_native_table = {"Generic", gen_table,
+                                                 sizeof(gen_entry)};
+
+sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out) {
+    const gen_entry *e =
+        op->id < SW_OP_BUILTIN_COUNT ? &gen_table[op->id] : NULL;
+    if (e && e->native.cls.name) {
+        sw_status st = sw_native_op_new(&e->native, sizeof(gen_state), out);
+        if (!st) {
+            gen_state *s = gstate(*out);
+            s->kind = e->kind;
+            s->vop = op->vop;
+            s->name = op->name;
+        }
         return st;
     }
-    if (strcmp(name, "view") == 0 || strcmp(name, "permute") == 0 ||
-        strcmp(name, "rearrange") == 0)
-        return sw_shared_op_new(name, out);
+    if (op->flags & SW_OPF_LAYOUT)
+        return sw_shared_op_new_info(op, out);
     return sw_fail(SW_ENOTIMPL,
-                   "Generic carrier does not support operation '%s'", name);
+                   "Generic carrier does not support operation '%s'", op->name);
 }

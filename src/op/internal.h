@@ -4,26 +4,53 @@
 
 #include "base/internal.h"
 #include "strideweave/op.h"
+#include "strideweave/registry.h"
 
 struct sw_op {
     sw_object obj;
     const sw_op_class *cls;
+    const sw_native_op *native; /* NULL: not a native class */
+    const sw_op_info *info;     /* what it was dispatched as, or NULL */
     void *state;
-    char *dispatch_name;
+    char *dispatch_name; /* owned; NULL when info names it */
     const void *dispatch_tag;
+    int dispatched;
     sw_tensor **inputs;
     int64_t *versions;
     int32_t ninputs;
 };
 
-/* Dispatches name on t's carrier and runs a recorded forward. */
-sw_status sw_dispatch_forward(sw_tensor *t, const char *name, int32_t nargs,
+/* Dispatches operation id on t's carrier and runs a recorded forward. */
+sw_status sw_dispatch_forward(sw_tensor *t, sw_op_id id, int32_t nargs,
                               const sw_arg *args, sw_tensor **out);
 
-/* A fresh CPU operation for a canonical name, or SW_ENOTIMPL. */
-sw_status sw_cpu_op_new(const char *name, sw_op **out);
+/* Dispatches a registered operation on c (sw_carrier_dispatch_op by
+ * number). */
+sw_status sw_carrier_dispatch(sw_carrier *c, const sw_op_info *info,
+                              sw_op **out);
 
-/* A fresh Generic operation for a canonical name, or SW_ENOTIMPL. */
-sw_status sw_generic_op_new(const char *name, sw_op **out);
+/* A fresh operation of a native class with a zeroed state of state_size
+ * bytes in the same block (the class's destroy hook must not free it). */
+sw_status sw_native_op_new(const sw_native_op *n, size_t state_size,
+                           sw_op **out);
+
+/*
+ * The backends' native classes, each table indexed by sw_op_id (an entry
+ * whose class has no name is an operation the backend lacks), and their
+ * constructors: a fresh operation for an id, or SW_ENOTIMPL "<Backend>
+ * carrier does not support operation '<name>'".
+ */
+typedef struct sw_native_table {
+    const char *backend; /* as in messages: "CPU", "Generic" */
+    const void *entries; /* the backend's entry array */
+    size_t stride;       /* the size of one entry; sw_native_op first */
+} sw_native_table;
+extern const sw_native_table sw_cpu_native_table;
+extern const sw_native_table sw_generic_native_table;
+extern const sw_native_table sw_shared_native_table;
+
+sw_status sw_cpu_op_new(const sw_op_info *op, sw_op **out);
+sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out);
+sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out);
 
 #endif /* SW_OP_INTERNAL_H */

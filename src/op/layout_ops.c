@@ -100,17 +100,17 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
 }
 
 /* The result layout of the named operation for input layout l. */
-static sw_status layout_of(const char *name, const sw_layout *l, int32_t nargs,
+static sw_status layout_of(int32_t id, const sw_layout *l, int32_t nargs,
                            const sw_arg *args, sw_layout **out,
                            int64_t *delta) {
     *delta = 0;
-    if (strcmp(name, "view") == 0) {
+    if (id == SW_OP_VIEW) {
         if (nargs != 2 || args[1].kind != SW_ARG_KEYS)
             return sw_fail(SW_ETYPE, "view requires a tensor and its keys");
         return view_layout(l, args[1].as.keys.n, args[1].as.keys.keys, out,
                            delta);
     }
-    if (strcmp(name, "permute") == 0) {
+    if (id == SW_OP_PERMUTE) {
         int32_t n = nargs - 1;
         int32_t *order = sw_malloc((size_t)(n + 1) * sizeof *order);
         if (!order)
@@ -151,8 +151,8 @@ static sw_status layout_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_tensor *t = args[0].as.tensor;
     sw_layout *l = NULL;
     int64_t delta;
-    sw_status st = layout_of(sw_op_get_class(op)->name, t->layout, nargs, args,
-                             &l, &delta);
+    sw_status st =
+        layout_of(sw_native_op_of(op)->op, t->layout, nargs, args, &l, &delta);
     if (st)
         return st;
     st = sw_tensor_new(t->carrier, t->offset + delta, l, out);
@@ -204,38 +204,47 @@ static sw_status layout_backward(sw_op *op, sw_tensor *g, int32_t n,
 
 static void layout_destroy(sw_op *op) {
     layout_op_state *s = lstate(op);
-    sw_layout_release(s->out_layout);
-    sw_free(s);
+    sw_layout_release(s->out_layout); /* the state is in the op's block */
 }
 
-static const sw_op_class view_class = {SW_OP_CLASS_VERSION, "view",
-                                       layout_forward, layout_backward,
-                                       layout_destroy};
-static const sw_op_class permute_class = {SW_OP_CLASS_VERSION, "permute",
-                                          layout_forward, layout_backward,
-                                          layout_destroy};
-static const sw_op_class rearrange_class = {SW_OP_CLASS_VERSION, "rearrange",
-                                            layout_forward, layout_backward,
-                                            layout_destroy};
+#define SHARED_OP(id, cls_name, summary)                                       \
+    [id] = {{SW_OP_CLASS_VERSION, cls_name, layout_forward, layout_backward,   \
+             layout_destroy},                                                  \
+            id,                                                                \
+            "shared",                                                          \
+            summary,                                                           \
+            SW_NATIVE_HOST_FREE}
+
+static const sw_native_op shared_table[SW_OP_BUILTIN_COUNT] = {
+    SHARED_OP(SW_OP_VIEW, "GenericViewOperation",
+              "A view selecting one key per top-level mode (an integer removes "
+              "the mode, a slice keeps part of it); used by every computing "
+              "carrier."),
+    SHARED_OP(SW_OP_PERMUTE, "PermuteOperation",
+              "A view with the top-level modes reordered; used by every "
+              "computing carrier."),
+    SHARED_OP(SW_OP_REARRANGE, "RearrangeOperation",
+              "A view whose layout is the input's rearranged by an output "
+              "recipe and a selection; used by every computing carrier."),
+};
+
+const sw_native_table sw_shared_native_table = {"shared", shared_table,
+                                                sizeof(sw_native_op)};
+
+sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out) {
+    const sw_native_op *n =
+        op->id < SW_OP_BUILTIN_COUNT ? &shared_table[op->id] : NULL;
+    if (!n || !n->cls.name)
+        return sw_fail(SW_ENOTIMPL, "no shared operation '%s'", op->name);
+    return sw_native_op_new(n, sizeof(layout_op_state), out);
+}
 
 sw_status sw_shared_op_new(const char *name, sw_op **out) {
-    const sw_op_class *cls = NULL;
-    if (name && strcmp(name, "view") == 0)
-        cls = &view_class;
-    else if (name && strcmp(name, "permute") == 0)
-        cls = &permute_class;
-    else if (name && strcmp(name, "rearrange") == 0)
-        cls = &rearrange_class;
-    else
+    const sw_op_info *op = sw_op_info_find(name);
+    if (!op)
         return sw_fail(SW_ENOTIMPL, "no shared operation '%s'",
                        name ? name : "(null)");
-    layout_op_state *s = sw_calloc(1, sizeof *s);
-    if (!s)
-        return sw_oom();
-    sw_status st = sw_op_new(cls, s, out);
-    if (st)
-        sw_free(s);
-    return st;
+    return sw_shared_op_new_info(op, out);
 }
 
 /* ------------------------------------------------------ functional forms */
@@ -246,7 +255,7 @@ sw_status sw_view(sw_tensor *t, int32_t nkeys, const sw_view_key *keys,
     args[1].kind = SW_ARG_KEYS;
     args[1].as.keys.n = nkeys;
     args[1].as.keys.keys = keys;
-    return sw_dispatch_forward(t, "view", 2, args, out);
+    return sw_dispatch_forward(t, SW_OP_VIEW, 2, args, out);
 }
 
 sw_status sw_permute(sw_tensor *t, int32_t n, const int32_t *order,
@@ -260,7 +269,7 @@ sw_status sw_permute(sw_tensor *t, int32_t n, const int32_t *order,
     args[0] = sw_arg_tensor(t);
     for (int32_t i = 0; i < n; ++i)
         args[i + 1] = sw_arg_i64(order[i]);
-    sw_status st = sw_dispatch_forward(t, "permute", n + 1, args, out);
+    sw_status st = sw_dispatch_forward(t, SW_OP_PERMUTE, n + 1, args, out);
     sw_free(args);
     return st;
 }
@@ -275,5 +284,5 @@ sw_status sw_rearrange(sw_tensor *t, int32_t nout, const int32_t *output,
     args[2].kind = nsel < 0 ? SW_ARG_NONE : SW_ARG_RECIPE;
     args[2].as.recipe.n = nsel;
     args[2].as.recipe.tokens = selection;
-    return sw_dispatch_forward(t, "rearrange", 3, args, out);
+    return sw_dispatch_forward(t, SW_OP_REARRANGE, 3, args, out);
 }

@@ -67,6 +67,22 @@ sw_status sw_op_new(const sw_op_class *cls, void *state, sw_op **out) {
     return SW_OK;
 }
 
+sw_status sw_native_op_new(const sw_native_op *n, size_t state_size,
+                           sw_op **out) {
+    /* One block: the operation, then its state, aligned for any member. */
+    size_t head = (sizeof(sw_op) + _Alignof(max_align_t) - 1) /
+                  _Alignof(max_align_t) * _Alignof(max_align_t);
+    sw_op *op = sw_calloc(1, head + state_size);
+    if (!op)
+        return sw_oom();
+    sw_object_init(&op->obj, op_destroy);
+    op->cls = &n->cls;
+    op->native = n;
+    op->state = state_size ? (char *)op + head : NULL;
+    *out = op;
+    return SW_OK;
+}
+
 sw_op *sw_op_retain(sw_op *op) {
     if (op)
         sw_object_retain(&op->obj);
@@ -99,7 +115,7 @@ void *sw_op_state(const sw_op *op) {
 }
 
 const char *sw_op_dispatch_name(const sw_op *op) {
-    return op->dispatch_name;
+    return op->info ? op->info->name : op->dispatch_name;
 }
 
 const void *sw_op_dispatch_tag(const sw_op *op) {
@@ -238,7 +254,7 @@ static sw_status
 run_profiled(run_fn body, sw_op *op, int32_t nargs, const sw_arg *args,
              sw_tensor **out) {
     sw_profile_frame frame;
-    if (!op->dispatch_name || !sw_profile_begin(op, nargs, args, &frame))
+    if (!op->dispatched || !sw_profile_begin(op, nargs, args, &frame))
         return body(op, nargs, args, out);
     sw_status st = body(op, nargs, args, out);
     sw_profile_end(&frame, st == SW_OK);
@@ -345,36 +361,78 @@ void sw_carrier_set_dispatch(sw_carrier *c, sw_dispatch_fn fn, void *ctx,
     c->dispatch_tag = tag;
 }
 
-sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name, sw_op **out) {
-    sw_op *op = NULL;
-    sw_status st;
+/* A class's slot of a given version, or NULL when the class predates it. */
+#define SLOT(cls, v, slot) ((cls)->version >= (v) ? (cls)->slot : NULL)
+
+/*
+ * The one dispatch path: info is the registry's record of name, or NULL
+ * for a name it does not know (which only host dispatch and a class's
+ * dispatch_op slot may serve).
+ */
+static sw_status backend_op(sw_carrier *c, const sw_op_info *info,
+                            const char *name, sw_op **out) {
+    const sw_carrier_class *cls = c->cls;
+    if (info && SLOT(cls, 3, dispatch))
+        return cls->dispatch(c, info, out);
+    if (cls->dispatch_op)
+        return cls->dispatch_op(c, name, out);
+    if (SLOT(cls, 3, dispatch))
+        return sw_fail(SW_ENOTIMPL,
+                       "%s carrier does not support operation '%s'", cls->name,
+                       name);
+    return sw_fail(SW_ENOTIMPL, "Carrier class does not support operation '%s'",
+                   name);
+}
+
+sw_status sw_carrier_backend_op(sw_carrier *c, const char *name, sw_op **out) {
     if (!name)
         return sw_fail(SW_ETYPE, "operation name must be a string");
+    *out = NULL;
+    return backend_op(c, sw_op_info_find(name), name, out);
+}
+
+static sw_status dispatch(sw_carrier *c, const sw_op_info *info,
+                          const char *name, sw_op **out) {
+    sw_op *op = NULL;
+    sw_status st;
+    const sw_carrier_class *cls = c->cls;
     if (c->dispatch_fn)
         st = c->dispatch_fn(c, name, c->dispatch_ctx, &op);
-    else if (c->cls->dispatch_op)
-        st = c->cls->dispatch_op(c, name, &op);
     else
-        st = sw_fail(SW_ENOTIMPL,
-                     "Carrier class does not support operation '%s'", name);
+        st = backend_op(c, info, name, &op);
     if (st)
         return st;
     if (!op)
         return sw_fail(SW_ETYPE,
                        "Carrier._dispatch_op must return an Operation");
-    if (op->dispatch_name) {
+    if (op->dispatched) {
         sw_op_unref(op);
         return sw_fail(SW_ETYPE, "Carrier._dispatch_op must return a fresh "
                                  "Operation instance");
     }
-    size_t n = strlen(name) + 1;
-    op->dispatch_name = sw_malloc(n);
-    if (!op->dispatch_name) {
-        sw_op_unref(op);
-        return sw_oom();
+    if (!info) {
+        size_t n = strlen(name) + 1;
+        op->dispatch_name = sw_malloc(n);
+        if (!op->dispatch_name) {
+            sw_op_unref(op);
+            return sw_oom();
+        }
+        memcpy(op->dispatch_name, name, n);
     }
-    memcpy(op->dispatch_name, name, n);
-    op->dispatch_tag = c->dispatch_tag ? c->dispatch_tag : (const void *)c->cls;
+    op->dispatched = 1;
+    op->info = info;
+    op->dispatch_tag = c->dispatch_tag ? c->dispatch_tag : (const void *)cls;
     *out = op;
     return SW_OK;
+}
+
+sw_status sw_carrier_dispatch(sw_carrier *c, const sw_op_info *info,
+                              sw_op **out) {
+    return dispatch(c, info, info->name, out);
+}
+
+sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name, sw_op **out) {
+    if (!name)
+        return sw_fail(SW_ETYPE, "operation name must be a string");
+    return dispatch(c, sw_op_info_find(name), name, out);
 }

@@ -1158,8 +1158,9 @@ static void test_tensor_commands(void) {
 }
 
 static const char *op_name(const sw_tensor *t) {
-    sw_op *op = sw_tensor_autograd_ctx(t);
-    return op ? sw_op_get_class(op)->name : "(none)";
+    /* The operation a native class implements, by the registry. */
+    const sw_native_op *n = sw_native_op_of(sw_tensor_autograd_ctx(t));
+    return n ? sw_op_info_get(n->op)->name : "(none)";
 }
 
 static void test_tensor_graph_and_errors(void) {

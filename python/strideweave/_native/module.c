@@ -331,7 +331,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->path_type);
     Py_VISIT(st->operation_type);
     Py_VISIT(st->native_op_type);
-    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+    for (int i = 0; i < SW_NATIVE_OP_SLOTS; i++) {
         Py_VISIT(st->op_types[i]);
     }
     for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
@@ -391,22 +391,21 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->str_empty);
     Py_CLEAR(st->operation_type);
     Py_CLEAR(st->native_op_type);
-    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+    for (int i = 0; i < SW_NATIVE_OP_SLOTS; i++) {
         Py_CLEAR(st->op_types[i]);
-        st->op_classes[i] = NULL;
+    }
+    for (int i = 0; i < SW_OP_BUILTIN_COUNT; i++) {
+        for (int k = 0; k < SWPY_MAX_OPERANDS; k++) {
+            Py_CLEAR(st->operand_keys[i][k]);
+        }
     }
     Py_CLEAR(st->profiler_type);
     Py_CLEAR(st->str_forward_hook);
     Py_CLEAR(st->str_backward);
     Py_CLEAR(st->str_dispatch_hook);
-    Py_CLEAR(st->str_scalar);
-    Py_CLEAR(st->str_exponent);
     Py_CLEAR(st->str_output_layout);
     Py_CLEAR(st->str_mapping_layout);
     Py_CLEAR(st->str_mapping_offset);
-    Py_CLEAR(st->str_order);
-    Py_CLEAR(st->str_output);
-    Py_CLEAR(st->str_selection);
     Py_CLEAR(st->str_saved_values);
     for (int i = 0; i < SWPY_EINOPS_CLASSES; i++) {
         Py_CLEAR(st->einops_classes[i]);

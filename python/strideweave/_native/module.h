@@ -21,9 +21,10 @@
 
 #include "strideweave/carrier.h"
 #include "strideweave/op.h"
+#include "strideweave/registry.h"
 
-/* The number of native operation classes the binding knows by name. */
-#define SWPY_NATIVE_OPS 39
+/* The most operands of a built-in operation (rearrange's three). */
+#define SWPY_MAX_OPERANDS 3
 
 /* The classes strideweave.einops registers and the command kinds cached. */
 #define SWPY_EINOPS_CLASSES 5
@@ -71,11 +72,12 @@ typedef struct swpy_state {
     PyTypeObject *native_op_type;
     /* EvictableOperation, the adapter of Evictable carriers. */
     PyTypeObject *evictable_op_type;
-    /* One Python class per known native operation class, and that class
-     * (NULL when the library does not provide it), indexed like the table
-     * in operation.c. */
-    PyTypeObject *op_types[SWPY_NATIVE_OPS];
-    const sw_op_class *op_classes[SWPY_NATIVE_OPS];
+    /* One Python class per native operation class, by registry slot
+     * (NULL for an empty slot). */
+    PyTypeObject *op_types[SW_NATIVE_OP_SLOTS];
+    /* The interned names of every built-in operation's operands, the keys
+     * under which op.ctx keeps them. */
+    PyObject *operand_keys[SW_OP_BUILTIN_COUNT][SWPY_MAX_OPERANDS];
     /* The backend classes of the built-in carriers (operations record
      * them as their carrier tag) and carriers used to make native
      * operations directly through a backend's dispatch slot. */
@@ -98,14 +100,9 @@ typedef struct swpy_state {
     PyObject *str_forward_hook;  /* "_forward" */
     PyObject *str_backward;      /* "backward" */
     PyObject *str_dispatch_hook; /* "_dispatch_op" */
-    PyObject *str_scalar;
-    PyObject *str_exponent;
     PyObject *str_output_layout;
     PyObject *str_mapping_layout;
     PyObject *str_mapping_offset;
-    PyObject *str_order;
-    PyObject *str_output;
-    PyObject *str_selection;
     PyObject *str_saved_values;
     /* strideweave.einops (see einops.c): the classes it registers (NULL
      * until it is imported) and, per command kind (rearrange, reduce,

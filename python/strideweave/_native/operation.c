@@ -41,189 +41,20 @@
 /* The peer hooks take the GIL back when the library runs without it. */
 static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
 
-/* ------------------------------------------------- native operation table */
+/* ------------------------------------------------- native operation classes */
 
-typedef enum op_backend {
-    BACKEND_GENERIC = 0, /* made by the Generic carrier's dispatch slot */
-    BACKEND_SHARED = 1,  /* sw_shared_op_new */
-    BACKEND_CPU = 2      /* made by the CPU carrier's dispatch slot */
-} op_backend;
+/* The registry describes every native class (registry.h): its slot
+ * indexes st->op_types. */
 
-/* What a native operation's arguments are, and what its ctx holds. */
-typedef enum op_kind {
-    KIND_BINARY = 0,     /* (lhs, rhs) */
-    KIND_SCALAR = 1,     /* (tensor, scalar): ctx["scalar"] */
-    KIND_POW = 2,        /* (tensor, exponent): ctx["exponent"] */
-    KIND_UNARY = 3,      /* (tensor): Generic saves None per element */
-    KIND_UNARY_OUT = 4,  /* (tensor): Generic saves the outputs */
-    KIND_UNARY_SILU = 5, /* (tensor): Generic saves sigmoid(x) */
-    KIND_REDUCE = 6,     /* (tensor): ctx["output_layout"] */
-    KIND_MATMUL = 7,     /* (lhs, rhs): ctx["output_layout"] */
-    KIND_VIEW = 8,       /* (tensor, key) */
-    KIND_PERMUTE = 9,    /* (tensor, *order) */
-    KIND_REARRANGE = 10  /* (tensor, output, selection=None) */
-} op_kind;
+static const sw_op_info *slot_info(int slot) {
+    const sw_native_op *n = sw_native_op_at(slot);
+    return n != NULL ? sw_op_info_get(n->op) : NULL;
+}
 
-typedef struct op_def {
-    const char *tp_name;
-    const char *name; /* the canonical operation name */
-    op_backend backend;
-    op_kind kind;
-    const char *summary;
-    const char *example; /* doctest lines after the setup */
-} op_def;
-
-#define GENERIC_MODULE "strideweave.carriers.generic.ops."
-#define SHARED_MODULE "strideweave.carriers.shared_ops."
-#define CPU_MODULE "strideweave.carriers.cpu.ops."
-
-static const op_def op_defs[SWPY_NATIVE_OPS] = {
-    {GENERIC_MODULE "GenericAddOperation", "add", BACKEND_GENERIC, KIND_BINARY,
-     "Elementwise lhs + rhs with Python's +.",
-     ">>> op.forward(x, x)[1]\n    4.0\n"},
-    {GENERIC_MODULE "GenericSubOperation", "sub", BACKEND_GENERIC, KIND_BINARY,
-     "Elementwise lhs - rhs with Python's -.",
-     ">>> op.forward(x, x)[1]\n    0.0\n"},
-    {GENERIC_MODULE "GenericElementwiseMulOperation", "elementwise_mul",
-     BACKEND_GENERIC, KIND_BINARY, "Elementwise lhs * rhs with Python's *.",
-     ">>> op.forward(x, x)[1]\n    4.0\n"},
-    {GENERIC_MODULE "GenericDivOperation", "div", BACKEND_GENERIC, KIND_BINARY,
-     "Elementwise lhs / rhs with Python's true division.",
-     ">>> op.forward(x, x)[1]\n    1.0\n"},
-    {GENERIC_MODULE "GenericScalarMulOperation", "mul", BACKEND_GENERIC,
-     KIND_SCALAR,
-     "tensor * scalar per element; ctx['scalar'] keeps the scalar object.",
-     ">>> op.forward(x, 3)[1], op.ctx['scalar']\n    (6.0, 3)\n"},
-    {GENERIC_MODULE "GenericPowOperation", "pow", BACKEND_GENERIC, KIND_POW,
-     "tensor ** exponent per element with Python's **; ctx['exponent'] keeps "
-     "the exponent object.",
-     ">>> op.forward(x, 2)[1], op.ctx['exponent']\n    (4.0, 2)\n"},
-    {GENERIC_MODULE "GenericExpOperation", "exp", BACKEND_GENERIC,
-     KIND_UNARY_OUT,
-     "math.exp per element; ctx['saved_values'] holds the "
-     "outputs.",
-     ">>> round(op.forward(x)[0], 6)\n    2.718282\n"},
-    {GENERIC_MODULE "GenericReLUOperation", "relu", BACKEND_GENERIC, KIND_UNARY,
-     "max(0, x) per element (Python's max: a negative float gives int 0).",
-     ">>> op.forward(x)[1]\n    2.0\n"},
-    {GENERIC_MODULE "GenericSigmoidOperation", "sigmoid", BACKEND_GENERIC,
-     KIND_UNARY_OUT,
-     "The numerically stable logistic function per element; "
-     "ctx['saved_values'] holds the outputs.",
-     ">>> round(op.forward(x)[1], 6)\n    0.880797\n"},
-    {GENERIC_MODULE "GenericTanhOperation", "tanh", BACKEND_GENERIC,
-     KIND_UNARY_OUT,
-     "math.tanh per element; ctx['saved_values'] holds the outputs.",
-     ">>> round(op.forward(x)[1], 6)\n    0.964028\n"},
-    {GENERIC_MODULE "GenericGELUOperation", "gelu", BACKEND_GENERIC, KIND_UNARY,
-     "0.5*x*(1 + erf(x/sqrt(2))) per element, in floats.",
-     ">>> round(op.forward(x)[1], 6)\n    1.9545\n"},
-    {GENERIC_MODULE "GenericSiLUOperation", "silu", BACKEND_GENERIC,
-     KIND_UNARY_SILU,
-     "x*sigmoid(x) per element; ctx['saved_values'] holds "
-     "sigmoid(x).",
-     ">>> round(op.forward(x)[1], 6)\n    1.761594\n"},
-    {GENERIC_MODULE "GenericSoftplusOperation", "softplus", BACKEND_GENERIC,
-     KIND_UNARY, "log1p(exp(-|x|)) + max(x, 0) per element.",
-     ">>> round(op.forward(x)[1], 6)\n    2.126928\n"},
-    {GENERIC_MODULE "GenericELUOperation", "elu", BACKEND_GENERIC, KIND_UNARY,
-     "float(x) if x > 0 else expm1(x), per element (alpha 1).",
-     ">>> op.forward(x)[1]\n    2.0\n"},
-    {GENERIC_MODULE "GenericLeakyReLUOperation", "leaky_relu", BACKEND_GENERIC,
-     KIND_UNARY, "float(x) if x >= 0 else 0.01*x, per element.",
-     ">>> op.forward(x)[1]\n    2.0\n"},
-    {GENERIC_MODULE "GenericReduceSumOperation", "reduce", BACKEND_GENERIC,
-     KIND_REDUCE,
-     "out[i] = sum over j of tensor[i, j] for a two-mode tensor, with "
-     "Python's sum; the output layout is canonical column-major over mode 0.",
-     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
-     "Stride(1, 2)))\n    >>> r = op.forward(m)\n    >>> r[0], r[1], "
-     "op.ctx['output_layout'] == r.layout\n    (4.0, 6.0, True)\n"},
-    {GENERIC_MODULE "GenericMatmulOperation", "matmul", BACKEND_GENERIC,
-     KIND_MATMUL,
-     "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T) for "
-     "two-mode tensors.",
-     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
-     "Stride(1, 2)))\n    >>> op.forward(m, m)[0, 1]\n    14.0\n"},
-    {GENERIC_MODULE "GenericBatchedMatmulOperation", "batched_matmul",
-     BACKEND_GENERIC, KIND_MATMUL,
-     "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b] for "
-     "three-mode tensors (the third mode is the batch); batched einsum runs "
-     "it.",
-     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(1, 2, "
-     "2), Stride(1, 1, 2)))\n    >>> op.forward(m, m)[0, 0, 1]\n    25.0\n"},
-    {SHARED_MODULE "GenericViewOperation", "view", BACKEND_SHARED, KIND_VIEW,
-     "A view selecting one key per top-level mode (an int removes the mode, "
-     "a slice keeps part of it); used by every computing carrier.",
-     ">>> v = op.forward(x, slice(1, 2))\n    >>> v.carrier is x.carrier, "
-     "v.offset, v[0]\n    (True, 1, 2.0)\n"},
-    {SHARED_MODULE "PermuteOperation", "permute", BACKEND_SHARED, KIND_PERMUTE,
-     "A view with the top-level modes reordered; used by every computing "
-     "carrier.",
-     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
-     "Stride(1, 2)))\n    >>> op.forward(m, 1, 0)[0, 1], op.ctx['order']\n"
-     "    (2.0, (1, 0))\n"},
-    {SHARED_MODULE "RearrangeOperation", "rearrange", BACKEND_SHARED,
-     KIND_REARRANGE,
-     "A view whose layout is Layout.rearrange(layout, output, selection); "
-     "used by every computing carrier.",
-     ">>> m = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
-     "Stride(1, 2)))\n    >>> op.forward(m, Tree(Node.id(1), Node.id(0)))"
-     ".layout\n    (2,2):(2,1)\n"},
-    {CPU_MODULE "_CPUAddOperation", "add", BACKEND_CPU, KIND_BINARY,
-     "Elementwise lhs + rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "_CPUSubOperation", "sub", BACKEND_CPU, KIND_BINARY,
-     "Elementwise lhs - rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "_CPUElementwiseMulOperation", "elementwise_mul", BACKEND_CPU,
-     KIND_BINARY,
-     "Elementwise lhs * rhs in float32 (Int32 exact, overflow-checked).", NULL},
-    {CPU_MODULE "_CPUDivOperation", "div", BACKEND_CPU, KIND_BINARY,
-     "Elementwise lhs / rhs in float32.", NULL},
-    {CPU_MODULE "_CPUScalarMulOperation", "mul", BACKEND_CPU, KIND_SCALAR,
-     "tensor * scalar per element; ctx['scalar'] is the float32 scalar.", NULL},
-    {CPU_MODULE "_CPUPowOperation", "pow", BACKEND_CPU, KIND_POW,
-     "tensor ** exponent per element; ctx['exponent'] is the float32 "
-     "exponent.",
-     NULL},
-    {CPU_MODULE "_CPUExpOperation", "exp", BACKEND_CPU, KIND_UNARY,
-     "expf per element.", NULL},
-    {CPU_MODULE "_CPUReLUOperation", "relu", BACKEND_CPU, KIND_UNARY,
-     "max(x, 0) per element (Int32 exact).", NULL},
-    {CPU_MODULE "_CPUSigmoidOperation", "sigmoid", BACKEND_CPU, KIND_UNARY,
-     "The numerically stable logistic function per element.", NULL},
-    {CPU_MODULE "_CPUTanhOperation", "tanh", BACKEND_CPU, KIND_UNARY,
-     "tanhf per element.", NULL},
-    {CPU_MODULE "_CPUGELUOperation", "gelu", BACKEND_CPU, KIND_UNARY,
-     "0.5*x*(1 + erf(x/sqrt(2))) per element.", NULL},
-    {CPU_MODULE "_CPUSiLUOperation", "silu", BACKEND_CPU, KIND_UNARY,
-     "x*sigmoid(x) per element.", NULL},
-    {CPU_MODULE "_CPUSoftplusOperation", "softplus", BACKEND_CPU, KIND_UNARY,
-     "log1p(exp(-|x|)) + max(x, 0) per element.", NULL},
-    {CPU_MODULE "_CPUELUOperation", "elu", BACKEND_CPU, KIND_UNARY,
-     "x if x > 0 else expm1(x), per element.", NULL},
-    {CPU_MODULE "_CPULeakyReLUOperation", "leaky_relu", BACKEND_CPU, KIND_UNARY,
-     "x if x >= 0 else 0.01*x, per element.", NULL},
-    {CPU_MODULE "_CPUReduceSumOperation", "reduce", BACKEND_CPU, KIND_REDUCE,
-     "out[i] = sum over j of tensor[i, j] for a two-mode tensor.", NULL},
-    {CPU_MODULE "_CPUMatmulOperation", "matmul", BACKEND_CPU, KIND_MATMUL,
-     "out[i, j] = sum over k of lhs[i, k] * rhs[j, k] (lhs @ rhs.T), a "
-     "blocked GEMM.",
-     NULL},
-    {CPU_MODULE "_CPUBatchedMatmulOperation", "batched_matmul", BACKEND_CPU,
-     KIND_MATMUL,
-     "out[i, j, b] = sum over k of lhs[i, k, b] * rhs[j, k, b], a batched "
-     "blocked GEMM.",
-     NULL},
-};
-
-/* The table index of a native operation class, or -1. */
+/* The slot of a native operation class with a Python class, or -1. */
 static int native_index(const swpy_state *st, const sw_op_class *cls) {
-    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
-        if (st->op_classes[i] == cls && cls != NULL) {
-            return i;
-        }
-    }
-    return -1;
+    int32_t slot = sw_native_op_slot(sw_native_op_of_class(cls));
+    return slot >= 0 && st->op_types[slot] != NULL ? slot : -1;
 }
 
 /* The table index of the native class a Python class derives from, -1 if
@@ -236,35 +67,13 @@ static int native_index_of_type(const swpy_state *st, PyTypeObject *type) {
         if (base == st->native_op_type) {
             return -2;
         }
-        for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
+        for (int i = 0; i < SW_NATIVE_OP_SLOTS; i++) {
             if (st->op_types[i] == base) {
                 return i;
             }
         }
     }
     return -1;
-}
-
-/* A fresh native operation of table entry i, straight from its backend
- * (not dispatched: no name and no carrier tag). */
-static sw_status native_new(swpy_state *st, int i, sw_op **out) {
-    const op_def *d = &op_defs[i];
-    sw_carrier *c = NULL;
-    switch (d->backend) {
-    case BACKEND_SHARED:
-        return sw_shared_op_new(d->name, out);
-    case BACKEND_GENERIC:
-        c = st->generic_template;
-        break;
-    case BACKEND_CPU:
-        c = st->cpu_template;
-        break;
-    }
-    const sw_carrier_class *cls = sw_carrier_get_class(c);
-    if (cls->dispatch_op == NULL) {
-        return sw_set_error(SW_ENOTIMPL, "carrier has no operations");
-    }
-    return cls->dispatch_op(c, d->name, out);
 }
 
 /* ------------------------------------------- Python-defined operations */
@@ -540,7 +349,7 @@ static PyObject *operation_tp_new(PyTypeObject *type, PyObject *args,
         return NULL;
     }
     sw_op *op = NULL;
-    sw_status s = i >= 0 ? native_new(st, i, &op)
+    sw_status s = i >= 0 ? sw_native_op_make(sw_native_op_at(i), &op)
                          : sw_op_new(&python_op_class, NULL, &op);
     if (s != SW_OK) {
         return swpy_raise(s);
@@ -872,21 +681,22 @@ static int tree_arg(swpy_state *st, call_args *a, PyObject *o, Py_ssize_t i,
 static int convert_args(swpy_state *st, sw_op *op, int idx, call_args *a,
                         PyObject *const *args, Py_ssize_t nargs) {
     int python = is_python_op(op);
-    op_kind kind = idx >= 0 ? op_defs[idx].kind : KIND_BINARY;
-    if (kind == KIND_VIEW || kind == KIND_PERMUTE || kind == KIND_REARRANGE) {
+    sw_op_form kind = idx >= 0 ? slot_info(idx)->form : SW_FORM_BINARY;
+    if (kind == SW_FORM_VIEW || kind == SW_FORM_PERMUTE ||
+        kind == SW_FORM_REARRANGE) {
         /* The tensor is checked before the keys and trees. */
         if (nargs < 1 || !swpy_is_tensor(st, args[0])) {
             PyErr_SetString(PyExc_TypeError, "tensor must be a Tensor");
             return -1;
         }
-        if (kind == KIND_REARRANGE && swpy_require_tree_types(st) < 0) {
+        if (kind == SW_FORM_REARRANGE && swpy_require_tree_types(st) < 0) {
             return -1;
         }
     }
     sw_tensor *first = NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *o = args[i];
-        if (kind == KIND_PERMUTE && nargs == 2 && i == 1 &&
+        if (kind == SW_FORM_PERMUTE && nargs == 2 && i == 1 &&
             (PyList_Check(o) || PyTuple_Check(o))) {
             if (order_list_arg(a, o) < 0) {
                 return -1;
@@ -907,11 +717,11 @@ static int convert_args(swpy_state *st, sw_op *op, int idx, call_args *a,
         int rc = 0;
         if (python) {
             host_arg(out, o);
-        } else if (kind == KIND_PERMUTE && i > 0) {
+        } else if (kind == SW_FORM_PERMUTE && i > 0) {
             order_arg(o, out);
-        } else if (kind == KIND_VIEW && i == 1) {
+        } else if (kind == SW_FORM_VIEW && i == 1) {
             rc = view_keys_arg(a, first, o, out);
-        } else if (kind == KIND_REARRANGE && (i == 1 || i == 2)) {
+        } else if (kind == SW_FORM_REARRANGE && (i == 1 || i == 2)) {
             rc = tree_arg(st, a, o, i, out);
         } else {
             rc = scalar_arg(o, out);
@@ -942,16 +752,17 @@ static double sigmoid(double x) {
     return e / (1.0 + e);
 }
 
-/* ctx["saved_values"] of a Generic unary operation. */
-static PyObject *saved_values(op_kind kind, sw_tensor *x, sw_tensor *r) {
+/* ctx["saved_values"] of a unary operation of a host-value backend. */
+static PyObject *saved_values(sw_saved_values kind, sw_tensor *x,
+                              sw_tensor *r) {
     int64_t n = sw_tensor_size(x);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (int64_t i = 0; list != NULL && i < n; i++) {
         PyObject *item = NULL;
         sw_value v;
-        if (kind == KIND_UNARY) {
+        if (kind == SW_SAVED_NOTHING) {
             item = Py_NewRef(Py_None);
-        } else if (kind == KIND_UNARY_OUT) {
+        } else if (kind == SW_SAVED_OUTPUTS) {
             if (swpy_check(sw_tensor_get(r, i, &v)) == 0) {
                 item = swpy_value_to_py(sw_tensor_carrier(r), &v);
             }
@@ -1003,39 +814,70 @@ static PyObject *default_selection(swpy_state *st, const sw_layout *l) {
     return swpy_idtree_to_tree(st, rec, n);
 }
 
-/* Fills op.ctx of native table entry idx after a successful call. */
+/* Whether a class keeps per-element values for its backward (a backend
+ * of host values). */
+static int keeps_values(int idx) {
+    const sw_native_op *n = sw_native_op_at(idx);
+    return slot_info(idx)->form == SW_FORM_UNARY &&
+           !(n->flags & SW_NATIVE_HOST_FREE);
+}
+
+/*
+ * Fills op.ctx of native class idx after a successful call, as the
+ * registry says the operation's context keeps: its non-tensor operands by
+ * name, its output layout, a view's mapping, a host backend's saved values.
+ */
 static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
                     PyObject *const *args, Py_ssize_t nargs, PyObject *result) {
-    const op_def *d = &op_defs[idx];
+    const sw_native_op *n = sw_native_op_at(idx);
+    const sw_op_info *info = sw_op_info_get(n->op);
+    PyObject *const *keys = st->operand_keys[n->op];
     TensorObject *r = (TensorObject *)result;
     PyObject *layout = r->layout;
     sw_tensor *x = nargs > 0 && swpy_is_tensor(st, args[0])
                        ? ((TensorObject *)args[0])->tensor
                        : NULL;
-    switch (d->kind) {
-    case KIND_SCALAR:
-    case KIND_POW: {
-        if (nargs < 2) {
-            return 0;
-        }
-        PyObject *key =
-            d->kind == KIND_SCALAR ? st->str_scalar : st->str_exponent;
-        PyObject *v = d->backend == BACKEND_CPU ? float32_of(args[1])
-                                                : Py_NewRef(args[1]);
-        return ctx_set(ctx, key, v);
+    if (keeps_values(idx)) {
+        return x == NULL ? 0
+                         : ctx_set(ctx, st->str_saved_values,
+                                   saved_values(info->values, x, r->tensor));
     }
-    case KIND_UNARY:
-    case KIND_UNARY_OUT:
-    case KIND_UNARY_SILU:
-        if (d->backend != BACKEND_GENERIC || x == NULL) {
-            return 0;
+    if (info->saves & SW_SAVES_OPERANDS) {
+        switch (info->form) {
+        case SW_FORM_SCALAR: {
+            if (nargs < 2) {
+                return 0;
+            }
+            PyObject *v = n->flags & SW_NATIVE_F32_SCALARS ? float32_of(args[1])
+                                                           : Py_NewRef(args[1]);
+            if (ctx_set(ctx, keys[1], v) < 0) {
+                return -1;
+            }
+            break;
         }
-        return ctx_set(ctx, st->str_saved_values,
-                       saved_values(d->kind, x, r->tensor));
-    case KIND_REDUCE:
-    case KIND_MATMUL:
-        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
-    case KIND_VIEW:
+        case SW_FORM_PERMUTE:
+            if (ctx_set(ctx, keys[1], order_of(args, nargs)) < 0) {
+                return -1;
+            }
+            break;
+        case SW_FORM_REARRANGE: {
+            if (nargs < 2 || x == NULL) {
+                return 0;
+            }
+            PyObject *sel = nargs > 2 && args[2] != Py_None
+                                ? Py_NewRef(args[2])
+                                : default_selection(st, sw_tensor_layout(x));
+            if (ctx_set(ctx, keys[1], Py_NewRef(args[1])) < 0 ||
+                ctx_set(ctx, keys[2], sel) < 0) {
+                return -1;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (info->saves & SW_SAVES_MAPPING) {
         if (x == NULL) {
             return 0;
         }
@@ -1045,77 +887,26 @@ static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
                                         sw_tensor_offset(x))) < 0) {
             return -1;
         }
-        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
-    case KIND_PERMUTE:
-        if (ctx_set(ctx, st->str_order, order_of(args, nargs)) < 0) {
-            return -1;
-        }
-        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
-    case KIND_REARRANGE: {
-        if (nargs < 2 || x == NULL) {
-            return 0;
-        }
-        PyObject *sel = nargs > 2 && args[2] != Py_None
-                            ? Py_NewRef(args[2])
-                            : default_selection(st, sw_tensor_layout(x));
-        if (ctx_set(ctx, st->str_output, Py_NewRef(args[1])) < 0 ||
-            ctx_set(ctx, st->str_selection, sel) < 0) {
-            return -1;
-        }
-        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
     }
-    case KIND_BINARY:
-        break;
+    if (info->saves & SW_SAVES_OUTPUT_LAYOUT) {
+        return ctx_set(ctx, st->str_output_layout, Py_NewRef(layout));
     }
     return 0;
 }
 
 static int kind_has_ctx(int idx) {
-    if (idx < 0) {
-        return 0;
-    }
-    const op_def *d = &op_defs[idx];
-    switch (d->kind) {
-    case KIND_BINARY:
-        return 0;
-    case KIND_UNARY:
-    case KIND_UNARY_OUT:
-    case KIND_UNARY_SILU:
-        return d->backend == BACKEND_GENERIC;
-    default:
-        return 1;
-    }
+    return idx >= 0 && (slot_info(idx)->saves != 0 || keeps_values(idx));
 }
 
 /* ------------------------------------------------------------- running */
 
-/* Whether a call may run without the GIL: a native CPU operation on CPU
- * tensors only (nothing calls back into Python), and worth it. *work is
- * the bound on its elements used to decide. */
-static int runs_without_gil(int idx, const call_args *a, int64_t *work_out) {
-    *work_out = 0;
-    if (idx < 0 || op_defs[idx].backend != BACKEND_CPU) {
-        return 0;
-    }
-    int64_t work = 0;
-    for (int32_t i = 0; i < a->n; i++) {
-        if (a->items[i].kind != SW_ARG_TENSOR) {
-            continue;
-        }
-        sw_tensor *t = a->items[i].as.tensor;
-        if (!sw_carrier_is_cpu(sw_tensor_carrier(t))) {
-            return 0;
-        }
-        int64_t size = sw_tensor_size(t);
-        if (op_defs[idx].kind == KIND_MATMUL && work > 0) {
-            /* m*k and n*k: the product bounds the m*n*k work. */
-            work = size > INT64_MAX / work ? INT64_MAX : work * size;
-        } else if (size > work) {
-            work = size;
-        }
-    }
-    *work_out = work;
-    return swpy_bulk(work);
+/* Whether a call may run without the GIL: the library says it calls no
+ * host callback, and it is worth it. *work is the bound on its elements
+ * used to decide. */
+static int runs_without_gil(const sw_op *op, const call_args *a,
+                            int64_t *work_out) {
+    return sw_op_runs_host_free(op, a->n, a->items, work_out) &&
+           swpy_bulk(*work_out);
 }
 
 PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
@@ -1145,7 +936,7 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
     sw_tensor *out = NULL;
     sw_status s;
     int64_t work = 0;
-    if (runs_without_gil(idx, &a, &work)) {
+    if (runs_without_gil(op, &a, &work)) {
         /* Ctrl-C stops a long kernel; it runs again only if a Python
          * signal handler ran and raised nothing (see gil.h). */
         int again;
@@ -1639,15 +1430,9 @@ PyObject *swpy_backend_dispatch_hook(PyObject *self, PyObject *name) {
     if (c == NULL) {
         return NULL;
     }
-    /* The backend's own table, whatever route the carrier has. */
-    const sw_carrier_class *cls = sw_carrier_get_class(c);
-    if (cls->dispatch_op == NULL) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "Carrier class does not support operation '%s'", text);
-        return NULL;
-    }
+    /* The backend's own operation, whatever route the carrier has. */
     sw_op *op = NULL;
-    sw_status s = cls->dispatch_op(c, text, &op);
+    sw_status s = sw_carrier_backend_op(c, text, &op);
     if (swpy_check(s) < 0) {
         sw_op_unref(s == SW_OK ? op : NULL);
         return NULL;
@@ -2011,35 +1796,35 @@ static PyType_Spec native_op_spec = {
 #endif
 
 /* The docstring of table entry i (a new string; CPython copies it). */
-static char *op_doc(const op_def *d) {
-    const char *name = strrchr(d->tp_name, '.') + 1;
-    const char *fmt =
-        d->example != NULL
-            ? "%s()\n--\n\n%s\n\nA fresh, undispatched operation: "
-              "forward(*inputs) runs it and records the autograd context, "
-              "backward(gradient) returns one gradient per saved input. "
-              "Dispatch through a carrier gives the same class, tagged with "
-              "the name '%s'.\n\nReturns:\n    %s: the operation.\n\n"
-              "Examples:\n    >>> from %.*s import %s\n"
-              "    >>> x = Tensor(Generic([1.0, 2.0]), 0, "
-              "Layout(Shape(2), Stride(1)))\n    >>> op = %s()\n    %s"
-            : "%s()\n--\n\n%s\n\nThe CPU carrier's native operation for "
-              "'%s' (not exported at the top level).\n\nReturns:\n    %s: "
-              "the operation.\n\nExamples:\n    >>> op = "
-              "CPU(1).dispatch_op('%s')\n    >>> type(op).__name__ == "
-              "'%s'\n    True\n";
-    char *buf = PyMem_Malloc(4096);
+/* The Python module of a backend's native classes. */
+static void backend_module(const sw_native_op *n, char *buf, size_t size) {
+    if (strcmp(n->backend, "shared") == 0) {
+        PyOS_snprintf(buf, size, "strideweave.carriers.shared_ops");
+    } else {
+        PyOS_snprintf(buf, size, "strideweave.carriers.%s.ops", n->backend);
+    }
+}
+
+/* The docstring of a native class, from its registry entry. */
+static char *op_doc(const sw_native_op *n) {
+    const char *name = n->cls.name;
+    const char *op = sw_op_info_get(n->op)->name;
+    const char *carrier =
+        strcmp(n->backend, "generic") == 0 ? "Generic([1.0])" : "CPU(1)";
+    char *buf = PyMem_Malloc(2048);
     if (buf == NULL) {
         return NULL;
     }
-    if (d->example != NULL) {
-        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name,
-                      (int)(name - 1 - d->tp_name), d->tp_name, name, name,
-                      d->example);
-    } else {
-        PyOS_snprintf(buf, 4096, fmt, name, d->summary, d->name, name, d->name,
-                      name);
-    }
+    PyOS_snprintf(buf, 2048,
+                  "%s()\n--\n\n%s\n\nThe native operation '%s' of the %s "
+                  "backend: forward(*inputs) runs it and records the "
+                  "autograd context, backward(gradient) returns one gradient "
+                  "per saved input.\n\nReturns:\n    %s: the operation.\n\n"
+                  "Examples:\n    >>> op = %s.dispatch_op('%s')\n"
+                  "    >>> type(op).__name__, op._operation_name\n"
+                  "    ('%s', '%s')\n",
+                  name, n->summary, op, n->backend, name, carrier, op, name,
+                  op);
     return buf;
 }
 
@@ -2063,10 +1848,14 @@ static const PyType_Slot op_type_slots[] = {
 #pragma GCC diagnostic pop
 #endif
 
-/* Makes the Python class of table entry i and finds its native class. */
+/* Makes the Python class of the native class in slot i. */
 static int make_op_type(PyObject *module, swpy_state *st, int i) {
-    const op_def *d = &op_defs[i];
-    char *doc = op_doc(d);
+    const sw_native_op *n = sw_native_op_at(i);
+    char tp_name[256];
+    backend_module(n, tp_name, sizeof tp_name);
+    size_t len = strlen(tp_name);
+    PyOS_snprintf(tp_name + len, sizeof tp_name - len, ".%s", n->cls.name);
+    char *doc = op_doc(n);
     if (doc == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -2075,7 +1864,7 @@ static int make_op_type(PyObject *module, swpy_state *st, int i) {
     memcpy(slots, op_type_slots, sizeof slots);
     slots[0].pfunc = doc;
     PyType_Spec spec = {
-        .name = d->tp_name,
+        .name = tp_name,
         .basicsize = sizeof(OperationObject),
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
                  Py_TPFLAGS_IMMUTABLETYPE,
@@ -2088,31 +1877,31 @@ static int make_op_type(PyObject *module, swpy_state *st, int i) {
         return -1;
     }
     st->op_types[i] = (PyTypeObject *)type;
-    /* The native class: from an operation made once now. A backend that
-     * lacks it leaves NULL (its Python class then raises its error). */
-    sw_op *op = NULL;
-    if (native_new(st, i, &op) == SW_OK) {
-        st->op_classes[i] = sw_op_get_class(op);
-        sw_op_unref(op);
-    } else {
-        sw_clear_error();
-    }
     return PyModule_AddType(module, st->op_types[i]);
+}
+
+/* The context keys of every operation's operands, by the registry. */
+static int intern_operand_keys(swpy_state *st) {
+    for (int32_t id = 0; id < SW_OP_BUILTIN_COUNT; id++) {
+        const sw_op_info *info = sw_op_info_get(id);
+        for (int32_t k = 0; k < info->noperands && k < SWPY_MAX_OPERANDS; k++) {
+            if (intern(&st->operand_keys[id][k], info->operands[k].name) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 int swpy_operation_init_types(PyObject *module, swpy_state *st) {
     if (intern(&st->str_forward_hook, "_forward") < 0 ||
         intern(&st->str_backward, "backward") < 0 ||
         intern(&st->str_dispatch_hook, "_dispatch_op") < 0 ||
-        intern(&st->str_scalar, "scalar") < 0 ||
-        intern(&st->str_exponent, "exponent") < 0 ||
         intern(&st->str_output_layout, "output_layout") < 0 ||
         intern(&st->str_mapping_layout, "mapping_layout") < 0 ||
         intern(&st->str_mapping_offset, "mapping_offset") < 0 ||
-        intern(&st->str_order, "order") < 0 ||
-        intern(&st->str_output, "output") < 0 ||
-        intern(&st->str_selection, "selection") < 0 ||
-        intern(&st->str_saved_values, "saved_values") < 0) {
+        intern(&st->str_saved_values, "saved_values") < 0 ||
+        intern_operand_keys(st) < 0) {
         return -1;
     }
     /* Library carriers that name the backends and make their operations. */
@@ -2143,8 +1932,8 @@ int swpy_operation_init_types(PyObject *module, swpy_state *st) {
     if (PyModule_AddType(module, st->native_op_type) < 0) {
         return -1;
     }
-    for (int i = 0; i < SWPY_NATIVE_OPS; i++) {
-        if (make_op_type(module, st, i) < 0) {
+    for (int i = 0; i < SW_NATIVE_OP_SLOTS; i++) {
+        if (sw_native_op_at(i) != NULL && make_op_type(module, st, i) < 0) {
             return -1;
         }
     }
