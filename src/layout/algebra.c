@@ -959,7 +959,25 @@ sw_status sw_layout_left_inverse(const sw_layout *a, sw_layout **out) {
 /* Scratch bits allowed for deciding injectivity by enumeration. */
 #define SW_INJECTIVE_SCRATCH_BITS ((int64_t)1 << 27)
 
+static sw_status decide_injective(const sw_layout *a, int *out);
+
 sw_status sw_layout_is_injective(const sw_layout *a, int *out) {
+    /* Every result's compactness is asked on every operation: the answer
+     * is kept in the (immutable) layout. */
+    sw_layout *m = (sw_layout *)a;
+    int known = atomic_load_explicit(&m->injective, memory_order_relaxed);
+    if (known) {
+        *out = known == 2;
+        return SW_OK;
+    }
+    sw_status st = decide_injective(a, out);
+    if (!st)
+        atomic_store_explicit(&m->injective, *out ? 2 : 1,
+                              memory_order_relaxed);
+    return st;
+}
+
+static sw_status decide_injective(const sw_layout *a, int *out) {
     pairs p;
     sw_status st = pairs_of_view(sw_lview_of(a), 0, &p);
     if (st)

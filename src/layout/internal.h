@@ -41,6 +41,9 @@ struct sw_layout {
     int32_t depth;
     int32_t nleaf;
     int is_leaf;
+    /* sw_layout_is_injective's answer once known: 0 not yet, 1 no, 2 yes.
+     * Layouts are immutable, so any thread may fill it in. */
+    _Atomic int injective;
     int32_t *mode_tok;
     int32_t *mode_leaf;
     int64_t *mode_size;

@@ -261,6 +261,7 @@ sw_status sw_layout_new(sw_tree *shape, sw_tree *stride, sw_layout **out) {
     l->depth = shape->depth;
     l->nleaf = shape->nleaf;
     l->is_leaf = rank <= 1 && shape->depth <= 1;
+    atomic_init(&l->injective, 0);
     l->mode_size = (int64_t *)(l + 1);
     l->mode_tok = (int32_t *)(l->mode_size + rank);
     l->mode_leaf = l->mode_tok + rank + 1;

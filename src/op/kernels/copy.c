@@ -28,8 +28,40 @@ sw_status sw_kbad_dtype(const char *kernel, const char *operand,
                    sw_dtype_name(dtype));
 }
 
+/*
+ * Whether every operand has the first one's layout and it is compact: then
+ * the operands line up element for element in memory order, one run of
+ * unit steps, and no plan is needed (what most small operations are).
+ */
+static int one_compact_run(int32_t nops, const sw_karg *ops) {
+    const sw_layout *l = ops[0].layout;
+    int compact = 0;
+    if (sw_layout_size(l) > SW_PLAN_CHUNK ||
+        sw_layout_is_compact(l, &compact) != SW_OK || !compact) {
+        sw_clear_error();
+        return 0;
+    }
+    for (int32_t k = 1; k < nops; ++k)
+        if (ops[k].layout != l && !sw_layout_equal(ops[k].layout, l))
+            return 0;
+    return 1;
+}
+
 sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
                       void *ctx) {
+    if (SW_KERNELS_FAST && one_compact_run(nops, ops)) {
+        void *ptr[SW_PLAN_MAX_OPS];
+        int64_t step[SW_PLAN_MAX_OPS];
+        for (int32_t k = 0; k < nops; ++k) {
+            ptr[k] =
+                (char *)ops[k].data + ops[k].offset * sw_kelsize(ops[k].dtype);
+            step[k] = 1;
+        }
+        /* As a planned walk does, an interrupt raised before it starts
+         * stops it before its first run. */
+        sw_status st = sw_check_interrupt();
+        return st ? st : loop(sw_layout_size(ops[0].layout), ptr, step, ctx);
+    }
     sw_plan_leaves leaves[SW_PLAN_MAX_OPS];
     int64_t offsets[SW_PLAN_MAX_OPS], elsize[SW_PLAN_MAX_OPS];
     void *base[SW_PLAN_MAX_OPS];
