@@ -381,9 +381,9 @@ static const sw_carrier_class evictable_class = {
 sw_status sw_evictable_new(sw_carrier *primary, sw_carrier *secondary,
                            sw_carrier **out) {
     if (!primary)
-        return sw_fail(SW_ETYPE, "primary must be a Carrier instance");
+        return sw_fail(SW_ETYPE, "primary tier carrier is missing");
     if (!secondary)
-        return sw_fail(SW_ETYPE, "secondary must be a Carrier instance");
+        return sw_fail(SW_ETYPE, "secondary tier carrier is missing");
     if (primary == secondary)
         return sw_fail(SW_EVALUE,
                        "primary and secondary must be distinct carriers");

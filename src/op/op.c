@@ -181,14 +181,14 @@ static sw_status run_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                              sw_tensor **out) {
     sw_tensor *r = NULL;
     if (!op->cls->forward)
-        return sw_fail(SW_ETYPE, "Operation._forward must be implemented");
+        return sw_fail(SW_ETYPE, "operation class has no forward hook");
     sw_status st = op->cls->forward(op, nargs, args, &r);
     if (st) {
         sw_tensor_unref(r);
         return st;
     }
     if (!r)
-        return sw_fail(SW_ETYPE, "Operation._forward must return a Tensor");
+        return sw_fail(SW_ETYPE, "operation forward produced no tensor");
     *out = r;
     return SW_OK;
 }
@@ -403,12 +403,11 @@ static sw_status dispatch(sw_carrier *c, const sw_op_info *info,
     if (st)
         return st;
     if (!op)
-        return sw_fail(SW_ETYPE,
-                       "Carrier._dispatch_op must return an Operation");
+        return sw_fail(SW_ETYPE, "carrier dispatch produced no operation");
     if (op->dispatched) {
         sw_op_unref(op);
-        return sw_fail(SW_ETYPE, "Carrier._dispatch_op must return a fresh "
-                                 "Operation instance");
+        return sw_fail(SW_ETYPE, "carrier dispatch returned an operation "
+                                 "that was dispatched before");
     }
     if (!info) {
         size_t n = strlen(name) + 1;

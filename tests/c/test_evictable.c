@@ -102,9 +102,9 @@ static void test_construction(void) {
     int64_t base = sw_debug_live_allocs();
     sw_carrier *a = gen_of(2, V4), *b = gen_of(2, NULL), *out = NULL;
     sw_status st = sw_evictable_new(NULL, b, &out);
-    expect_fail(st, SW_ETYPE, "primary must be a Carrier instance", "NULL");
+    expect_fail(st, SW_ETYPE, "primary tier carrier is missing", "NULL");
     st = sw_evictable_new(a, NULL, &out);
-    expect_fail(st, SW_ETYPE, "secondary must be a Carrier instance", "NULL2");
+    expect_fail(st, SW_ETYPE, "secondary tier carrier is missing", "NULL2");
     st = sw_evictable_new(a, a, &out);
     expect_fail(st, SW_EVALUE,
                 "primary and secondary must be distinct carriers",

@@ -185,16 +185,19 @@ static sw_status pyop_forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
     if (r == NULL) {
         return HOOK_FAILED;
     }
-    /* Not a Tensor: no result, which the library reports. */
-    if (swpy_is_tensor(st, r)) {
-        sw_tensor *t = swpy_tensor_of(r);
-        if (t == NULL) {
-            Py_DECREF(r);
-            return HOOK_FAILED;
-        }
-        /* The library's reference keeps the object alive as its peer. */
-        *out = sw_tensor_retain(t);
+    if (!swpy_is_tensor(st, r)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError,
+                        "Operation._forward must return a Tensor");
+        return HOOK_FAILED;
     }
+    sw_tensor *t = swpy_tensor_of(r);
+    if (t == NULL) {
+        Py_DECREF(r);
+        return HOOK_FAILED;
+    }
+    /* The library's reference keeps the object alive as its peer. */
+    *out = sw_tensor_retain(t);
     Py_DECREF(r);
     return SW_OK;
 }
@@ -1353,8 +1356,19 @@ static sw_status route_dispatch_body(sw_carrier *c, const char *name, void *ctx,
     if (r == NULL) {
         return HOOK_FAILED;
     }
-    /* Not an Operation: no operation, which the library reports. */
-    if (swpy_is_operation(st, r) && OP(r) != NULL) {
+    if (!swpy_is_operation(st, r) || OP(r) == NULL) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError,
+                        "Carrier._dispatch_op must return an Operation");
+        return HOOK_FAILED;
+    }
+    if (sw_op_dispatch_name(OP(r)) != NULL) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "Carrier._dispatch_op must return a "
+                                         "fresh Operation instance");
+        return HOOK_FAILED;
+    }
+    {
         OperationObject *o = (OperationObject *)r;
         /* The library tags a fresh operation with ctx, the class that
          * installed this route; the object keeps the class for the tag
