@@ -13,6 +13,8 @@
 #include "strideweave/tensor.h"
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
+#include "strideweave/policy.h"
+#include "strideweave/capability.h"
 #include "strideweave/einops.h"
 #include "strideweave/dlpack.h"
 #include "strideweave/interop.h"

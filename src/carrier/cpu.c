@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "strideweave/capability.h"
 #include "op/internal.h"
 #include "strideweave/dlpack.h"
 
@@ -262,6 +263,10 @@ sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
                        (unsigned long long)(uintptr_t)pointer, (long long)align,
                        sw_dtype_name(dtype));
     return cpu_make(pointer, size, dtype, 0, mutable_, out);
+}
+
+const sw_carrier_class *sw_cpu_class(void) {
+    return &cpu_class;
 }
 
 int sw_carrier_is_cpu(const sw_carrier *c) {

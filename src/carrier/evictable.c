@@ -16,6 +16,7 @@
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
+#include "strideweave/capability.h"
 #include "strideweave/evictable.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
@@ -26,6 +27,8 @@ typedef struct ev_state {
     int64_t size;
     int mutable_;
     int evicted;
+    /* The capability snapshot, made at the first query (capability.c). */
+    sw_snapshot_slot caps;
 } ev_state;
 
 static const sw_carrier_class evictable_class;
@@ -40,6 +43,12 @@ int sw_carrier_is_evictable(const sw_carrier *c) {
 
 const sw_carrier_class *sw_evictable_class(void) {
     return &evictable_class;
+}
+
+sw_snapshot_slot *sw_evictable_caps_slot(sw_carrier *c) {
+    if (!sw_carrier_is_evictable(c))
+        return NULL;
+    return &ev(c)->caps;
 }
 
 sw_carrier *sw_evictable_primary(const sw_carrier *c) {
@@ -314,6 +323,7 @@ static void ev_destroy(sw_carrier *c) {
     ev_state *s = ev(c);
     drop_tier(s->primary, s->primary_token);
     drop_tier(s->secondary, s->secondary_token);
+    sw_capability_snapshot_free(atomic_load(&s->caps));
     sw_free(s);
 }
 

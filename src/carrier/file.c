@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "carrier/internal.h"
+#include "strideweave/capability.h"
 
 typedef struct file_state {
     pthread_rwlock_t lock;
@@ -530,6 +531,10 @@ sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,
 
 void sw_file_remove_temporaries(void) {
     /* Temporaries have no names left to remove. */
+}
+
+const sw_carrier_class *sw_file_class(void) {
+    return &file_class;
 }
 
 int sw_carrier_is_file(const sw_carrier *c) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "strideweave/capability.h"
 #include "op/internal.h"
 
 typedef struct generic_state {
@@ -124,6 +125,10 @@ sw_status sw_generic_new(const sw_host_ops *ops, void *store, sw_dtype dtype,
     if (st)
         sw_free(g);
     return st;
+}
+
+const sw_carrier_class *sw_generic_class(void) {
+    return &generic_class;
 }
 
 int sw_carrier_is_generic(const sw_carrier *c) {

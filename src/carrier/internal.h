@@ -70,4 +70,10 @@ sw_status sw_evictable_scatter(sw_carrier *c, const sw_tensor *src,
                                const sw_tensor *onto, const sw_layout *mapping,
                                int64_t mapping_offset);
 
+/* Where an Evictable keeps its capability snapshot (NULL for other
+ * carriers); capability.c publishes it once, freed with the carrier. */
+struct sw_capability_snapshot;
+typedef _Atomic(struct sw_capability_snapshot *) sw_snapshot_slot;
+sw_snapshot_slot *sw_evictable_caps_slot(sw_carrier *c);
+
 #endif /* SW_CARRIER_INTERNAL_H */
