@@ -19,6 +19,12 @@ from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Gen
 from strideweave.carriers.move import AwaitMove as AwaitMove
 from strideweave.carriers.move import AwaitResult as AwaitResult
 from strideweave.carriers.move import move_async as move_async
+from strideweave.carriers.operation_capability import DependentCarrier as DependentCarrier
+from strideweave.carriers.operation_capability import OperandCapability as OperandCapability
+from strideweave.carriers.operation_capability import OperationCapability as OperationCapability
+from strideweave.carriers.operation_capability import (
+    UnsupportedOperationPlan as UnsupportedOperationPlan,
+)
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.core.module import Module, Parameter
 from strideweave.operation import *  # noqa: F403 (the operation names of __all__ below)

@@ -10,6 +10,12 @@ from strideweave.carriers import Generic as Generic
 from strideweave.carriers.move import AwaitMove as AwaitMove
 from strideweave.carriers.move import AwaitResult as AwaitResult
 from strideweave.carriers.move import move_async as move_async
+from strideweave.carriers.operation_capability import DependentCarrier as DependentCarrier
+from strideweave.carriers.operation_capability import OperandCapability as OperandCapability
+from strideweave.carriers.operation_capability import OperationCapability as OperationCapability
+from strideweave.carriers.operation_capability import (
+    UnsupportedOperationPlan as UnsupportedOperationPlan,
+)
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Node as Node
 from strideweave.core.layout import Shape as Shape

@@ -25,6 +25,7 @@
 #include "gc.h"
 #include "gil.h"
 #include "operation.h"
+#include "plans.h"
 
 #include "strideweave/evictable.h"
 
@@ -1001,7 +1002,10 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
         /* Its dlpack_info method decides, as it does for Carrier
          * subclasses through their vtable. */
         sw_carrier_set_dlpack_route(owned, route_dlpack_info, NULL);
-        return swpy_carrier_install_dispatch(st, self, owned);
+        if (swpy_carrier_install_dispatch(st, self, owned) < 0) {
+            return -1;
+        }
+        return swpy_capability_constructed(self);
     }
     return 0;
 }
@@ -1087,7 +1091,8 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
     }
     CARRIER(self) = c;
     sw_carrier_set_peer(c, self, &peer_hooks);
-    if (swpy_carrier_install_dispatch(st, self, c) < 0) {
+    if (swpy_carrier_install_dispatch(st, self, c) < 0 ||
+        swpy_capability_constructed(self) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -1733,6 +1738,17 @@ static PyMethodDef carrier_methods[] = {
      carrier_has_owner_access_doc},
     {"dispatch_op", swpy_carrier_dispatch_op, METH_O,
      swpy_carrier_dispatch_op_doc},
+    /* Capability and storage-dtype queries (policy.c). */
+    {"operation_capabilities", KW(swpy_carrier_operation_capabilities),
+     METH_VARARGS | METH_KEYWORDS, swpy_carrier_operation_capabilities_doc},
+    {"supports_operation_plan", swpy_carrier_supports_operation_plan, METH_O,
+     swpy_carrier_supports_operation_plan_doc},
+    {"unsupported_plan_reason", swpy_carrier_unsupported_plan_reason, METH_O,
+     swpy_carrier_unsupported_plan_reason_doc},
+    {"require_operation_plan", swpy_carrier_require_operation_plan, METH_O,
+     swpy_carrier_require_operation_plan_doc},
+    {"supports_storage_dtype", swpy_carrier_supports_storage_dtype, METH_O,
+     swpy_carrier_supports_storage_dtype_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,36 @@
+/*
+ * Operation plans and capabilities for Python (policy.c): the module
+ * functions strideweave.carriers.operation_policy and
+ * strideweave.carriers.operation_capability are built on, and the Carrier
+ * methods that answer capability and storage-dtype queries.
+ */
+#ifndef SWPY_PLANS_H
+#define SWPY_PLANS_H
+
+#include "module.h"
+
+/* Adds the plan and capability functions to the module. */
+int swpy_policy_init(PyObject *module, swpy_state *st);
+
+/*
+ * Observes the exact class of a carrier object being constructed, which
+ * seals an undeclared class empty (see capability.h). Returns 0, or -1
+ * with an exception set.
+ */
+int swpy_capability_constructed(PyObject *self);
+
+/* The Carrier methods, one block of carrier.c's method table. */
+PyObject *swpy_carrier_operation_capabilities(PyObject *self, PyObject *args,
+                                              PyObject *kwds);
+PyObject *swpy_carrier_supports_operation_plan(PyObject *self, PyObject *plan);
+PyObject *swpy_carrier_unsupported_plan_reason(PyObject *self, PyObject *plan);
+PyObject *swpy_carrier_require_operation_plan(PyObject *self, PyObject *plan);
+PyObject *swpy_carrier_supports_storage_dtype(PyObject *self, PyObject *dtype);
+
+extern const char swpy_carrier_operation_capabilities_doc[];
+extern const char swpy_carrier_supports_operation_plan_doc[];
+extern const char swpy_carrier_unsupported_plan_reason_doc[];
+extern const char swpy_carrier_require_operation_plan_doc[];
+extern const char swpy_carrier_supports_storage_dtype_doc[];
+
+#endif /* SWPY_PLANS_H */
