@@ -118,6 +118,9 @@ typedef struct sw_op_info {
     uint32_t saves;         /* SW_SAVES_* */
     sw_saved_values values; /* SW_FORM_UNARY on host-value backends */
     sw_vop vop;             /* the value operation, or -1 */
+    /* What it computes, one sentence for documentation (elementwise and
+     * activation operations; NULL for the others). */
+    const char *summary;
 } sw_op_info;
 
 /* The number of registered operations (the built-ins come first). */

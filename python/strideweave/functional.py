@@ -23,62 +23,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from strideweave._native import (
-    add,
-    div,
-    einsum,
-    elementwise_mul,
-    elu,
-    exp,
-    gelu,
-    is_grad_enabled,
-    leaky_relu,
-    matmul,
-    move,
-    mul,
-    neg,
-    permute,
-    pow,  # noqa: A004 - the reference's name
-    rearrange,
-    reduce,
-    relu,
-    set_grad_enabled,
-    sigmoid,
-    silu,
-    softplus,
-    sub,
-    tanh,
-    view,
-)
+from strideweave import _native
 
-__all__ = [
-    "add",
-    "div",
-    "einsum",
-    "elementwise_mul",
-    "elu",
-    "exp",
-    "gelu",
-    "is_grad_enabled",
-    "leaky_relu",
-    "matmul",
-    "move",
-    "mul",
-    "neg",
-    "no_grad",
-    "permute",
-    "pow",
-    "rearrange",
-    "reduce",
-    "relu",
-    "set_grad_enabled",
-    "sigmoid",
-    "silu",
-    "softplus",
-    "sub",
-    "tanh",
-    "view",
-]
+# Re-exported under their own names (the aliases mark them as exports).
+from strideweave._native import einsum as einsum
+from strideweave._native import is_grad_enabled as is_grad_enabled
+from strideweave._native import move as move
+from strideweave._native import neg as neg
+from strideweave._native import set_grad_enabled as set_grad_enabled
+
+# The functional form of every operation that has one, as the library's
+# operation registry lists them (it is the only list of operations).
+_OPERATIONS: list[str] = _native._functional_operations()
+globals().update({name: getattr(_native, name) for name in _OPERATIONS})
+
+__all__ = sorted(
+    [*_OPERATIONS, "einsum", "is_grad_enabled", "move", "neg", "no_grad", "set_grad_enabled"]
+)
 
 
 @contextlib.contextmanager

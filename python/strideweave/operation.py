@@ -13,123 +13,43 @@ Examples:
     True
 """
 
-from strideweave.carriers.evictable import EvictableOperation
-from strideweave.carriers.generic.ops import (
-    GenericAddOperation,
-    GenericDivOperation,
-    GenericElementwiseMulOperation,
-    GenericELUOperation,
-    GenericExpOperation,
-    GenericGELUOperation,
-    GenericLeakyReLUOperation,
-    GenericMatmulOperation,
-    GenericPowOperation,
-    GenericReduceSumOperation,
-    GenericReLUOperation,
-    GenericScalarMulOperation,
-    GenericSigmoidOperation,
-    GenericSiLUOperation,
-    GenericSoftplusOperation,
-    GenericSubOperation,
-    GenericTanhOperation,
-)
-from strideweave.carriers.move import (
-    CpuToFileBackedMoveOperation,
-    ElementwiseMoveOperation,
-    FileBackedToCpuMoveOperation,
-    MoveOperation,
-)
-from strideweave.carriers.operation_helpers import Operation
-from strideweave.carriers.shared_ops import (
-    GenericViewOperation,
-    PermuteOperation,
-    RearrangeOperation,
-)
-from strideweave.functional import (
-    add,
-    div,
-    einsum,
-    elementwise_mul,
-    elu,
-    exp,
-    gelu,
-    is_grad_enabled,
-    leaky_relu,
-    matmul,
-    move,
-    mul,
-    neg,
-    no_grad,
-    permute,
-    pow,
-    rearrange,
-    reduce,
-    relu,
-    set_grad_enabled,
-    sigmoid,
-    silu,
-    softplus,
-    sub,
-    tanh,
-    view,
-)
-from strideweave.profiling import Profiler, ProfilerAggregate, ProfilerEvent, profile
+from strideweave import functional as _functional
+from strideweave.carriers import shared_ops as _shared_ops
+from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
+from strideweave.carriers.generic import ops as _generic_ops
+from strideweave.carriers.move import CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation
+from strideweave.carriers.move import ElementwiseMoveOperation as ElementwiseMoveOperation
+from strideweave.carriers.move import FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation
+from strideweave.carriers.move import MoveOperation as MoveOperation
+from strideweave.carriers.operation_helpers import Operation as Operation
+from strideweave.profiling import Profiler as Profiler
+from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
+from strideweave.profiling import ProfilerEvent as ProfilerEvent
+from strideweave.profiling import profile as profile
 
-__all__ = [
-    "CpuToFileBackedMoveOperation",
-    "ElementwiseMoveOperation",
-    "EvictableOperation",
-    "FileBackedToCpuMoveOperation",
-    "GenericAddOperation",
-    "GenericDivOperation",
-    "GenericELUOperation",
-    "GenericElementwiseMulOperation",
-    "GenericExpOperation",
-    "GenericGELUOperation",
-    "GenericLeakyReLUOperation",
-    "GenericMatmulOperation",
-    "GenericPowOperation",
-    "GenericReLUOperation",
-    "GenericReduceSumOperation",
-    "GenericScalarMulOperation",
-    "GenericSiLUOperation",
-    "GenericSigmoidOperation",
-    "GenericSoftplusOperation",
-    "GenericSubOperation",
-    "GenericTanhOperation",
-    "GenericViewOperation",
-    "MoveOperation",
-    "Operation",
-    "PermuteOperation",
-    "Profiler",
-    "ProfilerAggregate",
-    "ProfilerEvent",
-    "RearrangeOperation",
-    "add",
-    "div",
-    "einsum",
-    "elementwise_mul",
-    "elu",
-    "exp",
-    "gelu",
-    "is_grad_enabled",
-    "leaky_relu",
-    "matmul",
-    "move",
-    "mul",
-    "neg",
-    "no_grad",
-    "permute",
-    "pow",
-    "profile",
-    "rearrange",
-    "reduce",
-    "relu",
-    "set_grad_enabled",
-    "sigmoid",
-    "silu",
-    "softplus",
-    "sub",
-    "tanh",
-    "view",
-]
+# The operation classes and functional forms come from their home modules,
+# which take them from the library's operation registry. The batched
+# matmul class stays in its home module only, as the reference has none.
+_REGISTERED = {
+    name: getattr(module, name)
+    for module in (_functional, _generic_ops, _shared_ops)
+    for name in module.__all__
+    if name != "GenericBatchedMatmulOperation"
+}
+globals().update(_REGISTERED)
+
+__all__ = sorted(
+    [
+        *_REGISTERED,
+        "CpuToFileBackedMoveOperation",
+        "ElementwiseMoveOperation",
+        "EvictableOperation",
+        "FileBackedToCpuMoveOperation",
+        "MoveOperation",
+        "Operation",
+        "Profiler",
+        "ProfilerAggregate",
+        "ProfilerEvent",
+        "profile",
+    ]
+)

@@ -32,7 +32,7 @@ static const sw_operand_spec rearrange_operands[] = {
 #define OPERANDS(a) (int32_t)(sizeof a / sizeof a[0]), a
 #define F SW_OPF_FUNCTIONAL
 
-#define BINARY(id, name, title, vop)                                           \
+#define BINARY(id, name, title, vop, summary)                                  \
     [id] = {id,                                                                \
             name,                                                              \
             name,                                                              \
@@ -42,35 +42,45 @@ static const sw_operand_spec rearrange_operands[] = {
             F,                                                                 \
             0,                                                                 \
             SW_SAVED_NOTHING,                                                  \
-            vop}
-#define UNARY(id, name, title, values, vop)                                    \
+            vop,                                                               \
+            summary}
+#define UNARY(id, name, title, values, vop, summary)                           \
     [id] = {id, name, name,   title, SW_FORM_UNARY, OPERANDS(unary_operands),  \
-            F,  0,    values, vop}
+            F,  0,    values, vop,   summary}
 
 static const sw_op_info builtins[] = {
-    BINARY(SW_OP_ADD, "add", "add", SW_VOP_ADD),
-    BINARY(SW_OP_SUB, "sub", "sub", SW_VOP_SUB),
+    BINARY(SW_OP_ADD, "add", "add", SW_VOP_ADD, "Elementwise lhs + rhs."),
+    BINARY(SW_OP_SUB, "sub", "sub", SW_VOP_SUB, "Elementwise lhs - rhs."),
     BINARY(SW_OP_ELEMENTWISE_MUL, "elementwise_mul", "elementwise multiply",
-           SW_VOP_MUL),
-    BINARY(SW_OP_DIV, "div", "divide", SW_VOP_DIV),
+           SW_VOP_MUL, "Elementwise lhs * rhs."),
+    BINARY(SW_OP_DIV, "div", "divide", SW_VOP_DIV,
+           "Elementwise lhs / rhs (true division; the result is Floating or "
+           "Float32)."),
     [SW_OP_MUL] = {SW_OP_MUL, "mul", "mul", "scalar multiply", SW_FORM_SCALAR,
                    OPERANDS(scalar_operands), F, SW_SAVES_OPERANDS,
                    SW_SAVED_NOTHING, SW_VOP_MUL},
     [SW_OP_POW] = {SW_OP_POW, "pow", "pow", "power", SW_FORM_SCALAR,
                    OPERANDS(pow_operands), F, SW_SAVES_OPERANDS,
                    SW_SAVED_NOTHING, SW_VOP_POW},
-    UNARY(SW_OP_EXP, "exp", "exp", SW_SAVED_OUTPUTS, SW_VOP_EXP),
-    UNARY(SW_OP_RELU, "relu", "ReLU", SW_SAVED_NOTHING, SW_VOP_RELU),
-    UNARY(SW_OP_SIGMOID, "sigmoid", "sigmoid", SW_SAVED_OUTPUTS,
-          SW_VOP_SIGMOID),
-    UNARY(SW_OP_TANH, "tanh", "tanh", SW_SAVED_OUTPUTS, SW_VOP_TANH),
-    UNARY(SW_OP_GELU, "gelu", "GELU", SW_SAVED_NOTHING, SW_VOP_GELU),
-    UNARY(SW_OP_SILU, "silu", "SiLU", SW_SAVED_SIGMOID, SW_VOP_SILU),
+    UNARY(SW_OP_EXP, "exp", "exp", SW_SAVED_OUTPUTS, SW_VOP_EXP,
+          "e ** x per element."),
+    UNARY(SW_OP_RELU, "relu", "ReLU", SW_SAVED_NOTHING, SW_VOP_RELU,
+          "max(0, x) per element (on host values the host's max, so a negative "
+          "float may give an integer 0)."),
+    UNARY(SW_OP_SIGMOID, "sigmoid", "sigmoid", SW_SAVED_OUTPUTS, SW_VOP_SIGMOID,
+          "The logistic function 1/(1+e**-x), numerically stable."),
+    UNARY(SW_OP_TANH, "tanh", "tanh", SW_SAVED_OUTPUTS, SW_VOP_TANH,
+          "The hyperbolic tangent per element."),
+    UNARY(SW_OP_GELU, "gelu", "GELU", SW_SAVED_NOTHING, SW_VOP_GELU,
+          "0.5*x*(1 + erf(x/sqrt(2))), the exact GELU."),
+    UNARY(SW_OP_SILU, "silu", "SiLU", SW_SAVED_SIGMOID, SW_VOP_SILU,
+          "x*sigmoid(x) per element."),
     UNARY(SW_OP_SOFTPLUS, "softplus", "softplus", SW_SAVED_NOTHING,
-          SW_VOP_SOFTPLUS),
-    UNARY(SW_OP_ELU, "elu", "ELU", SW_SAVED_NOTHING, SW_VOP_ELU),
+          SW_VOP_SOFTPLUS, "log1p(exp(-|x|)) + max(x, 0) per element."),
+    UNARY(SW_OP_ELU, "elu", "ELU", SW_SAVED_NOTHING, SW_VOP_ELU,
+          "x if x > 0 else expm1(x), per element (alpha 1)."),
     UNARY(SW_OP_LEAKY_RELU, "leaky_relu", "leaky ReLU", SW_SAVED_NOTHING,
-          SW_VOP_LEAKY_RELU),
+          SW_VOP_LEAKY_RELU, "x if x >= 0 else 0.01*x, per element."),
     [SW_OP_REDUCE] = {SW_OP_REDUCE, "reduce", "reduce_sum", "reduce",
                       SW_FORM_REDUCE, OPERANDS(unary_operands), F,
                       SW_SAVES_OUTPUT_LAYOUT, SW_SAVED_NOTHING, SW_VOP_ADD},

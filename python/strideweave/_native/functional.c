@@ -8,10 +8,15 @@
  */
 #include "functional.h"
 
+#include <string.h>
+
 #include "einops.h"
 #include "errors.h"
 #include "operation.h"
 #include "tensor.h"
+
+/* An operation's name, from the registry. */
+#define OP_NAME(id) (sw_op_info_get(id)->name)
 
 /* ------------------------------------------------------------ arguments */
 
@@ -105,10 +110,11 @@ PyObject *swpy_fn_mul(swpy_state *st, PyObject *tensor, PyObject *scalar) {
         return NULL;
     }
     if (swpy_is_tensor(st, scalar)) {
-        return swpy_fn_binary(st, "elementwise_mul", tensor, scalar);
+        return swpy_fn_binary(st, OP_NAME(SW_OP_ELEMENTWISE_MUL), tensor,
+                              scalar);
     }
     PyObject *args[2] = {tensor, scalar};
-    return swpy_op_call_named(st, tensor, "mul", args, 2);
+    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_MUL), args, 2);
 }
 
 PyObject *swpy_fn_neg(swpy_state *st, PyObject *tensor) {
@@ -130,7 +136,7 @@ PyObject *swpy_fn_pow(swpy_state *st, PyObject *tensor, PyObject *exponent) {
         return NULL;
     }
     PyObject *args[2] = {tensor, exponent};
-    return swpy_op_call_named(st, tensor, "pow", args, 2);
+    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_POW), args, 2);
 }
 
 PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
@@ -138,7 +144,7 @@ PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
         return NULL;
     }
     PyObject *args[2] = {tensor, key};
-    return swpy_op_call_named(st, tensor, "view", args, 2);
+    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_VIEW), args, 2);
 }
 
 /* ---------------------------------------------------------- functions */
@@ -173,81 +179,17 @@ static PyObject *unary_call(PyObject *m, const char *name,
     return unary(swpy_module_state(m), name, a[0]);
 }
 
-static PyObject *fn_add(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
-    return binary_call(m, "add", args, nargs, kwnames);
-}
-
-static PyObject *fn_sub(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
-    return binary_call(m, "sub", args, nargs, kwnames);
-}
-
-static PyObject *fn_elementwise_mul(PyObject *m, PyObject *const *args,
-                                    Py_ssize_t nargs, PyObject *kwnames) {
-    return binary_call(m, "elementwise_mul", args, nargs, kwnames);
-}
-
-static PyObject *fn_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
-    return binary_call(m, "div", args, nargs, kwnames);
-}
-
 static PyObject *fn_matmul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames) {
-    return binary_call(m, "matmul", args, nargs, kwnames);
-}
-
-static PyObject *fn_exp(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
-    return unary_call(m, "exp", args, nargs, kwnames);
-}
-
-static PyObject *fn_relu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames) {
-    return unary_call(m, "relu", args, nargs, kwnames);
-}
-
-static PyObject *fn_sigmoid(PyObject *m, PyObject *const *args,
-                            Py_ssize_t nargs, PyObject *kwnames) {
-    return unary_call(m, "sigmoid", args, nargs, kwnames);
-}
-
-static PyObject *fn_tanh(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames) {
-    return unary_call(m, "tanh", args, nargs, kwnames);
-}
-
-static PyObject *fn_gelu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames) {
-    return unary_call(m, "gelu", args, nargs, kwnames);
-}
-
-static PyObject *fn_silu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames) {
-    return unary_call(m, "silu", args, nargs, kwnames);
-}
-
-static PyObject *fn_softplus(PyObject *m, PyObject *const *args,
-                             Py_ssize_t nargs, PyObject *kwnames) {
-    return unary_call(m, "softplus", args, nargs, kwnames);
-}
-
-static PyObject *fn_elu(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
-    return unary_call(m, "elu", args, nargs, kwnames);
-}
-
-static PyObject *fn_leaky_relu(PyObject *m, PyObject *const *args,
-                               Py_ssize_t nargs, PyObject *kwnames) {
-    return unary_call(m, "leaky_relu", args, nargs, kwnames);
+    return binary_call(m, OP_NAME(SW_OP_MATMUL), args, nargs, kwnames);
 }
 
 static PyObject *fn_mul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
     static const char *const names[] = {"tensor", "scalar"};
     PyObject *a[2];
-    if (parse_args("mul", args, nargs, kwnames, names, 2, 2, a) < 0) {
+    if (parse_args(OP_NAME(SW_OP_MUL), args, nargs, kwnames, names, 2, 2, a) <
+        0) {
         return NULL;
     }
     return swpy_fn_mul(swpy_module_state(m), a[0], a[1]);
@@ -266,7 +208,8 @@ static PyObject *fn_pow(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
     static const char *const names[] = {"tensor", "exponent"};
     PyObject *a[2];
-    if (parse_args("pow", args, nargs, kwnames, names, 2, 2, a) < 0) {
+    if (parse_args(OP_NAME(SW_OP_POW), args, nargs, kwnames, names, 2, 2, a) <
+        0) {
         return NULL;
     }
     return swpy_fn_pow(swpy_module_state(m), a[0], a[1]);
@@ -276,7 +219,8 @@ static PyObject *fn_view(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames) {
     static const char *const names[] = {"tensor", "key"};
     PyObject *a[2];
-    if (parse_args("view", args, nargs, kwnames, names, 2, 2, a) < 0) {
+    if (parse_args(OP_NAME(SW_OP_VIEW), args, nargs, kwnames, names, 2, 2, a) <
+        0) {
         return NULL;
     }
     return swpy_fn_view(swpy_module_state(m), a[0], a[1]);
@@ -293,7 +237,7 @@ static PyObject *fn_permute(PyObject *m, PyObject *const *args,
     if (check_tensor(st, args[0], "tensor") < 0) {
         return NULL;
     }
-    return swpy_op_call_named(st, args[0], "permute", args, nargs);
+    return swpy_op_call_named(st, args[0], OP_NAME(SW_OP_PERMUTE), args, nargs);
 }
 
 static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
@@ -301,7 +245,8 @@ static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
     static const char *const names[] = {"tensor", "output", "selection"};
     swpy_state *st = swpy_module_state(m);
     PyObject *a[3];
-    if (parse_args("rearrange", args, nargs, kwnames, names, 2, 3, a) < 0) {
+    if (parse_args(OP_NAME(SW_OP_REARRANGE), args, nargs, kwnames, names, 2, 3,
+                   a) < 0) {
         return NULL;
     }
     PyObject *selection = a[2] != NULL ? a[2] : Py_None;
@@ -328,7 +273,7 @@ static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
         return NULL;
     }
     PyObject *call[3] = {a[0], a[1], selection};
-    return swpy_op_call_named(st, a[0], "rearrange", call, 3);
+    return swpy_op_call_named(st, a[0], OP_NAME(SW_OP_REARRANGE), call, 3);
 }
 
 static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -336,7 +281,8 @@ static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     static const char *const names[] = {"tensor", "description"};
     swpy_state *st = swpy_module_state(m);
     PyObject *a[2];
-    if (parse_args("reduce", args, nargs, kwnames, names, 1, 2, a) < 0) {
+    if (parse_args(OP_NAME(SW_OP_REDUCE), args, nargs, kwnames, names, 1, 2,
+                   a) < 0) {
         return NULL;
     }
     /* Any description given, None included, selects the string form. */
@@ -347,7 +293,7 @@ static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         }
         return swpy_einops_reduce(st, a[0], a[1]);
     }
-    return unary(st, "reduce", a[0]);
+    return unary(st, OP_NAME(SW_OP_REDUCE), a[0]);
 }
 
 static PyObject *fn_einsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -402,36 +348,6 @@ static PyObject *fn_set_grad_enabled(PyObject *m, PyObject *const *args,
 #define RETURNS_ELEMENTWISE                                                    \
     "Returns:\n"                                                               \
     "    Tensor: a fresh tensor with the input's layout (offset 0).\n\n"
-
-PyDoc_STRVAR(add_doc,
-             "add($module, lhs, rhs)\n--\n\n"
-             "Elementwise lhs + rhs.\n\n"
-             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
-             "Examples:\n" SETUP_X "    >>> y = add(x, x)\n"
-             "    >>> y[0], y[1]\n"
-             "    (2.0, -4.0)\n");
-
-PyDoc_STRVAR(sub_doc,
-             "sub($module, lhs, rhs)\n--\n\n"
-             "Elementwise lhs - rhs.\n\n"
-             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
-             "Examples:\n" SETUP_X "    >>> sub(x, x)[1]\n"
-             "    0.0\n");
-
-PyDoc_STRVAR(elementwise_mul_doc,
-             "elementwise_mul($module, lhs, rhs)\n--\n\n"
-             "Elementwise lhs * rhs.\n\n"
-             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
-             "Examples:\n" SETUP_X "    >>> elementwise_mul(x, x)[1]\n"
-             "    4.0\n");
-
-PyDoc_STRVAR(div_doc,
-             "div($module, lhs, rhs)\n--\n\n"
-             "Elementwise lhs / rhs (true division; the result is "
-             "Floating or Float32).\n\n"
-             "Args:\n" ARGS_BINARY "\n" RETURNS_ELEMENTWISE RAISES_BINARY
-             "Examples:\n" SETUP_X "    >>> div(x, x)[1]\n"
-             "    1.0\n");
 
 PyDoc_STRVAR(
     matmul_doc,
@@ -496,68 +412,6 @@ PyDoc_STRVAR(pow_doc,
              "    >>> y = pow(t, 3)\n"
              "    >>> y[0], y[1], y[2]\n"
              "    (1, 8, 27)\n");
-
-PyDoc_STRVAR(exp_doc, "exp($module, tensor)\n--\n\n"
-                      "e ** x per element (math.exp on Generic).\n\n"
-                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-                      "Examples:\n" SETUP_X "    >>> round(exp(x)[0], 6)\n"
-                      "    2.718282\n");
-
-PyDoc_STRVAR(relu_doc,
-             "relu($module, tensor)\n--\n\n"
-             "max(0, x) per element (on Generic Python's max, so a negative "
-             "float gives the int 0).\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> relu(x)[0], relu(x)[1]\n"
-             "    (1.0, 0)\n");
-
-PyDoc_STRVAR(sigmoid_doc,
-             "sigmoid($module, tensor)\n--\n\n"
-             "The logistic function 1/(1+e**-x), numerically stable.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> sigmoid(x)[0] > 0.5\n"
-             "    True\n");
-
-PyDoc_STRVAR(tanh_doc,
-             "tanh($module, tensor)\n--\n\n"
-             "The hyperbolic tangent per element.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> round(tanh(x)[0], 6)\n"
-             "    0.761594\n");
-
-PyDoc_STRVAR(gelu_doc,
-             "gelu($module, tensor)\n--\n\n"
-             "0.5*x*(1 + erf(x/sqrt(2))), the exact GELU.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> round(gelu(x)[0], 6)\n"
-             "    0.841345\n");
-
-PyDoc_STRVAR(silu_doc,
-             "silu($module, tensor)\n--\n\n"
-             "x*sigmoid(x) per element.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> round(silu(x)[0], 6)\n"
-             "    0.731059\n");
-
-PyDoc_STRVAR(softplus_doc,
-             "softplus($module, tensor)\n--\n\n"
-             "log1p(exp(-|x|)) + max(x, 0) per element.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> round(softplus(x)[0], 6)\n"
-             "    1.313262\n");
-
-PyDoc_STRVAR(elu_doc, "elu($module, tensor)\n--\n\n"
-                      "x if x > 0 else expm1(x), per element (alpha 1).\n\n"
-                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-                      "Examples:\n" SETUP_X "    >>> round(elu(x)[1], 6)\n"
-                      "    -0.864665\n");
-
-PyDoc_STRVAR(leaky_relu_doc,
-             "leaky_relu($module, tensor)\n--\n\n"
-             "x if x >= 0 else 0.01*x, per element.\n\n"
-             "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-             "Examples:\n" SETUP_X "    >>> leaky_relu(x)[1]\n"
-             "    -0.02\n");
 
 PyDoc_STRVAR(
     view_doc,
@@ -706,6 +560,167 @@ PyDoc_STRVAR(set_grad_enabled_doc,
              "    False\n"
              "    >>> set_grad_enabled(True)\n");
 
+/* ------------------------------------- forms made from the registry */
+
+/*
+ * The elementwise and activation operations take their functional form
+ * from the library's registry: one implementation bound to the operation's
+ * number, its name and a docstring made from the record (its summary, and
+ * an example whose value is the library's reference arithmetic at 1.0).
+ */
+static PyMethodDef registered_defs[SW_OP_BUILTIN_COUNT];
+
+static int has_registered_form(const sw_op_info *info) {
+    return (info->flags & SW_OPF_FUNCTIONAL) &&
+           (info->form == SW_FORM_BINARY || info->form == SW_FORM_UNARY);
+}
+
+/* self is (module, operation id). */
+static PyObject *fn_registered(PyObject *self, PyObject *const *args,
+                               Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *m = PyTuple_GET_ITEM(self, 0);
+    const sw_op_info *info =
+        sw_op_info_get((int32_t)PyLong_AsLong(PyTuple_GET_ITEM(self, 1)));
+    return info->form == SW_FORM_BINARY
+               ? binary_call(m, info->name, args, nargs, kwnames)
+               : unary_call(m, info->name, args, nargs, kwnames);
+}
+
+/* repr(round(v, 6)), as a doctest prints it. */
+static PyObject *rounded_repr(double v) {
+    PyObject *round = PyDict_GetItemString(PyEval_GetBuiltins(), "round");
+    PyObject *r =
+        round != NULL ? PyObject_CallFunction(round, "di", v, 6) : NULL;
+    PyObject *text = r != NULL ? PyObject_Repr(r) : NULL;
+    Py_XDECREF(r);
+    return text;
+}
+
+/* The docstring of a registered form (static once made: the method
+ * definitions outlive every module object). */
+static const char *registered_doc(const sw_op_info *info) {
+    int binary = info->form == SW_FORM_BINARY;
+    PyObject *value = rounded_repr(sw_vop_apply(info->vop, 1.0, 1.0));
+    if (value == NULL) {
+        return NULL;
+    }
+    PyObject *doc = PyUnicode_FromFormat(
+        "%s($module, %s)\n--\n\n%s\n\nArgs:\n%s\n" RETURNS_ELEMENTWISE
+        "%sExamples:\n" SETUP_X "    >>> round(%s(%s)[0], 6)\n    %U\n",
+        info->name, binary ? "lhs, rhs" : "tensor", info->summary,
+        binary ? ARGS_BINARY : ARG_TENSOR,
+        binary ? RAISES_BINARY : RAISES_UNARY, info->name,
+        binary ? "x, x" : "x", value);
+    Py_DECREF(value);
+    const char *utf8 = doc != NULL ? PyUnicode_AsUTF8(doc) : NULL;
+    char *copy = utf8 != NULL ? PyMem_RawMalloc(strlen(utf8) + 1) : NULL;
+    if (copy != NULL) {
+        memcpy(copy, utf8, strlen(utf8) + 1);
+    } else if (utf8 != NULL) {
+        PyErr_NoMemory();
+    }
+    Py_XDECREF(doc);
+    return copy;
+}
+
+static int add_registered_forms(PyObject *module) {
+    PyObject *modname = PyModule_GetNameObject(module);
+    if (modname == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    for (int32_t id = 0; id < SW_OP_BUILTIN_COUNT && rc == 0; id++) {
+        const sw_op_info *info = sw_op_info_get(id);
+        if (!has_registered_form(info)) {
+            continue;
+        }
+        PyMethodDef *def = &registered_defs[id];
+        if (def->ml_name == NULL) {
+            const char *doc = registered_doc(info);
+            if (doc == NULL) {
+                rc = -1;
+                break;
+            }
+            def->ml_meth = (PyCFunction)(void (*)(void))fn_registered;
+            def->ml_flags = METH_FASTCALL | METH_KEYWORDS;
+            def->ml_doc = doc;
+            def->ml_name = info->name;
+        }
+        PyObject *self = Py_BuildValue("(Oi)", module, (int)id);
+        PyObject *fn =
+            self != NULL ? PyCFunction_NewEx(def, self, modname) : NULL;
+        Py_XDECREF(self);
+        rc = fn != NULL ? PyModule_AddObjectRef(module, info->name, fn) : -1;
+        Py_XDECREF(fn);
+    }
+    Py_DECREF(modname);
+    return rc;
+}
+
+/* The names of the operations with a functional form, in registry order. */
+static PyObject *fn_functional_operations(PyObject *m, PyObject *unused) {
+    PyObject *names = PyList_New(0);
+    for (int32_t id = 0; names != NULL && id < sw_op_count(); id++) {
+        const sw_op_info *info = sw_op_info_get(id);
+        if (!(info->flags & SW_OPF_FUNCTIONAL)) {
+            continue;
+        }
+        PyObject *name = PyUnicode_FromString(info->name);
+        if (name == NULL || PyList_Append(names, name) < 0) {
+            Py_CLEAR(names);
+        }
+        Py_XDECREF(name);
+    }
+    return names;
+}
+
+/* The class names of a backend's native operations, sorted. */
+static PyObject *fn_native_classes(PyObject *m, PyObject *backend) {
+    const char *want = PyUnicode_AsUTF8(backend);
+    if (want == NULL) {
+        return NULL;
+    }
+    PyObject *names = PyList_New(0);
+    for (int32_t i = 0; names != NULL && i < SW_NATIVE_OP_SLOTS; i++) {
+        const sw_native_op *n = sw_native_op_at(i);
+        if (n == NULL || strcmp(n->backend, want) != 0) {
+            continue;
+        }
+        PyObject *name = PyUnicode_FromString(n->cls.name);
+        if (name == NULL || PyList_Append(names, name) < 0) {
+            Py_CLEAR(names);
+        }
+        Py_XDECREF(name);
+    }
+    if (names != NULL && PyList_Sort(names) < 0) {
+        Py_CLEAR(names);
+    }
+    return names;
+}
+
+PyDoc_STRVAR(functional_operations_doc,
+             "_functional_operations($module, /)\n--\n\n"
+             "The names of the registered operations that have a functional "
+             "form, in registry order.\n\n"
+             "Returns:\n    list[str]: the names.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave._native import _functional_operations\n"
+             "    >>> import strideweave.functional as F\n"
+             "    >>> all(hasattr(F, n) for n in _functional_operations())\n"
+             "    True\n");
+
+PyDoc_STRVAR(native_classes_doc,
+             "_native_classes($module, backend, /)\n--\n\n"
+             "The class names of one backend's native operations ('cpu', "
+             "'generic' or 'shared'), sorted.\n\n"
+             "Args:\n    backend: the backend's name.\n\n"
+             "Returns:\n    list[str]: the names (empty for an unknown "
+             "backend).\n\n"
+             "Examples:\n"
+             "    >>> from strideweave._native import _native_classes\n"
+             "    >>> _native_classes('shared')[0]\n"
+             "    'GenericViewOperation'\n");
+
 /* ------------------------------------------------------------ the table */
 
 #if defined(__GNUC__)
@@ -716,23 +731,10 @@ PyDoc_STRVAR(set_grad_enabled_doc,
 #define FK(f) ((PyCFunction)(void (*)(void))(f)), METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef functional_methods[] = {
-    {"add", FK(fn_add), add_doc},
-    {"sub", FK(fn_sub), sub_doc},
-    {"elementwise_mul", FK(fn_elementwise_mul), elementwise_mul_doc},
-    {"div", FK(fn_div), div_doc},
     {"matmul", FK(fn_matmul), matmul_doc},
     {"mul", FK(fn_mul), mul_doc},
     {"neg", FK(fn_neg), neg_doc},
     {"pow", FK(fn_pow), pow_doc},
-    {"exp", FK(fn_exp), exp_doc},
-    {"relu", FK(fn_relu), relu_doc},
-    {"sigmoid", FK(fn_sigmoid), sigmoid_doc},
-    {"tanh", FK(fn_tanh), tanh_doc},
-    {"gelu", FK(fn_gelu), gelu_doc},
-    {"silu", FK(fn_silu), silu_doc},
-    {"softplus", FK(fn_softplus), softplus_doc},
-    {"elu", FK(fn_elu), elu_doc},
-    {"leaky_relu", FK(fn_leaky_relu), leaky_relu_doc},
     {"view", FK(fn_view), view_doc},
     {"permute", (PyCFunction)(void (*)(void))fn_permute, METH_FASTCALL,
      permute_doc},
@@ -741,6 +743,9 @@ static PyMethodDef functional_methods[] = {
     {"einsum", FK(fn_einsum), einsum_doc},
     {"is_grad_enabled", fn_is_grad_enabled, METH_NOARGS, is_grad_enabled_doc},
     {"set_grad_enabled", FK(fn_set_grad_enabled), set_grad_enabled_doc},
+    {"_functional_operations", fn_functional_operations, METH_NOARGS,
+     functional_operations_doc},
+    {"_native_classes", fn_native_classes, METH_O, native_classes_doc},
     {"execute_lowered_operation",
      (PyCFunction)(void (*)(void))swpy_execute_lowered_operation, METH_FASTCALL,
      swpy_execute_lowered_operation_doc},
@@ -752,5 +757,8 @@ static PyMethodDef functional_methods[] = {
 #endif
 
 int swpy_functional_init(PyObject *module, swpy_state *st) {
-    return PyModule_AddFunctions(module, functional_methods);
+    if (PyModule_AddFunctions(module, functional_methods) < 0) {
+        return -1;
+    }
+    return add_registered_forms(module);
 }

@@ -11,6 +11,9 @@ Examples:
     'GenericViewOperation'
 """
 
-from strideweave._native import GenericViewOperation, PermuteOperation, RearrangeOperation
+from strideweave import _native
 
-__all__ = ["GenericViewOperation", "PermuteOperation", "RearrangeOperation"]
+# One class per operation of the backend, as the library's operation
+# registry lists them.
+__all__: list[str] = _native._native_classes("shared")
+globals().update({name: getattr(_native, name) for name in __all__})

@@ -17,12 +17,22 @@
 #include <math.h>
 
 #include "op/kernels/kcommon.h"
+#include "strideweave/registry.h"
 
+/* A kernel's name in messages: its operation's, from the registry. */
 static const char *act_name(sw_kact op) {
-    static const char *const names[SW_KACT_COUNT] = {
-        "exp",  "relu",     "sigmoid", "tanh",      "gelu",
-        "silu", "softplus", "elu",     "leaky_relu"};
-    return (unsigned)op < SW_KACT_COUNT ? names[op] : "activation";
+    static const sw_op_id ids[SW_KACT_COUNT] = {
+        [SW_KACT_EXP] = SW_OP_EXP,
+        [SW_KACT_RELU] = SW_OP_RELU,
+        [SW_KACT_SIGMOID] = SW_OP_SIGMOID,
+        [SW_KACT_TANH] = SW_OP_TANH,
+        [SW_KACT_GELU] = SW_OP_GELU,
+        [SW_KACT_SILU] = SW_OP_SILU,
+        [SW_KACT_SOFTPLUS] = SW_OP_SOFTPLUS,
+        [SW_KACT_ELU] = SW_OP_ELU,
+        [SW_KACT_LEAKY_RELU] = SW_OP_LEAKY_RELU};
+    return (unsigned)op < SW_KACT_COUNT ? sw_op_info_get(ids[op])->name
+                                        : "activation";
 }
 
 /* 1/sqrt(2) and 1/sqrt(2*pi), rounded to float. */

@@ -12,44 +12,9 @@ Examples:
     True
 """
 
-from strideweave._native import (
-    _CPUAddOperation,
-    _CPUBatchedMatmulOperation,
-    _CPUDivOperation,
-    _CPUElementwiseMulOperation,
-    _CPUELUOperation,
-    _CPUExpOperation,
-    _CPUGELUOperation,
-    _CPULeakyReLUOperation,
-    _CPUMatmulOperation,
-    _CPUPowOperation,
-    _CPUReduceSumOperation,
-    _CPUReLUOperation,
-    _CPUScalarMulOperation,
-    _CPUSigmoidOperation,
-    _CPUSiLUOperation,
-    _CPUSoftplusOperation,
-    _CPUSubOperation,
-    _CPUTanhOperation,
-)
+from strideweave import _native
 
-__all__ = [
-    "_CPUAddOperation",
-    "_CPUBatchedMatmulOperation",
-    "_CPUDivOperation",
-    "_CPUELUOperation",
-    "_CPUElementwiseMulOperation",
-    "_CPUExpOperation",
-    "_CPUGELUOperation",
-    "_CPULeakyReLUOperation",
-    "_CPUMatmulOperation",
-    "_CPUPowOperation",
-    "_CPUReLUOperation",
-    "_CPUReduceSumOperation",
-    "_CPUScalarMulOperation",
-    "_CPUSiLUOperation",
-    "_CPUSigmoidOperation",
-    "_CPUSoftplusOperation",
-    "_CPUSubOperation",
-    "_CPUTanhOperation",
-]
+# One class per operation of the backend, as the library's operation
+# registry lists them.
+__all__: list[str] = _native._native_classes("cpu")
+globals().update({name: getattr(_native, name) for name in __all__})

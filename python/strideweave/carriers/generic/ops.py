@@ -14,44 +14,9 @@ Examples:
     [1, 4, 9]
 """
 
-from strideweave._native import (
-    GenericAddOperation,
-    GenericBatchedMatmulOperation,
-    GenericDivOperation,
-    GenericElementwiseMulOperation,
-    GenericELUOperation,
-    GenericExpOperation,
-    GenericGELUOperation,
-    GenericLeakyReLUOperation,
-    GenericMatmulOperation,
-    GenericPowOperation,
-    GenericReduceSumOperation,
-    GenericReLUOperation,
-    GenericScalarMulOperation,
-    GenericSigmoidOperation,
-    GenericSiLUOperation,
-    GenericSoftplusOperation,
-    GenericSubOperation,
-    GenericTanhOperation,
-)
+from strideweave import _native
 
-__all__ = [
-    "GenericAddOperation",
-    "GenericBatchedMatmulOperation",
-    "GenericDivOperation",
-    "GenericELUOperation",
-    "GenericElementwiseMulOperation",
-    "GenericExpOperation",
-    "GenericGELUOperation",
-    "GenericLeakyReLUOperation",
-    "GenericMatmulOperation",
-    "GenericPowOperation",
-    "GenericReLUOperation",
-    "GenericReduceSumOperation",
-    "GenericScalarMulOperation",
-    "GenericSiLUOperation",
-    "GenericSigmoidOperation",
-    "GenericSoftplusOperation",
-    "GenericSubOperation",
-    "GenericTanhOperation",
-]
+# One class per operation of the backend, as the library's operation
+# registry lists them.
+__all__: list[str] = _native._native_classes("generic")
+globals().update({name: getattr(_native, name) for name in __all__})
