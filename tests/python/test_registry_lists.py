@@ -50,7 +50,7 @@ def tracked_sources() -> list[str]:
 
 
 def named_operations(text: str, names: set[str]) -> set[str]:
-    return {n for n in names if re.search(r"[\"']%s[\"']" % re.escape(n), text)}
+    return {n for n in names if re.search("[\"']" + re.escape(n) + "[\"']", text)}
 
 
 def test_no_source_keeps_its_own_list_of_operations():
@@ -68,7 +68,7 @@ def test_no_source_keeps_its_own_list_of_operations():
 
 def test_the_check_finds_a_hand_kept_list():
     # The check itself: a table like the functional forms' old one is found.
-    table = "\n".join('{"%s", fn_%s, doc},' % (n, n) for n in sorted(operation_names()))
+    table = "\n".join(f'{{"{n}", fn_{n}, doc}},' for n in sorted(operation_names()))
     assert len(named_operations(table, operation_names())) >= LIST_SIZE
 
 
