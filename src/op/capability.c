@@ -211,20 +211,12 @@ sw_capability_list sw_capability_list_filter(sw_capability_list l, int32_t op) {
 
 const sw_op_capability *sw_capability_list_match(sw_capability_list l,
                                                  const sw_op_plan *plan) {
-    sw_op_capability want;
-    sw_op_capability_from_plan(plan, &want);
-    int64_t lo = 0, hi = l.count;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        int r = sw_op_capability_compare(&l.items[mid], &want);
-        if (r == 0)
-            return sw_op_capability_matches(&l.items[mid], plan) ? &l.items[mid]
-                                                                 : NULL;
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* The operation's run (one binary search by name), then exact field
+     * comparisons: a run holds a handful of dtype shapes. */
+    sw_capability_list run = sw_capability_list_filter(l, plan->op);
+    for (int64_t i = 0; i < run.count; ++i)
+        if (sw_op_capability_matches(&run.items[i], plan))
+            return &run.items[i];
     return NULL;
 }
 
