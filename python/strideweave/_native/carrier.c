@@ -5,9 +5,9 @@
  *
  * The library owns every carrier rule (versions, mutability, release,
  * ownership, bounds); the methods here convert arguments, call sw_carrier_*
- * and turn statuses into exceptions. See carrier.h for the peer scheme.
+ * and turn statuses into exceptions. See py_carrier.h for the peer scheme.
  */
-#include "carrier.h"
+#include "py_carrier.h"
 
 #include <math.h>
 #include <string.h>

@@ -17,11 +17,11 @@
  * did with the GIL. Reading a carrier while another thread scatters into
  * it stays the caller's business (the values read are old or new ones).
  */
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 static sw_carrier *cpu_of(PyObject *self) {
     return swpy_backend_of(self, sw_carrier_is_cpu, "CPU");

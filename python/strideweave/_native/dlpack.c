@@ -19,11 +19,11 @@
  * Tensor object alone (a few bytes stay allocated at exit rather than
  * touching a dead interpreter).
  */
-#include "dlpack.h"
+#include "py_dlpack.h"
 
 #include "errors.h"
 #include "gil.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include "strideweave/interop.h"
 

@@ -2,13 +2,13 @@
  * strideweave.einops: a thin binding of the library's layout command
  * strings (include/strideweave/einops.h). See einops.h for the scheme.
  */
-#include "einops.h"
+#include "py_einops.h"
 
 #include "errors.h"
 #include "functional.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include "strideweave/einops.h"
 

@@ -6,13 +6,13 @@
  * Transitions run with the GIL held: a tier may be a Python carrier, and
  * the elementwise move calls its methods.
  */
-#include "evictable.h"
+#include "py_evictable.h"
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include "strideweave/evictable.h"
 

@@ -9,7 +9,7 @@
  * and the bulk calls (new_like, allocate_like, _allocate); TMPDIR is read
  * before, with the GIL held, and handed to the library.
  */
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
 
 static sw_carrier *file_of(PyObject *self) {

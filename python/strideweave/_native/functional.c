@@ -10,10 +10,10 @@
 
 #include <string.h>
 
-#include "einops.h"
+#include "py_einops.h"
 #include "errors.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 /* An operation's name, from the registry. */
 #define OP_NAME(id) (sw_op_info_get(id)->name)

@@ -2,7 +2,7 @@
  * Garbage collection through library references.
  *
  * The problem. Every carrier, tensor and operation object is the peer of a
- * library object (see carrier.h): it owns one reference to it, and while
+ * library object (see py_carrier.h): it owns one reference to it, and while
  * the library object has other holders, the library object owns one
  * reference to the peer (the toggle reference, sw_peer_hooks in base.h).
  * The cycle collector sees neither the library's references nor the
@@ -74,10 +74,10 @@
  */
 #include "gc.h"
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "gil.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include "strideweave/evictable.h"
 #include "strideweave/interop.h"

@@ -8,16 +8,16 @@
  * reference to the store is visited by the garbage collector through the
  * carrier object (see swpy_carrier_traverse).
  */
-#include "carrier.h"
+#include "py_carrier.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "errors.h"
 #include "gil.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 /* ----------------------------------------------------- host operations */
 

@@ -11,7 +11,7 @@
  * inputs, so the indexing hot path (Layout.index / Layout.__call__) allocates
  * nothing but its result.
  */
-#include "layout.h"
+#include "py_layout.h"
 
 #include <limits.h>
 #include <string.h>

@@ -7,18 +7,18 @@
  */
 #include "module.h"
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
-#include "evictable.h"
+#include "py_evictable.h"
 #include "gil.h"
-#include "einops.h"
+#include "py_einops.h"
 #include "functional.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "move.h"
 #include "operation.h"
 #include "plans.h"
 #include "strideweave/strideweave.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 _Thread_local PyThreadState *swpy_nogil_state = NULL;
 

@@ -8,7 +8,7 @@
  * and interned method names for the calls into Python-implemented carriers.
  *
  * Carrier, tensor and operation objects are the peers of library objects
- * (see carrier.h); gc.c says how the cycle collector sees through the
+ * (see py_carrier.h); gc.c says how the cycle collector sees through the
  * references between them.
  */
 #ifndef SWPY_MODULE_H

@@ -7,11 +7,11 @@
 
 #include "strideweave/evictable.h"
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
 #include "gil.h"
-#include "layout.h"
-#include "tensor.h"
+#include "py_layout.h"
+#include "py_tensor.h"
 
 /* A failure status whose Python exception explains it (see swpy_raise). */
 #define HOOK_FAILED SW_ERUNTIME

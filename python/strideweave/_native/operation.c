@@ -22,14 +22,14 @@
 #define SWPY_READONLY Py_READONLY
 #endif
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
 #include "gc.h"
 #include "gil.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "move.h"
 #include "recipe.h"
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include "strideweave/evictable.h"
 

@@ -3,7 +3,7 @@
  * run operations on Python arguments.
  *
  * Every Operation object owns one reference to an sw_op and is its peer
- * (see carrier.h for the scheme), so t.autograd_ctx is op. Operation()
+ * (see py_carrier.h for the scheme), so t.autograd_ctx is op. Operation()
  * itself and Python subclasses get an sw_op of the binding's class, whose
  * forward calls the object's _forward(*inputs) with the original Python
  * arguments and whose backward calls backward(gradient). The library's
@@ -31,7 +31,7 @@ typedef struct {
      * Python carrier class that dispatched it (its dispatch tag), and the
      * MoveOperation class of the reverse route a recorded move captured.
      * The operation keeps this object alive for as long as it lives (see
-     * the peer scheme in carrier.h).
+     * the peer scheme in py_carrier.h).
      */
     PyObject *dispatch_type;
     PyObject *move_reverse;

@@ -24,7 +24,7 @@
 
 #include <math.h>
 
-#include "carrier.h"
+#include "py_carrier.h"
 #include "errors.h"
 #include "operation.h"
 #include "strideweave/capability.h"

@@ -16,7 +16,7 @@
 
 #include "errors.h"
 #include "gil.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
 #include "strideweave/profile.h"
 

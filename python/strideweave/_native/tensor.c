@@ -9,7 +9,7 @@
  * The operators and the autograd entry points forward to the functional
  * operations and to the library's engine.
  */
-#include "tensor.h"
+#include "py_tensor.h"
 
 #include <string.h>
 
@@ -22,13 +22,13 @@
 #define SWPY_READONLY Py_READONLY
 #endif
 
-#include "carrier.h"
-#include "dlpack.h"
+#include "py_carrier.h"
+#include "py_dlpack.h"
 #include "errors.h"
 #include "functional.h"
 #include "gc.h"
 #include "gil.h"
-#include "layout.h"
+#include "py_layout.h"
 #include "operation.h"
 #include "recipe.h"
 
