@@ -510,3 +510,60 @@ def test_training_step_survives_allocation_failures():
         assert [F.to_list(p) for p in model.parameters()] != before
         return
     raise AssertionError("the step still failed after 2000 allocations")
+
+
+def test_sgd_step_on_cpu_is_one_write_per_parameter():
+    # One library call over the whole parameter: the version rises once,
+    # not once per element as element writes did.
+    w = F.tensor([[1.0, 2.0], [3.0, 4.0]])
+    F.sum(w * 2.0).backward()
+    before = w.version
+    nn.SGD([w], lr=0.25).step()
+    assert w.version == before + 1
+    assert F.to_list(w) == [0.5, 2.5, 1.5, 3.5]
+
+
+def test_sgd_step_with_a_gradient_of_another_layout():
+    # The gradient's strides and offset differ from the parameter's: the
+    # step pairs elements by logical position.
+    w = sw.Parameter(sw.CPU(4), 0, L([2, 2], [1, 2]))
+    for i in range(4):
+        w[i] = float(i)
+    g = sw.Tensor(sw.CPU(6), 2, L([2, 2], [2, 1]))
+    for i in range(4):
+        g[i] = float(10 * (i + 1))
+    w.grad = g
+    nn.SGD([w], lr=0.1).step()
+    assert F.to_list(w) == pytest.approx([-1.0, -1.0, -1.0, -1.0])
+
+
+def test_sgd_step_of_a_large_parameter():
+    # Large enough for the step to run without the GIL.
+    n = 1 << 20
+    w = F.ones(n)
+    w.grad = F.ones(n)
+    nn.SGD([w], lr=0.5).step()
+    assert w[0] == 0.5 and w[n - 1] == 0.5
+
+
+def test_axpy_errors():
+    from strideweave._native import _axpy
+
+    x = F.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="^y must be a Tensor$"):
+        _axpy(1.0, 1.0, x)
+    with pytest.raises(TypeError, match="^x must be a Tensor$"):
+        _axpy(x, 1.0, None)
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        _axpy(x, 1.0)
+    with pytest.raises(TypeError):
+        _axpy(x, "one", x)
+    with pytest.raises(TypeError, match="axpy needs Float32 tensors"):
+        _axpy(F.tensor([1, 2], dtype=sw.DType.Int32), 1.0, x)
+    with pytest.raises(ValueError, match="axpy operands must have the same shape"):
+        _axpy(x, 1.0, F.tensor([1.0, 2.0, 3.0]))
+    y = F.tensor([1.0, 2.0])
+    y.carrier.release()
+    with pytest.raises(RuntimeError, match="Carrier is released"):
+        _axpy(y, 1.0, x)
+    assert F.to_list(x) == [1.0, 2.0]

@@ -12,7 +12,9 @@
 
 #include "py_einops.h"
 #include "errors.h"
+#include "gil.h"
 #include "operation.h"
+#include "py_carrier.h"
 #include "py_tensor.h"
 
 /* An operation's name, from the registry. */
@@ -657,6 +659,80 @@ static int add_registered_forms(PyObject *module) {
     return rc;
 }
 
+/* y += alpha * x in place (sw_tensor_axpy): an optimizer's step over a
+ * whole parameter in one call, without the GIL when it is large. */
+static PyObject *fn_axpy(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(m);
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError,
+                     "_axpy() takes 3 arguments (y, alpha, x), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (check_tensor(st, args[0], "y") < 0 ||
+        check_tensor(st, args[2], "x") < 0) {
+        return NULL;
+    }
+    double alpha = PyFloat_AsDouble(args[1]);
+    if (alpha == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    sw_tensor *y = swpy_tensor_of(args[0]), *x = swpy_tensor_of(args[2]);
+    if (y == NULL || x == NULL) {
+        return NULL;
+    }
+    int64_t work = sw_tensor_size(y);
+    sw_status s;
+    if (swpy_bulk(work)) {
+        swpy_interrupt intr;
+        swpy_interrupt_begin(&intr, work);
+        SWPY_NOGIL_BEGIN
+        s = sw_tensor_axpy(y, alpha, x);
+        SWPY_NOGIL_END
+        int seen = swpy_interrupt_end(&intr);
+        /* A partly applied step cannot run again: it stops here whatever
+         * the handler did. */
+        if (s == SW_EINTERRUPTED && swpy_interrupted(seen) == 1) {
+            PyErr_SetString(PyExc_KeyboardInterrupt, "operation interrupted");
+            return NULL;
+        }
+        if (s == SW_EINTERRUPTED) {
+            return NULL;
+        }
+    } else {
+        s = sw_tensor_axpy(y, alpha, x);
+    }
+    if (swpy_check(s) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(axpy_doc,
+             "_axpy($module, y, alpha, x, /)\n--\n\n"
+             "In place y += alpha * x for CPU Float32 tensors of one shape "
+             "(their layouts and offsets may differ), computed in double and "
+             "rounded once; y's version rises by one. The optimizers' "
+             "step.\n\n"
+             "Args:\n"
+             "    y: the Tensor updated.\n"
+             "    alpha: a real number.\n"
+             "    x: the Tensor added.\n\n"
+             "Returns:\n    None.\n\n"
+             "Raises:\n"
+             "    TypeError: 'y must be a Tensor', 'axpy needs CPU tensors', "
+             "'axpy needs Float32 tensors'.\n"
+             "    ValueError: 'axpy operands must have the same shape'.\n"
+             "    RuntimeError: 'Carrier is released', 'Carrier is not "
+             "mutable'.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave._native import _axpy\n"
+             "    >>> import strideweave.friendly as F\n"
+             "    >>> w, g = F.tensor([1.0, 2.0]), F.tensor([4.0, 8.0])\n"
+             "    >>> _axpy(w, -0.5, g)\n"
+             "    >>> F.to_list(w)\n"
+             "    [-1.0, -2.0]\n");
+
 /* The names of the operations with a functional form, in registry order. */
 static PyObject *fn_functional_operations(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0);
@@ -746,6 +822,7 @@ static PyMethodDef functional_methods[] = {
     {"_functional_operations", fn_functional_operations, METH_NOARGS,
      functional_operations_doc},
     {"_native_classes", fn_native_classes, METH_O, native_classes_doc},
+    {"_axpy", (PyCFunction)(void (*)(void))fn_axpy, METH_FASTCALL, axpy_doc},
     {"execute_lowered_operation",
      (PyCFunction)(void (*)(void))swpy_execute_lowered_operation, METH_FASTCALL,
      swpy_execute_lowered_operation_doc},

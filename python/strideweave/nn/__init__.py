@@ -35,7 +35,8 @@ import random
 from collections.abc import Iterable
 
 from strideweave import functional
-from strideweave.carriers import CPU
+from strideweave._native import _axpy
+from strideweave.carriers import CPU, DType
 from strideweave.core.module import Module, Parameter
 from strideweave.friendly import column_major, mean, ones
 from strideweave.functional import matmul, no_grad
@@ -382,11 +383,6 @@ class SGD:
             raise ValueError("lr must be positive")
         self._parameters = taken
         self.lr = float(lr)
-        # Physical indices per parameter; a tensor's layout and offset never
-        # change, so they are computed once.
-        self._indices = [
-            (parameter.layout, parameter.offset, _physical(parameter)) for parameter in taken
-        ]
 
     def step(self) -> None:
         """Applies one update to every parameter that has a gradient.
@@ -414,7 +410,7 @@ class SGD:
         lr = self.lr
         with no_grad():
             updates = []
-            for parameter, indices in zip(self._parameters, self._indices, strict=True):
+            for parameter in self._parameters:
                 gradient = parameter.grad
                 if gradient is None:
                     continue
@@ -424,15 +420,9 @@ class SGD:
                     raise RuntimeError("Carrier is released")
                 if not parameter.is_mutable():
                     raise RuntimeError("Carrier is not mutable")
-                updates.append((parameter.carrier, indices, gradient))
-            for carrier, indices, gradient in updates:
-                source = gradient.carrier
-                parameter_layout, parameter_offset, parameter_indices = indices
-                # Gradients usually share their parameter's layout and offset.
-                same = gradient.offset == parameter_offset and gradient.layout == parameter_layout
-                sources = parameter_indices if same else _physical(gradient)
-                for target_index, source_index in zip(parameter_indices, sources, strict=True):
-                    carrier[target_index] -= lr * source[source_index]
+                updates.append((parameter, gradient))
+            for parameter, gradient in updates:
+                _descend(parameter, gradient, lr)
 
     def zero_grad(self) -> None:
         """Sets every parameter's gradient to None.
@@ -451,6 +441,25 @@ class SGD:
         """
         for parameter in self._parameters:
             parameter.grad = None
+
+
+def _descend(parameter: Tensor, gradient: Tensor, lr: float) -> None:
+    """``parameter -= lr * gradient`` over every logical element.
+
+    CPU Float32 pairs of one shape (what training makes) take one library
+    call over the whole storage; other carriers and dtypes go element by
+    element in logical order.
+    """
+    if (
+        type(parameter.carrier) is type(gradient.carrier) is CPU
+        and parameter.dtype() is gradient.dtype() is DType.Float32
+        and parameter.layout.shape == gradient.layout.shape
+    ):
+        _axpy(parameter, -lr, gradient)
+        return
+    carrier, source = parameter.carrier, gradient.carrier
+    for target_index, source_index in zip(_physical(parameter), _physical(gradient), strict=True):
+        carrier[target_index] -= lr * source[source_index]
 
 
 def _physical(tensor: Tensor) -> list[int]:
