@@ -93,6 +93,39 @@ SW_API sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
  */
 SW_API sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x);
 
+/* The hyper-parameters of one Adam step; step counts from 1. */
+typedef struct sw_adam {
+    double lr;           /* > 0 */
+    double beta1, beta2; /* in [0, 1) */
+    double eps;          /* >= 0 */
+    double weight_decay; /* >= 0: added to the gradient as decay * param */
+    int64_t step;        /* the number of this step, >= 1 */
+} sw_adam;
+
+/*
+ * One Adam step (Kingma and Ba, with bias correction, as PyTorch's Adam
+ * without amsgrad) in place, for every logical element i:
+ *   g' = grad[i] + weight_decay * param[i]
+ *   m[i] = beta1 * m[i] + (1 - beta1) * g'
+ *   v[i] = beta2 * v[i] + (1 - beta2) * g'^2
+ *   param[i] -= lr * (m[i] / (1 - beta1^step))
+ *               / (sqrt(v[i] / (1 - beta2^step)) + eps)
+ * computed in double and rounded once per stored value. The four tensors
+ * are CPU Float32 of one shape (strides and offsets may differ); m and v
+ * are the optimizer's state (zero before the first step). The versions of
+ * param, m and v rise once. Errors, before anything is written: SW_ETYPE
+ * "adam needs CPU tensors", "adam needs Float32 tensors"; SW_EVALUE "adam
+ * operands must have the parameter's shape", "adam: lr must be positive",
+ * "adam: betas must be in [0, 1)", "adam: eps and weight_decay must be
+ * non-negative", "adam: the step count starts at 1"; SW_ERUNTIME "Carrier
+ * is released", "Carrier is not mutable". An interrupt request
+ * (sw_interrupt_watch) stops it between chunks with SW_EINTERRUPTED,
+ * param, m and v partly updated and their versions bumped.
+ */
+SW_API sw_status sw_tensor_adam_step(sw_tensor *param, const sw_tensor *grad,
+                                     sw_tensor *m, sw_tensor *v,
+                                     const sw_adam *h);
+
 #ifdef __cplusplus
 }
 #endif

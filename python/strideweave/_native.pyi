@@ -316,3 +316,16 @@ def profile_now_ns() -> int: ...
 def _functional_operations() -> list[str]: ...
 def _native_classes(backend: str, /) -> list[str]: ...
 def _axpy(y: Tensor, alpha: float, x: Tensor, /) -> None: ...
+def _adam_step(
+    param: Tensor,
+    grad: Tensor,
+    m: Tensor,
+    v: Tensor,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+    step: int,
+    /,
+) -> None: ...

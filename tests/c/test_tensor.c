@@ -1626,6 +1626,101 @@ static void test_axpy(void) {
 
 /* A step over a broadcast of 2**62 elements stops on an interrupt
  * request, on a thread that watches for it, with y's version bumped. */
+/* --------------------------------------------------------------- adam */
+
+static double value_at(sw_tensor *t, int64_t i) {
+    sw_value v;
+    sw_tensor_get(t, i, &v);
+    return v.as.f;
+}
+
+static void test_adam(void) {
+    int64_t base = sw_debug_live_allocs();
+    /* param and its state over different strides and offsets. */
+    sw_tensor *p = axpy_tensor("(2,3):(1,2)", 1, 8, 0.5, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *g = axpy_tensor("(2,3):(3,1)", 0, 6, -1.0, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *m = axpy_tensor("(2,3):(1,2)", 0, 6, 0.0, SW_DTYPE_FLOAT32, 1);
+    sw_tensor *v = axpy_tensor("(2,3):(1,2)", 0, 6, 0.0, SW_DTYPE_FLOAT32, 1);
+    if (!p || !g || !m || !v)
+        bail_out("adam tensors");
+    for (int64_t i = 0; i < 6; ++i) { /* zero moments */
+        sw_value z = sw_value_f64(0.0);
+        sw_tensor_set(m, i, &z);
+        sw_tensor_set(v, i, &z);
+    }
+    sw_adam h = {0.01, 0.9, 0.999, 1e-8, 0.1, 1};
+    double mw[6] = {0}, vw[6] = {0}, pw[6];
+    for (int64_t i = 0; i < 6; ++i)
+        pw[i] = value_at(p, i);
+    int ok_all = 1;
+    int64_t v0 = sw_tensor_version(p), vg = sw_tensor_version(g);
+    for (h.step = 1; h.step <= 3; ++h.step) {
+        for (int64_t i = 0; i < 6; ++i) {
+            double gi = value_at(g, i) + h.weight_decay * pw[i];
+            mw[i] = (double)(float)(h.beta1 * mw[i] + (1 - h.beta1) * gi);
+            vw[i] = (double)(float)(h.beta2 * vw[i] + (1 - h.beta2) * gi * gi);
+            double c1 = 1 - pow(h.beta1, (double)h.step);
+            double c2 = 1 - pow(h.beta2, (double)h.step);
+            pw[i] = (double)(float)(pw[i] - h.lr * (mw[i] / c1) /
+                                                (sqrt(vw[i] / c2) + h.eps));
+        }
+        sw_status st = sw_tensor_adam_step(p, g, m, v, &h);
+        expect_ok(st, "adam step");
+        for (int64_t i = 0; i < 6; ++i)
+            ok_all = ok_all && fabs(value_at(p, i) - pw[i]) < 1e-6 &&
+                     fabs(value_at(m, i) - mw[i]) < 1e-6 &&
+                     fabs(value_at(v, i) - vw[i]) < 1e-6;
+    }
+    ok(ok_all, "three adam steps match the formula at every logical element");
+    is_int(sw_tensor_version(p), v0 + 3,
+           "the parameter's version rises once "
+           "a step");
+    is_int(sw_tensor_version(g), vg, "the gradient is only read");
+    /* Rejections, before anything is written. */
+    double before = value_at(p, 0);
+    sw_adam bad = h;
+    bad.lr = 0;
+    sw_status st = sw_tensor_adam_step(p, g, m, v, &bad);
+    expect_fail(st, SW_EVALUE, "adam: lr must be positive", "lr 0");
+    bad = h;
+    bad.beta2 = 1.0;
+    st = sw_tensor_adam_step(p, g, m, v, &bad);
+    expect_fail(st, SW_EVALUE, "adam: betas must be in [0, 1)", "beta2 1");
+    bad = h;
+    bad.eps = -1;
+    st = sw_tensor_adam_step(p, g, m, v, &bad);
+    expect_fail(st, SW_EVALUE,
+                "adam: eps and weight_decay must be non-negative", "eps < 0");
+    bad = h;
+    bad.step = 0;
+    st = sw_tensor_adam_step(p, g, m, v, &bad);
+    expect_fail(st, SW_EVALUE, "adam: the step count starts at 1", "step 0");
+    st = sw_tensor_adam_step(p, g, m, NULL, &h);
+    expect_fail(st, SW_ETYPE, NULL, "a missing tensor");
+    sw_tensor *small =
+        axpy_tensor("(2,2):(1,2)", 0, 4, 0.0, SW_DTYPE_FLOAT32, 1);
+    st = sw_tensor_adam_step(p, g, small, v, &h);
+    expect_fail(st, SW_EVALUE, "adam operands must have the parameter's shape",
+                "a moment of another shape");
+    sw_tensor *ints = axpy_tensor("(2,3):(1,2)", 0, 6, 0.0, SW_DTYPE_INT32, 1);
+    st = sw_tensor_adam_step(p, ints, m, v, &h);
+    expect_fail(st, SW_ETYPE, "adam needs Float32 tensors",
+                "an Int32 gradient");
+    sw_tensor *frozen =
+        axpy_tensor("(2,3):(1,2)", 0, 6, 0.0, SW_DTYPE_FLOAT32, 0);
+    st = sw_tensor_adam_step(p, g, frozen, v, &h);
+    expect_fail(st, SW_ERUNTIME, "Carrier is not mutable",
+                "an immutable moment");
+    sw_carrier_release_storage(sw_tensor_carrier(v));
+    st = sw_tensor_adam_step(p, g, m, v, &h);
+    expect_fail(st, SW_ERUNTIME, "Carrier is released", "a released moment");
+    ok(value_at(p, 0) == before, "rejected steps wrote nothing");
+    sw_tensor *all[] = {p, g, m, v, small, ints, frozen};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
+        sw_tensor_unref(all[k]);
+    leak_check(base, "adam");
+}
+
 static void test_axpy_interrupt(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *y =
@@ -1668,6 +1763,7 @@ int main(void) {
     test_scatter_offset_overflow();
     test_axpy();
     test_axpy_interrupt();
+    test_adam();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

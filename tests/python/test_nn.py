@@ -39,6 +39,7 @@ def test_exports():
         "Sigmoid",
         "Softplus",
         "Tanh",
+        "Adam",
     ]
     assert nn.__doc__ and init.__doc__
     assert init.__all__ == ["fill_", "kaiming_uniform_"]
@@ -567,3 +568,98 @@ def test_axpy_errors():
     with pytest.raises(RuntimeError, match="Carrier is released"):
         _axpy(y, 1.0, x)
     assert F.to_list(x) == [1.0, 2.0]
+
+
+def _adam_reference(p, grads, lr, betas, eps, weight_decay):
+    """Adam by the formula, in NumPy float64, one gradient per step."""
+    import numpy as np
+
+    p = np.array(p, dtype=np.float64)
+    m = np.zeros_like(p)
+    v = np.zeros_like(p)
+    b1, b2 = betas
+    for t, g in enumerate(grads, start=1):
+        g = np.array(g, dtype=np.float64) + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p = p - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+    return p
+
+
+@pytest.mark.parametrize("carrier", ["cpu", "generic"])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_adam_matches_a_numpy_reference(carrier, weight_decay):
+    rng = random.Random(7)
+    start = [rng.uniform(-1, 1) for _ in range(6)]
+    grads = [[rng.uniform(-2, 2) for _ in range(6)] for _ in range(4)]
+    if carrier == "cpu":
+        w = F.tensor(start)
+    else:
+        w = sw.Parameter(sw.Generic(list(start)), 0, L([6], [1]))
+    opt = nn.Adam([w], lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=weight_decay)
+    for g in grads:
+        if carrier == "cpu":
+            w.grad = F.tensor(g)
+        else:
+            w.grad = sw.Tensor(sw.Generic(list(g)), 0, L([6], [1]))
+        opt.step()
+    got = [w[i] for i in range(6)]
+    assert got == pytest.approx(
+        list(_adam_reference(start, grads, 0.05, (0.8, 0.99), 1e-6, weight_decay)),
+        rel=1e-5,
+        abs=1e-6,
+    )
+
+
+def test_adam_matches_torch():
+    torch = pytest.importorskip("torch")
+    w = F.tensor([[0.5, -1.0], [2.0, 0.25]])
+    tw = torch.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    opt = nn.Adam([w], lr=0.1, weight_decay=0.01)
+    topt = torch.optim.Adam([tw], lr=0.1, weight_decay=0.01)
+    for k in range(5):
+        w.grad = F.tensor([[1.0 * k, -2.0], [0.5, 3.0 - k]])
+        tw.grad = torch.tensor([[1.0 * k, -2.0], [0.5, 3.0 - k]])
+        opt.step()
+        topt.step()
+    got = [w[i] for i in range(4)]
+    want = tw.detach().T.reshape(-1).tolist()  # column-major like F.tensor
+    assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+
+
+def test_adam_steps_once_per_parameter_and_keeps_state():
+    a, b = F.tensor([1.0, 2.0]), F.tensor([3.0])
+    opt = nn.Adam([a, b], lr=0.1)
+    a.grad = F.tensor([1.0, 1.0])
+    va = a.version
+    opt.step()  # b has no gradient: untouched
+    assert a.version == va + 1 and b[0] == 3.0
+    assert opt._steps == [1, 0]
+    b.grad = F.tensor([1.0])
+    opt.step()
+    assert opt._steps == [2, 1]
+    assert b[0] == pytest.approx(2.9)
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+
+
+def test_adam_validation_and_failed_steps():
+    p = F.zeros(2)
+    with pytest.raises(TypeError, match="^Adam parameters must be Tensors$"):
+        nn.Adam([p, 1.0])
+    for kwargs, message in [
+        ({"lr": 0}, "^lr must be positive$"),
+        ({"betas": (1.0, 0.9)}, r"^betas must be in \[0, 1\)$"),
+        ({"betas": (0.9, -0.1)}, r"^betas must be in \[0, 1\)$"),
+        ({"eps": -1e-8}, "^eps must be non-negative$"),
+        ({"weight_decay": -1}, "^weight_decay must be non-negative$"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            nn.Adam([p], **kwargs)
+    a, b = F.tensor([1.0]), F.tensor([1.0, 2.0])
+    a.grad = F.tensor([1.0])
+    b.grad = F.tensor([1.0])  # wrong size: nothing is written
+    opt = nn.Adam([a, b], lr=0.1)
+    with pytest.raises(ValueError, match="^gradient size must match parameter size$"):
+        opt.step()
+    assert a[0] == 1.0 and opt._steps == [0, 0]

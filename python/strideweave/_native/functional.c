@@ -733,6 +733,96 @@ PyDoc_STRVAR(axpy_doc,
              "    >>> F.to_list(w)\n"
              "    [-1.0, -2.0]\n");
 
+/* One Adam step over whole tensors (sw_tensor_adam_step). */
+static PyObject *fn_adam_step(PyObject *m, PyObject *const *args,
+                              Py_ssize_t nargs) {
+    swpy_state *st = swpy_module_state(m);
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError,
+                     "_adam_step() takes 10 arguments (param, grad, m, v, lr, "
+                     "beta1, beta2, eps, weight_decay, step), %zd given",
+                     nargs);
+        return NULL;
+    }
+    static const char *const names[4] = {"param", "grad", "m", "v"};
+    sw_tensor *t[4];
+    for (int k = 0; k < 4; k++) {
+        if (check_tensor(st, args[k], names[k]) < 0 ||
+            (t[k] = swpy_tensor_of(args[k])) == NULL) {
+            return NULL;
+        }
+    }
+    double h[5];
+    for (int k = 0; k < 5; k++) {
+        h[k] = PyFloat_AsDouble(args[4 + k]);
+        if (h[k] == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    long long step = PyLong_AsLongLong(args[9]);
+    if (step == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    sw_adam a = {h[0], h[1], h[2], h[3], h[4], step};
+    int64_t work = sw_tensor_size(t[0]);
+    sw_status s;
+    if (swpy_bulk(work)) {
+        swpy_interrupt intr;
+        swpy_interrupt_begin(&intr, work);
+        SWPY_NOGIL_BEGIN
+        s = sw_tensor_adam_step(t[0], t[1], t[2], t[3], &a);
+        SWPY_NOGIL_END
+        int seen = swpy_interrupt_end(&intr);
+        if (s == SW_EINTERRUPTED) {
+            if (swpy_interrupted(seen) == 1) {
+                PyErr_SetString(PyExc_KeyboardInterrupt,
+                                "operation interrupted");
+            }
+            return NULL;
+        }
+    } else {
+        s = sw_tensor_adam_step(t[0], t[1], t[2], t[3], &a);
+    }
+    if (swpy_check(s) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(adam_step_doc,
+             "_adam_step($module, param, grad, m, v, lr, beta1, beta2, eps, "
+             "weight_decay, step, /)\n--\n\n"
+             "One Adam step in place over CPU Float32 tensors of one shape "
+             "(sw_tensor_adam_step): m and v are the moment estimates, step "
+             "counts from 1. nn.Adam's step.\n\n"
+             "Args:\n"
+             "    param: the Tensor updated.\n"
+             "    grad: its gradient.\n"
+             "    m: the first-moment Tensor (updated).\n"
+             "    v: the second-moment Tensor (updated).\n"
+             "    lr: the learning rate.\n"
+             "    beta1: the first moment's decay.\n"
+             "    beta2: the second moment's decay.\n"
+             "    eps: added to the denominator.\n"
+             "    weight_decay: L2 decay added to the gradient.\n"
+             "    step: the number of this step.\n\n"
+             "Returns:\n    None.\n\n"
+             "Raises:\n"
+             "    TypeError: 'param must be a Tensor', 'adam needs CPU "
+             "tensors', 'adam needs Float32 tensors'.\n"
+             "    ValueError: 'adam operands must have the parameter's "
+             "shape', 'adam: lr must be positive', ...\n"
+             "    RuntimeError: 'Carrier is released', 'Carrier is not "
+             "mutable'.\n\n"
+             "Examples:\n"
+             "    >>> from strideweave._native import _adam_step\n"
+             "    >>> import strideweave.friendly as F\n"
+             "    >>> p, g = F.tensor([1.0]), F.tensor([0.5])\n"
+             "    >>> m, v = F.zeros(1), F.zeros(1)\n"
+             "    >>> _adam_step(p, g, m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 1)\n"
+             "    >>> round(p[0], 6)\n"
+             "    0.9\n");
+
 /* The names of the operations with a functional form, in registry order. */
 static PyObject *fn_functional_operations(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0);
@@ -823,6 +913,8 @@ static PyMethodDef functional_methods[] = {
      functional_operations_doc},
     {"_native_classes", fn_native_classes, METH_O, native_classes_doc},
     {"_axpy", (PyCFunction)(void (*)(void))fn_axpy, METH_FASTCALL, axpy_doc},
+    {"_adam_step", (PyCFunction)(void (*)(void))fn_adam_step, METH_FASTCALL,
+     adam_step_doc},
     {"execute_lowered_operation",
      (PyCFunction)(void (*)(void))swpy_execute_lowered_operation, METH_FASTCALL,
      swpy_execute_lowered_operation_doc},

@@ -31,11 +31,13 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable
+from typing import Any
 
 from strideweave import functional
-from strideweave._native import _axpy
+from strideweave._native import _adam_step, _axpy
 from strideweave.carriers import CPU, DType
 from strideweave.core.module import Module, Parameter
 from strideweave.friendly import column_major, mean, ones
@@ -55,6 +57,7 @@ __all__ = [
     "Sigmoid",
     "Softplus",
     "Tanh",
+    "Adam",  # beyond the reference
 ]
 
 
@@ -414,12 +417,7 @@ class SGD:
                 gradient = parameter.grad
                 if gradient is None:
                     continue
-                if gradient.size() != parameter.size():
-                    raise ValueError("gradient size must match parameter size")
-                if parameter.carrier.is_released() or gradient.carrier.is_released():
-                    raise RuntimeError("Carrier is released")
-                if not parameter.is_mutable():
-                    raise RuntimeError("Carrier is not mutable")
+                _check_update(parameter, gradient)
                 updates.append((parameter, gradient))
             for parameter, gradient in updates:
                 _descend(parameter, gradient, lr)
@@ -443,6 +441,183 @@ class SGD:
             parameter.grad = None
 
 
+class Adam:
+    """Adam with bias correction, as ``torch.optim.Adam`` without amsgrad.
+
+    For each parameter with a gradient ``g`` (plus ``weight_decay * p``),
+    ``step()`` updates the moment estimates ``m = beta1*m + (1-beta1)*g``
+    and ``v = beta2*v + (1-beta2)*g**2`` and then
+    ``p -= lr * (m / (1-beta1**t)) / (sqrt(v / (1-beta2**t)) + eps)``, where
+    ``t`` counts the parameter's steps. A CPU Float32 parameter is updated by
+    one library call over its storage (its version rises once a step); other
+    carriers element by element. Moments start at zero on a parameter's
+    first step.
+
+    Args:
+        parameters: the tensors to update (taken once, as a tuple).
+        lr: the learning rate, a positive number (default 1e-3).
+        betas: the two decays, each in [0, 1) (default (0.9, 0.999)).
+        eps: added to the denominator, >= 0 (default 1e-8).
+        weight_decay: L2 decay added to the gradient, >= 0 (default 0).
+
+    Returns:
+        The optimizer.
+
+    Raises:
+        TypeError: an entry that is not a Tensor.
+        ValueError: a hyper-parameter out of range.
+
+    Examples:
+        >>> import strideweave.friendly as F
+        >>> import strideweave.nn as nn
+        >>> w = F.tensor([1.0])
+        >>> F.sum(w * 3.0).backward()
+        >>> opt = nn.Adam([w], lr=0.1)
+        >>> opt.step()
+        >>> round(F.to_list(w)[0], 6)
+        0.9
+    """
+
+    def __init__(
+        self,
+        parameters: Iterable[Tensor],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
+        taken = tuple(parameters)
+        for parameter in taken:
+            if not isinstance(parameter, Tensor):
+                raise TypeError("Adam parameters must be Tensors")
+        beta1, beta2 = betas
+        if not lr > 0:
+            raise ValueError("lr must be positive")
+        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+            raise ValueError("betas must be in [0, 1)")
+        if not eps >= 0:
+            raise ValueError("eps must be non-negative")
+        if not weight_decay >= 0:
+            raise ValueError("weight_decay must be non-negative")
+        self._parameters = taken
+        self.lr = float(lr)
+        self.betas = (float(beta1), float(beta2))
+        self.eps = float(eps)
+        self.weight_decay = float(weight_decay)
+        # Per parameter: its step count and moments (made at its first step).
+        self._steps = [0] * len(taken)
+        self._moments: list[tuple[Any, Any] | None] = [None] * len(taken)
+
+    def step(self) -> None:
+        """Applies one update to every parameter that has a gradient.
+
+        Every parameter is checked first, so a failing step changes nothing.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: a parameter that has a gradient but cannot be written
+                (released or immutable storage), or a released gradient.
+            ValueError: a gradient whose size differs from its parameter's.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> w = F.tensor([2.0])
+            >>> nn.Adam([w]).step()  # no gradient yet: unchanged
+            >>> F.to_list(w)
+            [2.0]
+        """
+        with no_grad():
+            updates = []
+            for index, parameter in enumerate(self._parameters):
+                gradient = parameter.grad
+                if gradient is None:
+                    continue
+                _check_update(parameter, gradient)
+                updates.append((index, parameter, gradient))
+            beta1, beta2 = self.betas
+            for index, parameter, gradient in updates:
+                self._steps[index] += 1
+                t = self._steps[index]
+                native = _native_pair(parameter, gradient)
+                if self._moments[index] is None:
+                    self._moments[index] = _zero_moments(parameter, native)
+                m, v = self._moments[index]
+                if native:
+                    _adam_step(
+                        parameter,
+                        gradient,
+                        m,
+                        v,
+                        self.lr,
+                        beta1,
+                        beta2,
+                        self.eps,
+                        self.weight_decay,
+                        t,
+                    )
+                    continue
+                c1, c2 = 1.0 - beta1**t, 1.0 - beta2**t
+                carrier, source = parameter.carrier, gradient.carrier
+                pairs = zip(_physical(parameter), _physical(gradient), strict=True)
+                for k, (target, origin) in enumerate(pairs):
+                    g = float(source[origin]) + self.weight_decay * float(carrier[target])
+                    m[k] = beta1 * m[k] + (1.0 - beta1) * g
+                    v[k] = beta2 * v[k] + (1.0 - beta2) * g * g
+                    carrier[target] -= self.lr * (m[k] / c1) / (math.sqrt(v[k] / c2) + self.eps)
+
+    def zero_grad(self) -> None:
+        """Sets every parameter's gradient to None.
+
+        Returns:
+            None.
+
+        Examples:
+            >>> import strideweave.friendly as F
+            >>> import strideweave.nn as nn
+            >>> w = F.tensor([1.0])
+            >>> F.sum(w).backward()
+            >>> nn.Adam([w]).zero_grad()
+            >>> w.grad is None
+            True
+        """
+        for parameter in self._parameters:
+            parameter.grad = None
+
+
+def _check_update(parameter: Tensor, gradient: Tensor) -> None:
+    """The checks every optimizer makes before it writes anything."""
+    if gradient.size() != parameter.size():
+        raise ValueError("gradient size must match parameter size")
+    if parameter.carrier.is_released() or gradient.carrier.is_released():
+        raise RuntimeError("Carrier is released")
+    if not parameter.is_mutable():
+        raise RuntimeError("Carrier is not mutable")
+
+
+def _native_pair(parameter: Tensor, gradient: Tensor) -> bool:
+    """Whether one library call can update parameter from gradient."""
+    return (
+        type(parameter.carrier) is type(gradient.carrier) is CPU
+        and parameter.dtype() is gradient.dtype() is DType.Float32
+        and parameter.layout.shape == gradient.layout.shape
+    )
+
+
+def _zero_moments(parameter: Tensor, native: bool) -> tuple[Any, Any]:
+    """Zero moment estimates: tensors with the parameter's layout, or lists."""
+    if native:
+        layout = parameter.layout
+        return (
+            Tensor(CPU(layout.cosize), 0, layout),
+            Tensor(CPU(layout.cosize), 0, layout),
+        )
+    n = parameter.size()
+    return [0.0] * n, [0.0] * n
+
+
 def _descend(parameter: Tensor, gradient: Tensor, lr: float) -> None:
     """``parameter -= lr * gradient`` over every logical element.
 
@@ -450,11 +625,7 @@ def _descend(parameter: Tensor, gradient: Tensor, lr: float) -> None:
     call over the whole storage; other carriers and dtypes go element by
     element in logical order.
     """
-    if (
-        type(parameter.carrier) is type(gradient.carrier) is CPU
-        and parameter.dtype() is gradient.dtype() is DType.Float32
-        and parameter.layout.shape == gradient.layout.shape
-    ):
+    if _native_pair(parameter, gradient):
         _axpy(parameter, -lr, gradient)
         return
     carrier, source = parameter.carrier, gradient.carrier

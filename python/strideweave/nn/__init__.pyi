@@ -19,6 +19,7 @@ __all__ = [
     "Sigmoid",
     "Softplus",
     "Tanh",
+    "Adam",
 ]
 
 class Linear(Module):
@@ -61,5 +62,23 @@ class SGD:
 
     lr: float
     def __init__(self, parameters: Iterable[Tensor], lr: float) -> None: ...
+    def step(self) -> None: ...
+    def zero_grad(self) -> None: ...
+
+class Adam:
+    """Adam with bias correction, as ``torch.optim.Adam`` without amsgrad."""
+
+    lr: float
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
+    def __init__(
+        self,
+        parameters: Iterable[Tensor],
+        lr: float = ...,
+        betas: tuple[float, float] = ...,
+        eps: float = ...,
+        weight_decay: float = ...,
+    ) -> None: ...
     def step(self) -> None: ...
     def zero_grad(self) -> None: ...

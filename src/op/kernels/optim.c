@@ -1,0 +1,115 @@
+/*
+ * Optimizer steps over whole tensors (tensor.h): Adam. One planned walk
+ * over the parameter, its gradient and the two moment estimates, each
+ * element computed in double and rounded once; no per-element host call.
+ */
+#include <math.h>
+
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "layout/plan.h"
+#include "op/kernels/kcommon.h"
+#include "tensor/internal.h"
+
+typedef struct adam_ctx {
+    double lr, beta1, beta2, eps, decay;
+    double c1, c2; /* the bias corrections 1 - beta**step */
+} adam_ctx;
+
+static sw_status adam_loop(int64_t n, void *const *ptr, const int64_t *step,
+                           void *vctx) {
+    const adam_ctx *a = vctx;
+    float *p = ptr[0];
+    const float *g = ptr[1];
+    float *m = ptr[2], *v = ptr[3];
+    for (int64_t i = 0; i < n; ++i) {
+        float *pi = p + i * step[0], *mi = m + i * step[2],
+              *vi = v + i * step[3];
+        double gi = (double)g[i * step[1]] + a->decay * (double)*pi;
+        double mn = a->beta1 * (double)*mi + (1.0 - a->beta1) * gi;
+        double vn = a->beta2 * (double)*vi + (1.0 - a->beta2) * gi * gi;
+        *mi = (float)mn;
+        *vi = (float)vn;
+        *pi = (float)((double)*pi -
+                      a->lr * (mn / a->c1) / (sqrt(vn / a->c2) + a->eps));
+    }
+    return SW_OK;
+}
+
+static int finite_in(double x, double lo, double hi) {
+    return isfinite(x) && x >= lo && x < hi;
+}
+
+sw_status sw_tensor_adam_step(sw_tensor *param, const sw_tensor *grad,
+                              sw_tensor *m, sw_tensor *v, const sw_adam *h) {
+    if (!param || !grad || !m || !v || !h)
+        return sw_fail(SW_ETYPE, "adam needs a parameter, its gradient, two "
+                                 "moment tensors and the hyper-parameters");
+    if (!(isfinite(h->lr) && h->lr > 0))
+        return sw_fail(SW_EVALUE, "adam: lr must be positive");
+    if (!finite_in(h->beta1, 0.0, 1.0) || !finite_in(h->beta2, 0.0, 1.0))
+        return sw_fail(SW_EVALUE, "adam: betas must be in [0, 1)");
+    if (!finite_in(h->eps, 0.0, INFINITY) ||
+        !finite_in(h->weight_decay, 0.0, INFINITY))
+        return sw_fail(SW_EVALUE,
+                       "adam: eps and weight_decay must be non-negative");
+    if (h->step < 1)
+        return sw_fail(SW_EVALUE, "adam: the step count starts at 1");
+    sw_tensor *t[4] = {param, (sw_tensor *)grad, m, v};
+    for (int k = 0; k < 4; ++k) {
+        if (!sw_carrier_is_cpu(t[k]->carrier))
+            return sw_fail(SW_ETYPE, "adam needs CPU tensors");
+        if (sw_carrier_dtype(t[k]->carrier) != SW_DTYPE_FLOAT32)
+            return sw_fail(SW_ETYPE, "adam needs Float32 tensors");
+        if (!sw_tree_equal(t[k]->layout->shape, param->layout->shape))
+            return sw_fail(SW_EVALUE,
+                           "adam operands must have the parameter's shape");
+    }
+    for (int k = 0; k < 4; ++k)
+        if (sw_carrier_is_released(t[k]->carrier))
+            return sw_carrier_fail_released();
+    for (int k = 0; k < 4; ++k)
+        if (k != 1 && !sw_carrier_is_mutable(t[k]->carrier))
+            return sw_carrier_fail_immutable();
+    /* A release from now on waits for the unpin to free the storage. */
+    sw_status st = SW_OK;
+    int pinned = 0;
+    while (pinned < 4 && !(st = sw_carrier_pin(t[pinned]->carrier)))
+        ++pinned;
+    adam_ctx ctx = {h->lr,
+                    h->beta1,
+                    h->beta2,
+                    h->eps,
+                    h->weight_decay,
+                    1.0 - pow(h->beta1, (double)h->step),
+                    1.0 - pow(h->beta2, (double)h->step)};
+    if (!st) {
+        sw_plan_leaves leaves[4];
+        int64_t offsets[4], elsize[4];
+        void *base[4];
+        for (int k = 0; k < 4; ++k) {
+            leaves[k] = sw_plan_leaves_of(t[k]->layout);
+            offsets[k] = t[k]->offset;
+            elsize[k] = sizeof(float);
+            base[k] = sw_cpu_storage(t[k]->carrier);
+        }
+        /* Every logical element once: no repeat is skipped, as a
+         * parameter shared across a broadcast takes every step. */
+        st = sw_plan_iterate(4, leaves, offsets, base, elsize, 0, adam_loop,
+                             &ctx);
+    }
+    while (pinned > 0)
+        sw_carrier_unpin(t[--pinned]->carrier);
+    if (st == SW_ENOMEM || (st && st != SW_EINTERRUPTED))
+        return st;
+    /* The written tensors' versions rise once, also after an interrupt
+     * that left them partly updated. */
+    for (int k = 0; k < 4; ++k) {
+        if (k == 1)
+            continue;
+        sw_status b = sw_carrier_bump_version(t[k]->carrier);
+        if (!st)
+            st = b;
+    }
+    return st;
+}
