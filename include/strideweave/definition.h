@@ -42,8 +42,8 @@ extern "C" {
 /* An option of a schema: required, or with a default value. */
 typedef struct sw_option_spec {
     const char *name;
-    int required;          /* non-zero: no default */
-    sw_arg default_value;  /* when not required; SW_ARG_HOST stays borrowed */
+    int required;         /* non-zero: no default */
+    sw_arg default_value; /* when not required; SW_ARG_HOST stays borrowed */
 } sw_option_spec;
 
 /* An option given to a call, by name. */
@@ -120,8 +120,8 @@ typedef sw_status (*sw_def_reference_fn)(void *ctx, const sw_bound_call *call,
 /* cotangents: one per result, NULL where a result got no gradient. grads:
  * one owned tensor or NULL per differentiable operand, in operand order. */
 typedef sw_status (*sw_def_vjp_fn)(void *ctx, const sw_vjp_context *vc,
-                                   sw_tensor *const *cotangents,
-                                   int32_t ngrads, sw_tensor **grads);
+                                   sw_tensor *const *cotangents, int32_t ngrads,
+                                   sw_tensor **grads);
 
 #define SW_OP_DEFINITION_VERSION 1
 
@@ -174,9 +174,9 @@ SW_API int sw_op_definition_operand_differentiable(int32_t id, int32_t i);
  * weak scalar (a real number), not a Tensor"). Structural operands pass
  * unchanged. SW_EKEY for an id that is not a definition.
  */
-SW_API sw_status sw_op_bind(int32_t id, int32_t noperands, const sw_arg *operands,
-                            int32_t noptions, const sw_named_arg *options,
-                            sw_bound_call *out);
+SW_API sw_status sw_op_bind(int32_t id, int32_t noperands,
+                            const sw_arg *operands, int32_t noptions,
+                            const sw_named_arg *options, sw_bound_call *out);
 
 /*
  * Checks a resolution against its call: the plan's operation and operand

@@ -22,9 +22,9 @@ typedef struct def_record {
     sw_op_definition def;
     sw_operand_spec operands[SW_DEF_MAX_OPERANDS];
     sw_option_spec options[SW_DEF_MAX_OPTIONS];
-    int32_t ndiff;                      /* differentiable operands */
-    int32_t diff[SW_DEF_MAX_OPERANDS];  /* their operand indices */
-    char *strings;                      /* every copied name */
+    int32_t ndiff;                     /* differentiable operands */
+    int32_t diff[SW_DEF_MAX_OPERANDS]; /* their operand indices */
+    char *strings;                     /* every copied name */
 } def_record;
 
 /*
@@ -133,35 +133,40 @@ static sw_status check_schema(const sw_op_definition *d) {
         return sw_fail(SW_EVALUE, "the operand list of '%s' must not be empty",
                        d->name);
     if (d->noperands > SW_DEF_MAX_OPERANDS)
-        return sw_fail(SW_EVALUE, "'%s' has %d operands; at most %d are "
-                                  "supported",
+        return sw_fail(SW_EVALUE,
+                       "'%s' has %d operands; at most %d are "
+                       "supported",
                        d->name, (int)d->noperands, SW_DEF_MAX_OPERANDS);
     if (d->noptions < 0 || d->noptions > SW_DEF_MAX_OPTIONS)
-        return sw_fail(SW_EVALUE, "'%s' has %d options; at most %d are "
-                                  "supported",
+        return sw_fail(SW_EVALUE,
+                       "'%s' has %d options; at most %d are "
+                       "supported",
                        d->name, (int)d->noptions, SW_DEF_MAX_OPTIONS);
     if (d->noptions > 0 && !d->options)
         return sw_fail(SW_ETYPE, "options of '%s' are missing", d->name);
     int32_t total = d->noperands + d->noptions;
     for (int32_t i = 0; i < total; ++i) {
         int operand = i < d->noperands;
-        const char *n = operand ? d->operands[i].name
-                                : d->options[i - d->noperands].name;
+        const char *n =
+            operand ? d->operands[i].name : d->options[i - d->noperands].name;
         const char *what = operand ? "operand" : "option";
         if (!n || !is_ident(n, strlen(n)))
-            return sw_fail(SW_EVALUE, "%s name '%s' of '%s' must be an "
-                                      "identifier",
+            return sw_fail(SW_EVALUE,
+                           "%s name '%s' of '%s' must be an "
+                           "identifier",
                            what, n ? n : "(null)", d->name);
         if (operand) {
             sw_operand_kind k = d->operands[i].kind;
             if (k != SW_OPERAND_TENSOR && k != SW_OPERAND_WEAK_SCALAR &&
                 k != SW_OPERAND_STRUCTURAL)
-                return sw_fail(SW_ETYPE, "operand '%s' of '%s' has no valid "
-                                         "OperandKind",
+                return sw_fail(SW_ETYPE,
+                               "operand '%s' of '%s' has no valid "
+                               "OperandKind",
                                n, d->name);
             if (d->operands[i].differentiable && k != SW_OPERAND_TENSOR)
-                return sw_fail(SW_EVALUE, "operand '%s' of '%s': only a Tensor "
-                                          "operand can be differentiable",
+                return sw_fail(SW_EVALUE,
+                               "operand '%s' of '%s': only a Tensor "
+                               "operand can be differentiable",
                                n, d->name);
         }
         for (int32_t j = 0; j < i; ++j) {
@@ -169,8 +174,9 @@ static sw_status check_schema(const sw_op_definition *d) {
                                 ? d->operands[j].name
                                 : d->options[j - d->noperands].name;
             if (strcmp(m, n) == 0)
-                return sw_fail(SW_EVALUE, "operand and option names of '%s' "
-                                          "must be unique: '%s' repeats",
+                return sw_fail(SW_EVALUE,
+                               "operand and option names of '%s' "
+                               "must be unique: '%s' repeats",
                                d->name, n);
         }
     }
@@ -250,8 +256,9 @@ sw_status sw_op_define(const sw_op_definition *d, int32_t *id) {
         st = sw_fail(SW_EVALUE, "operation '%s' is already defined",
                      r->def.name);
     else if (n >= SW_DEF_MAX_DEFINITIONS)
-        st = sw_fail(SW_ERUNTIME, "no more operations can be defined (at most "
-                                  "%d)",
+        st = sw_fail(SW_ERUNTIME,
+                     "no more operations can be defined (at most "
+                     "%d)",
                      SW_DEF_MAX_DEFINITIONS);
     if (!st) {
         r->info.id = SW_OP_BUILTIN_COUNT + n;
@@ -354,22 +361,25 @@ static sw_status check_indices(const char *name, const char *what,
                        (int)n);
     for (int32_t i = 0; i < n; ++i) {
         if (idx[i] < 0)
-            return sw_fail(SW_EVALUE, "%s of '%s' must be non-negative, got "
-                                      "%d",
+            return sw_fail(SW_EVALUE,
+                           "%s of '%s' must be non-negative, got "
+                           "%d",
                            what, name, (int)idx[i]);
         if (idx[i] >= call->noperands)
-            return sw_fail(SW_EVALUE, "%s of '%s': index %d is out-of-range "
-                                      "for %d operands",
+            return sw_fail(SW_EVALUE,
+                           "%s of '%s': index %d is out-of-range "
+                           "for %d operands",
                            what, name, (int)idx[i], (int)call->noperands);
         if (r->operands[idx[i]].kind != SW_OPERAND_TENSOR)
-            return sw_fail(SW_EVALUE, "%s of '%s' must name Tensor operands: "
-                                      "operand %d ('%s') is not one",
-                           what, name, (int)idx[i],
-                           r->operands[idx[i]].name);
+            return sw_fail(SW_EVALUE,
+                           "%s of '%s' must name Tensor operands: "
+                           "operand %d ('%s') is not one",
+                           what, name, (int)idx[i], r->operands[idx[i]].name);
         for (int32_t j = 0; j < i; ++j)
             if (idx[j] == idx[i])
-                return sw_fail(SW_EVALUE, "%s of '%s' must be unique: %d "
-                                          "repeats",
+                return sw_fail(SW_EVALUE,
+                               "%s of '%s' must be unique: %d "
+                               "repeats",
                                what, name, (int)idx[i]);
     }
     return SW_OK;
@@ -388,8 +398,8 @@ sw_status sw_resolution_check(const sw_bound_call *call,
         sw_operand_kind kind = r->operands[i].kind;
         if (kind == SW_OPERAND_STRUCTURAL)
             continue;
-        sw_operand_role want = kind == SW_OPERAND_TENSOR ? SW_ROLE_TENSOR
-                                                         : SW_ROLE_WEAK_SCALAR;
+        sw_operand_role want =
+            kind == SW_OPERAND_TENSOR ? SW_ROLE_TENSOR : SW_ROLE_WEAK_SCALAR;
         roles_ok = k < p->noperands && p->operands[k].role == want;
         ++k;
     }
@@ -403,36 +413,38 @@ sw_status sw_resolution_check(const sw_bound_call *call,
         return sw_fail(SW_EVALUE, "the results of '%s' must not be empty",
                        name);
     if (res->nresults > SW_DEF_MAX_RESULTS)
-        return sw_fail(SW_EVALUE, "'%s' declares %d results; at most %d are "
-                                  "supported",
+        return sw_fail(SW_EVALUE,
+                       "'%s' declares %d results; at most %d are "
+                       "supported",
                        name, (int)res->nresults, SW_DEF_MAX_RESULTS);
     for (int32_t i = 0; i < res->nresults; ++i) {
         const sw_result_spec *s = &res->results[i];
         if ((int)s->dtype < 0 || s->dtype >= SW_DTYPE_COUNT)
-            return sw_fail(SW_ETYPE, "result %d of '%s' needs a DType",
-                           (int)i, name);
+            return sw_fail(SW_ETYPE, "result %d of '%s' needs a DType", (int)i,
+                           name);
         if (!s->layout)
-            return sw_fail(SW_ETYPE, "result %d of '%s' needs a layout",
-                           (int)i, name);
+            return sw_fail(SW_ETYPE, "result %d of '%s' needs a layout", (int)i,
+                           name);
         if (!isfinite(s->atol) || !isfinite(s->rtol) || s->atol < 0 ||
             s->rtol < 0)
-            return sw_fail(SW_EVALUE, "tolerances of result %d of '%s' must "
-                                      "be finite and non-negative",
+            return sw_fail(SW_EVALUE,
+                           "tolerances of result %d of '%s' must "
+                           "be finite and non-negative",
                            (int)i, name);
         if (s->alias_of < -1)
-            return sw_fail(SW_EVALUE, "alias_of of result %d of '%s' must be "
-                                      "non-negative",
+            return sw_fail(SW_EVALUE,
+                           "alias_of of result %d of '%s' must be "
+                           "non-negative",
                            (int)i, name);
         if (s->alias_of >= 0) {
-            sw_status st = check_indices(name, "alias_of", call, 1,
-                                         &s->alias_of);
+            sw_status st =
+                check_indices(name, "alias_of", call, 1, &s->alias_of);
             if (st)
                 return st;
         }
     }
-    sw_status st =
-        check_indices(name, "mutated_operands", call, res->nmutated,
-                      res->mutated);
+    sw_status st = check_indices(name, "mutated_operands", call, res->nmutated,
+                                 res->mutated);
     if (!st)
         st = check_indices(name, "saved_operands", call, res->nsaved,
                            res->saved);
@@ -505,8 +517,9 @@ static sw_status run_reference(const def_record *r, const sw_bound_call *call,
         const sw_result_spec *s = &res->results[i];
         sw_tensor *t = got[i];
         if (!t) {
-            st = i == 0 ? (sw_fail(SW_ERUNTIME, "the reference of '%s' "
-                                                "returned no results",
+            st = i == 0 ? (sw_fail(SW_ERUNTIME,
+                                   "the reference of '%s' "
+                                   "returned no results",
                                    name),
                            contract())
                         : sw_fail(SW_ETYPE,
@@ -622,8 +635,8 @@ static sw_status node_forward(sw_op *op, int32_t nargs, const sw_arg *args,
 static sw_status relayout(sw_tensor *g, sw_layout *layout, sw_tensor **out) {
     sw_carrier *c = NULL;
     sw_tensor *t = NULL;
-    sw_status st = sw_carrier_allocate_like(g->carrier, sw_layout_cosize(layout), 1,
-                                            SW_DTYPE_COUNT, 0, &c);
+    sw_status st = sw_carrier_allocate_like(
+        g->carrier, sw_layout_cosize(layout), 1, SW_DTYPE_COUNT, 0, &c);
     if (!st)
         st = sw_tensor_new(c, 0, layout, &t);
     if (!st)
@@ -694,8 +707,8 @@ static sw_status node_backward(sw_op *op, sw_tensor *gradient, int32_t n,
     sw_tensor *cot[SW_DEF_MAX_RESULTS] = {NULL};
     cot[ns->result] = gradient;
     sw_tensor *out[SW_DEF_MAX_OPERANDS] = {NULL};
-    sw_vjp_context vc = {&dc->call, &dc->res, dc->res.nresults, dc->outputs,
-                         dc->nsaved, dc->saved};
+    sw_vjp_context vc = {&dc->call,   &dc->res,   dc->res.nresults,
+                         dc->outputs, dc->nsaved, dc->saved};
     int grad = sw_grad_enabled();
     sw_set_grad_enabled(0);
     sw_status st = r->def.vjp(r->def.ctx, &vc, cot, r->ndiff, out);
@@ -775,8 +788,8 @@ static sw_status make_def_call(const def_record *r, const sw_bound_call *call,
     dc->kernel_id = kernel_id;
     for (int32_t i = 0; i < res->nresults; ++i) {
         sw_tensor *t = results[i];
-        sw_status st = sw_tensor_new(t->carrier, t->offset, t->layout,
-                                     &dc->outputs[i]);
+        sw_status st =
+            sw_tensor_new(t->carrier, t->offset, t->layout, &dc->outputs[i]);
         if (st) {
             def_call_unref(dc);
             return st;
@@ -862,8 +875,8 @@ sw_status sw_op_call(int32_t id, int32_t noperands, const sw_arg *operands,
                      int32_t *nresults, sw_tensor **results) {
     contract_failed = 0;
     sw_bound_call call;
-    sw_status st = sw_op_bind(id, noperands, operands, noptions, options,
-                              &call);
+    sw_status st =
+        sw_op_bind(id, noperands, operands, noptions, options, &call);
     if (st)
         return st;
     const def_record *r = record_of(id);

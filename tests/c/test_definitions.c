@@ -119,8 +119,7 @@ static sw_status scale_vjp(void *ctx, const sw_vjp_context *vc,
                   &grads[0]);
 }
 
-static const sw_operand_spec scale_operands[] = {
-    {"x", SW_OPERAND_TENSOR, 1}};
+static const sw_operand_spec scale_operands[] = {{"x", SW_OPERAND_TENSOR, 1}};
 
 static sw_option_spec scale_options[1];
 
@@ -147,23 +146,23 @@ static sw_op_definition scale_def(const char *name) {
 /* What acme.probe's callbacks do wrong. */
 typedef enum probe_mode {
     PROBE_GOOD = 0,
-    PROBE_ROLES,         /* a plan with a weak-scalar role */
-    PROBE_OTHER_OP,      /* a plan of another operation */
-    PROBE_NO_RESULTS,    /* an empty result list */
-    PROBE_ALIAS_RANGE,   /* alias_of 5 */
-    PROBE_ALIAS_STRUCT,  /* alias_of the structural operand */
-    PROBE_ALIAS_NEG,     /* alias_of -2 */
+    PROBE_ROLES,          /* a plan with a weak-scalar role */
+    PROBE_OTHER_OP,       /* a plan of another operation */
+    PROBE_NO_RESULTS,     /* an empty result list */
+    PROBE_ALIAS_RANGE,    /* alias_of 5 */
+    PROBE_ALIAS_STRUCT,   /* alias_of the structural operand */
+    PROBE_ALIAS_NEG,      /* alias_of -2 */
     PROBE_MUTATED_STRUCT, /* mutated_operands on the structural operand */
-    PROBE_SAVED_TWICE,   /* saved_operands (0, 0) */
-    PROBE_KERNEL_EMPTY,  /* kernel_id "" */
-    PROBE_TOL,           /* atol infinite */
-    PROBE_ALIAS,         /* a correct alias of operand 0 */
-    PROBE_ALIAS_COPY,    /* declares an alias, returns a fresh tensor */
-    PROBE_REF_NONE,      /* the reference returns nothing */
-    PROBE_REF_DTYPE,     /* the reference returns an Int32 tensor */
-    PROBE_VJP_SHAPE,     /* the VJP's gradient has another shape */
-    PROBE_VJP_DTYPE,     /* the VJP's gradient has another dtype */
-    PROBE_VJP_LAYOUT     /* the right shape in another layout */
+    PROBE_SAVED_TWICE,    /* saved_operands (0, 0) */
+    PROBE_KERNEL_EMPTY,   /* kernel_id "" */
+    PROBE_TOL,            /* atol infinite */
+    PROBE_ALIAS,          /* a correct alias of operand 0 */
+    PROBE_ALIAS_COPY,     /* declares an alias, returns a fresh tensor */
+    PROBE_REF_NONE,       /* the reference returns nothing */
+    PROBE_REF_DTYPE,      /* the reference returns an Int32 tensor */
+    PROBE_VJP_SHAPE,      /* the VJP's gradient has another shape */
+    PROBE_VJP_DTYPE,      /* the VJP's gradient has another dtype */
+    PROBE_VJP_LAYOUT      /* the right shape in another layout */
 } probe_mode;
 
 static probe_mode mode;
@@ -319,10 +318,9 @@ static sw_status probe_call(int32_t id, sw_tensor *x, sw_tensor **out) {
 
 static void test_define_rules(void) {
     int64_t base = sw_debug_live_allocs();
-    static const char *bad[] = {"plain",           ".missing",
-                                "acme.",           "acme.not-valid",
-                                "acme..x",         "1acme.x",
-                                ""};
+    static const char *bad[] = {
+        "plain",   ".missing", "acme.", "acme.not-valid",
+        "acme..x", "1acme.x",  ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         sw_op_definition d = scale_def(bad[i]);
         char want[256];
@@ -393,8 +391,9 @@ static void test_define_rules(void) {
     d = scale_def("acme.noresolve");
     d.resolve = NULL;
     st = sw_op_define(&d, NULL);
-    expect_fail(st, SW_ETYPE, "the resolve callback of 'acme.noresolve' is "
-                              "missing",
+    expect_fail(st, SW_ETYPE,
+                "the resolve callback of 'acme.noresolve' is "
+                "missing",
                 "no resolve");
     d = scale_def("acme.version");
     d.version = 99;
@@ -498,8 +497,9 @@ static void test_bind(void) {
     expect_ok(st, "define acme.bindrules");
     base += 2; /* its record and names stay for the life of the process */
     st = sw_op_bind(id, 2, args, 0, NULL, &call);
-    expect_fail(st, SW_ETYPE, "'acme.bindrules' is missing required option "
-                              "'mode'",
+    expect_fail(st, SW_ETYPE,
+                "'acme.bindrules' is missing required option "
+                "'mode'",
                 "missing required");
     sw_named_arg mode_opt = {"mode", sw_arg_i64(1)};
     sw_arg two_tensors[2] = {sw_arg_tensor(x), sw_arg_tensor(x)};
@@ -697,8 +697,9 @@ static void test_scale_and_gradient(void) {
     ok(sw_op_input(node, 0) == x, "that input is x");
     is_int(sw_op_definition_result(node), 0, "it stands for result 0");
     const sw_resolution *r = sw_op_definition_resolution(node);
-    is_str(r ? r->kernel_id : "", "acme.scale", "kernel_id defaults to the "
-                                                "name");
+    is_str(r ? r->kernel_id : "", "acme.scale",
+           "kernel_id defaults to the "
+           "name");
 
     /* y . w, so the gradient of x is factor * w. */
     vjp_calls = 0;
