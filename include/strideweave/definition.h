@@ -204,8 +204,9 @@ SW_API void sw_resolution_clear(sw_resolution *res);
  * differentiable tensor operand is present and a result has alias_of).
  * Runs the reference (SW_ENOTIMPL "operation 'x' has no reference") and
  * checks its results: each a tensor (SW_ETYPE "... must be a Tensor"), of
- * the declared dtype and layout (SW_EVALUE), an aliased one the very
- * operand (SW_ERUNTIME "... aliasing ..."). Then attaches the autograd
+ * the declared dtype and layout, an aliased one the very operand
+ * (SW_ERUNTIME "... broke aliasing ..."; these and "returned no results"
+ * are contract failures, see sw_op_contract_failed). Then attaches the autograd
  * nodes. Writes *nresults owned tensors into results (room for
  * SW_DEF_MAX_RESULTS). A failing call leaves no node and no result.
  */

@@ -180,6 +180,21 @@ from strideweave.operation import (
 from strideweave.operation import (
     view as view,
 )
+from strideweave.operation import BoundOperationCall as BoundOperationCall
+from strideweave.operation import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
+from strideweave.operation import OperandKind as OperandKind
+from strideweave.operation import OperandSpec as OperandSpec
+from strideweave.operation import OperationCall as OperationCall
+from strideweave.operation import OperationDefinition as OperationDefinition
+from strideweave.operation import OperationPlan as OperationPlan
+from strideweave.operation import OperationSchema as OperationSchema
+from strideweave.operation import OptionSpec as OptionSpec
+from strideweave.operation import ProviderContractError as ProviderContractError
+from strideweave.operation import REQUIRED as REQUIRED
+from strideweave.operation import ResolvedInvocation as ResolvedInvocation
+from strideweave.operation import ResultSpec as ResultSpec
+from strideweave.operation import VJPContext as VJPContext
+from strideweave.operation import define_operation as define_operation
 from strideweave.profiling import Profiler as Profiler
 from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
 from strideweave.profiling import ProfilerEvent as ProfilerEvent
@@ -227,13 +242,23 @@ __all__ = [
     "GenericTanhOperation",
     "GenericViewOperation",
     "MoveOperation",
+    "NON_DIFFERENTIABLE",
+    "OperandKind",
+    "OperandSpec",
     "Operation",
+    "OperationDefinition",
+    "OperationSchema",
+    "OptionSpec",
     "PermuteOperation",
     "Profiler",
     "ProfilerAggregate",
     "ProfilerEvent",
+    "ProviderContractError",
+    "REQUIRED",
     "RearrangeOperation",
+    "ResultSpec",
     "add",
+    "define_operation",
     "div",
     "einsum",
     "elementwise_mul",

@@ -313,3 +313,24 @@ class ProfilerSession:
     ]: ...
 
 def profile_now_ns() -> int: ...
+
+# Operation definitions (definition.c).
+_definition_layer: tuple[Any, Any, Any, Any]
+
+def _define_operation(
+    name: str,
+    operands: tuple[tuple[str, int, bool], ...],
+    options: tuple[tuple[str, bool, Any], ...],
+    has_vjp: bool,
+    non_differentiable: bool,
+    definition: Any,
+    /,
+) -> int: ...
+def _definition_call(
+    id: int, definition: Any, operands: tuple[Any, ...], options: dict[str, Any], /
+) -> tuple[Any, ...]: ...
+def _register_definition_layer(
+    contract_error: Any, context_type: Any, execute_reference: Any, call_vjp: Any, /
+) -> None: ...
+def _is_defined_operation(name: object, /) -> bool: ...
+def _definition_node(tensor: Any, /) -> tuple[Any, tuple[Any, ...]] | None: ...

@@ -539,17 +539,22 @@ static sw_status run_reference(const def_record *r, const sw_bound_call *call,
             }
             continue;
         }
-        if (sw_tensor_dtype(t) != s->dtype)
-            st = sw_fail(SW_EVALUE,
-                         "result %d of the reference of '%s' has dtype %s, "
-                         "declared %s",
-                         (int)i, name, sw_dtype_name(sw_tensor_dtype(t)),
-                         sw_dtype_name(s->dtype));
-        else if (!sw_layout_equal(t->layout, s->layout))
-            st = sw_fail(SW_EVALUE,
-                         "result %d of the reference of '%s' does not have "
-                         "the declared layout",
-                         (int)i, name);
+        /* A result other than declared breaks the invocation's contract:
+         * kernels may never rewrite dtype or layout. */
+        if (sw_tensor_dtype(t) != s->dtype) {
+            sw_fail(SW_ERUNTIME,
+                    "result %d of the reference of '%s' has dtype %s, "
+                    "declared %s",
+                    (int)i, name, sw_dtype_name(sw_tensor_dtype(t)),
+                    sw_dtype_name(s->dtype));
+            st = contract();
+        } else if (!sw_layout_equal(t->layout, s->layout)) {
+            sw_fail(SW_ERUNTIME,
+                    "result %d of the reference of '%s' does not have the "
+                    "declared layout",
+                    (int)i, name);
+            st = contract();
+        }
     }
     if (st) {
         for (int32_t i = 0; i < SW_DEF_MAX_RESULTS; ++i)

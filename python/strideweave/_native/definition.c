@@ -188,8 +188,8 @@ static int plan_from_py(swpy_state *st, PyObject *plan, int32_t id,
         Py_DECREF(value);
         out->operands[i].role = weak ? SW_ROLE_WEAK_SCALAR : SW_ROLE_TENSOR;
         if (dtype_field(st, o, "dtype", 1, &out->operands[i].dtype) < 0 ||
-            dtype_field(st, o, "convert_to", 0,
-                        &out->operands[i].convert_to) < 0) {
+            dtype_field(st, o, "convert_to", 0, &out->operands[i].convert_to) <
+                0) {
             Py_DECREF(seq);
             return -1;
         }
@@ -216,8 +216,7 @@ static int resolution_from_py(swpy_state *st, PyObject *inv, int32_t id,
     Py_ssize_t n = PyTuple_Check(results) ? PyTuple_GET_SIZE(results) : -1;
     if (n < 0 || n > SW_DEF_MAX_RESULTS) {
         Py_DECREF(results);
-        PyErr_Format(PyExc_ValueError,
-                     "an invocation has at most %d results",
+        PyErr_Format(PyExc_ValueError, "an invocation has at most %d results",
                      SW_DEF_MAX_RESULTS);
         return -1;
     }
@@ -274,8 +273,8 @@ static sw_status resolve_adapter(void *ctx, const sw_bound_call *call,
         goto done;
     }
     PyObject *meth = PyObject_GetAttrString(d->definition, "resolve_call");
-    PyObject *inv = meth != NULL ? PyObject_Call(meth, f->operands, f->options)
-                                 : NULL;
+    PyObject *inv =
+        meth != NULL ? PyObject_Call(meth, f->operands, f->options) : NULL;
     Py_XDECREF(meth);
     if (inv == NULL) {
         status = python_failed();
@@ -304,8 +303,8 @@ static sw_status reference_adapter(void *ctx, const sw_bound_call *call,
     swpy_gil g = swpy_gil_ensure();
     sw_status status = SW_OK;
     PyObject *fn = layer_item(d->module, 2);
-    PyObject *r = fn != NULL ? PyObject_CallOneArg(fn, (PyObject *)res->token)
-                             : NULL;
+    PyObject *r =
+        fn != NULL ? PyObject_CallOneArg(fn, (PyObject *)res->token) : NULL;
     Py_XDECREF(fn);
     if (r == NULL) {
         status = python_failed();
@@ -328,8 +327,7 @@ done:
 
 /* ----------------------------------------------------------------- vjp */
 
-static PyObject *wrap_tensors(swpy_state *st, int32_t n,
-                              sw_tensor *const *ts) {
+static PyObject *wrap_tensors(swpy_state *st, int32_t n, sw_tensor *const *ts) {
     PyObject *t = PyTuple_New(n);
     for (int32_t i = 0; t != NULL && i < n; i++) {
         PyObject *o = ts[i] != NULL
@@ -356,11 +354,10 @@ static sw_status vjp_adapter(void *ctx, const sw_vjp_context *vc,
     PyObject *cot =
         saved ? wrap_tensors(st, vc->resolution->nresults, cotangents) : NULL;
     PyObject *type = cot ? layer_item(d->module, 1) : NULL;
-    PyObject *context =
-        type ? PyObject_CallFunctionObjArgs(
-                   type, (PyObject *)vc->resolution->token, outputs, saved,
-                   NULL)
-             : NULL;
+    PyObject *context = type ? PyObject_CallFunctionObjArgs(
+                                   type, (PyObject *)vc->resolution->token,
+                                   outputs, saved, NULL)
+                             : NULL;
     PyObject *fn = context ? layer_item(d->module, 3) : NULL;
     PyObject *r =
         fn ? PyObject_CallFunctionObjArgs(fn, context, cot, NULL) : NULL;
@@ -679,8 +676,8 @@ static PyObject *definition_node(PyObject *module, PyObject *tensor) {
     if (s == NULL) {
         return NULL;
     }
-    PyObject *inv = res != NULL && res->token ? (PyObject *)res->token
-                                              : Py_None;
+    PyObject *inv =
+        res != NULL && res->token ? (PyObject *)res->token : Py_None;
     return Py_BuildValue("(ON)", inv, s);
 }
 
