@@ -152,8 +152,9 @@ from strideweave.functional import (
 from strideweave.functional import (
     view as view,
 )
-from strideweave.operation_definition import BoundOperationCall as BoundOperationCall
 from strideweave.operation_definition import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
+from strideweave.operation_definition import REQUIRED as REQUIRED
+from strideweave.operation_definition import BoundOperationCall as BoundOperationCall
 from strideweave.operation_definition import OperandKind as OperandKind
 from strideweave.operation_definition import OperandSpec as OperandSpec
 from strideweave.operation_definition import OperationCall as OperationCall
@@ -162,7 +163,6 @@ from strideweave.operation_definition import OperationPlan as OperationPlan
 from strideweave.operation_definition import OperationSchema as OperationSchema
 from strideweave.operation_definition import OptionSpec as OptionSpec
 from strideweave.operation_definition import ProviderContractError as ProviderContractError
-from strideweave.operation_definition import REQUIRED as REQUIRED
 from strideweave.operation_definition import ResolvedInvocation as ResolvedInvocation
 from strideweave.operation_definition import ResultSpec as ResultSpec
 from strideweave.operation_definition import VJPContext as VJPContext
