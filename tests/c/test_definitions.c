@@ -823,6 +823,44 @@ static void test_vjp_rules(void) {
     leak_check(base, "VJP rules");
 }
 
+/* Every allocation of a recorded call and its backward fails in turn:
+ * each failure is clean (no result, no gradient, nothing leaked). */
+static void test_fault_injection(void) {
+    double xv[6] = {1, 2, 3, 4, 5, 6};
+    sw_tensor *x = cpu_tensor("(2,3):(1,2)", xv);
+    sw_tensor *w = cpu_tensor("(2,3):(1,2)", xv);
+    int64_t base = sw_debug_live_allocs();
+    int clean = 1, done = 0;
+    for (int64_t n = 0; n < 200 && !done; ++n) {
+        sw_arg arg = sw_arg_tensor(x);
+        int32_t k = 0;
+        sw_tensor *res[SW_DEF_MAX_RESULTS] = {NULL};
+        sw_debug_fail_alloc_after(n);
+        sw_status st = sw_op_call(scale_id, 1, &arg, 0, NULL, &k, res);
+        if (!st)
+            st = sw_tensor_backward(res[0], w);
+        sw_debug_fail_alloc_after(-1);
+        if (!st) {
+            done = 1;
+        } else if (st != SW_ENOMEM) {
+            diag("allocation %lld: %s %s", (long long)n, S(st), sw_errmsg());
+            clean = 0;
+        }
+        sw_clear_error();
+        sw_tensor_unref(res[0]);
+        sw_tensor_set_grad(x, NULL);
+        if (sw_debug_live_allocs() != base) {
+            diag("allocation %lld leaked %lld", (long long)n,
+                 (long long)(sw_debug_live_allocs() - base));
+            clean = 0;
+        }
+    }
+    ok(done, "the call and backward succeed once allocations do");
+    ok(clean, "every failing allocation fails cleanly, without leaks");
+    sw_tensor_unref(x);
+    sw_tensor_unref(w);
+}
+
 /* ---------------------------------------------------------- concurrency */
 
 #define DEFINERS 4
@@ -888,6 +926,7 @@ int main(void) {
     test_alias_rules();
     test_scale_and_gradient();
     test_vjp_rules();
+    test_fault_injection();
     test_concurrency();
     return done_testing();
 }
