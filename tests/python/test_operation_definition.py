@@ -619,6 +619,28 @@ def test_no_node_without_a_differentiable_operand_or_under_no_grad():
     assert isinstance(invocation, ResolvedInvocation) and saved == ()
 
 
+def test_operands_are_not_kept_alive_without_a_node():
+    import gc
+    import weakref
+
+    nd_schema = OperationSchema([OperandSpec("x", T)], [OptionSpec("factor", 2.0)])
+    d = define_operation(fresh(), nd_schema, scale_resolve, scale_reference, scale_vjp)
+    x = cpu([1.0, 2.0])
+    ref = weakref.ref(x)
+    y = d(x)
+    del x
+    gc.collect()
+    assert ref() is None and values(y) == [2.0, 4.0]
+
+
+def test_the_node_is_the_definitions_own():
+    x = cpu([1.0, 2.0])
+    y = SCALE(x)
+    assert sw._native._definition_node(y) is not None
+    # The reference ran without recording: the built-in mul left no node.
+    assert sw._native._definition_node(F.mul(x, 2.0)) is None
+
+
 def aliasing_definition(vjp):
     def resolve(call):
         (x,) = call.operands
