@@ -121,7 +121,8 @@ static sw_status scale_vjp(void *ctx, const sw_vjp_context *vc,
 
 static const sw_operand_spec scale_operands[] = {{"x", SW_OPERAND_TENSOR, 1}};
 
-static sw_option_spec scale_options[1];
+static const sw_option_spec scale_options[1] = {
+    {"factor", 0, {SW_ARG_F64, {.f = 2.0}}}};
 
 static sw_op_definition scale_def(const char *name) {
     sw_op_definition d;
@@ -130,9 +131,6 @@ static sw_op_definition scale_def(const char *name) {
     d.name = name;
     d.noperands = 1;
     d.operands = scale_operands;
-    scale_options[0].name = "factor";
-    scale_options[0].required = 0;
-    scale_options[0].default_value = sw_arg_f64(2.0);
     d.noptions = 1;
     d.options = scale_options;
     d.resolve = scale_resolve;
