@@ -15,8 +15,10 @@
  * data, not from a table of its own, what a class is and when it may run
  * without holding the host language's locks.
  *
- * The records are static and immutable: lookups need no lock and never
- * fail on memory.
+ * The built-in records are static and immutable: lookups need no lock and
+ * never fail on memory. Operations defined at run time (definition.h)
+ * follow them, numbered from SW_OP_BUILTIN_COUNT, in an append-only table
+ * whose lookups take no lock either.
  */
 #ifndef STRIDEWEAVE_REGISTRY_H
 #define STRIDEWEAVE_REGISTRY_H
@@ -71,14 +73,15 @@ typedef struct sw_operand_spec {
  * them and which result layout the operation has.
  */
 typedef enum sw_op_form {
-    SW_FORM_BINARY = 0,   /* (lhs, rhs): two tensors of one layout */
-    SW_FORM_SCALAR = 1,   /* (tensor, scalar) */
-    SW_FORM_UNARY = 2,    /* (tensor) */
-    SW_FORM_REDUCE = 3,   /* (tensor): two modes in, one out */
-    SW_FORM_MATMUL = 4,   /* (lhs, rhs): a contraction */
-    SW_FORM_VIEW = 5,     /* (tensor, keys) */
-    SW_FORM_PERMUTE = 6,  /* (tensor, order...) */
-    SW_FORM_REARRANGE = 7 /* (tensor, output, selection) */
+    SW_FORM_BINARY = 0,    /* (lhs, rhs): two tensors of one layout */
+    SW_FORM_SCALAR = 1,    /* (tensor, scalar) */
+    SW_FORM_UNARY = 2,     /* (tensor) */
+    SW_FORM_REDUCE = 3,    /* (tensor): two modes in, one out */
+    SW_FORM_MATMUL = 4,    /* (lhs, rhs): a contraction */
+    SW_FORM_VIEW = 5,      /* (tensor, keys) */
+    SW_FORM_PERMUTE = 6,   /* (tensor, order...) */
+    SW_FORM_REARRANGE = 7, /* (tensor, output, selection) */
+    SW_FORM_DEFINED = 8 /* a user definition: its schema says (definition.h) */
 } sw_op_form;
 
 /* sw_op_info.flags */
@@ -123,11 +126,14 @@ typedef struct sw_op_info {
     const char *summary;
 } sw_op_info;
 
-/* The number of registered operations (the built-ins come first). */
+/* The number of registered operations (the built-ins come first, then
+ * the definitions of definition.h in the order they were made). */
 SW_API int32_t sw_op_count(void);
-/* The record of operation id, or NULL when there is none. */
+/* The record of operation id, or NULL when there is none. A definition's
+ * record is published once and never changes or goes away. */
 SW_API const sw_op_info *sw_op_info_get(int32_t id);
-/* The record of a canonical name, or NULL. */
+/* The record of a canonical name (a built-in's or a definition's), or
+ * NULL. */
 SW_API const sw_op_info *sw_op_info_find(const char *name);
 /* The record of the operation op was dispatched as, or NULL (an
  * operation made by a binding under a name of its own). */

@@ -14,6 +14,7 @@
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
 #include "strideweave/policy.h"
+#include "strideweave/definition.h"
 #include "strideweave/capability.h"
 #include "strideweave/einops.h"
 #include "strideweave/dlpack.h"

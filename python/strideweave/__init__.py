@@ -53,4 +53,9 @@ __all__ = [
     "Tiler",
     "Tree",
 ]
-__all__ += _operation.__all__
+# The definition machinery's call and plan records are reachable as
+# attributes but not star-exported.
+_NOT_EXPORTED = frozenset(
+    ("OperationCall", "BoundOperationCall", "OperationPlan", "ResolvedInvocation", "VJPContext")
+)
+__all__ += [name for name in _operation.__all__ if name not in _NOT_EXPORTED]

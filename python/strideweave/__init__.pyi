@@ -24,6 +24,9 @@ from strideweave.core.layout import Tiler as Tiler
 from strideweave.core.layout import Tree as Tree
 from strideweave.core.module import Module as Module
 from strideweave.core.module import Parameter as Parameter
+from strideweave.operation import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
+from strideweave.operation import REQUIRED as REQUIRED
+from strideweave.operation import BoundOperationCall as BoundOperationCall
 from strideweave.operation import (
     CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
 )
@@ -93,18 +96,30 @@ from strideweave.operation import (
 from strideweave.operation import (
     MoveOperation as MoveOperation,
 )
+from strideweave.operation import OperandKind as OperandKind
+from strideweave.operation import OperandSpec as OperandSpec
 from strideweave.operation import (
     Operation as Operation,
 )
+from strideweave.operation import OperationCall as OperationCall
+from strideweave.operation import OperationDefinition as OperationDefinition
+from strideweave.operation import OperationPlan as OperationPlan
+from strideweave.operation import OperationSchema as OperationSchema
+from strideweave.operation import OptionSpec as OptionSpec
 from strideweave.operation import (
     PermuteOperation as PermuteOperation,
 )
+from strideweave.operation import ProviderContractError as ProviderContractError
 from strideweave.operation import (
     RearrangeOperation as RearrangeOperation,
 )
+from strideweave.operation import ResolvedInvocation as ResolvedInvocation
+from strideweave.operation import ResultSpec as ResultSpec
+from strideweave.operation import VJPContext as VJPContext
 from strideweave.operation import (
     add as add,
 )
+from strideweave.operation import define_operation as define_operation
 from strideweave.operation import (
     div as div,
 )
@@ -227,13 +242,23 @@ __all__ = [
     "GenericTanhOperation",
     "GenericViewOperation",
     "MoveOperation",
+    "NON_DIFFERENTIABLE",
+    "OperandKind",
+    "OperandSpec",
     "Operation",
+    "OperationDefinition",
+    "OperationSchema",
+    "OptionSpec",
     "PermuteOperation",
     "Profiler",
     "ProfilerAggregate",
     "ProfilerEvent",
+    "ProviderContractError",
+    "REQUIRED",
     "RearrangeOperation",
+    "ResultSpec",
     "add",
+    "define_operation",
     "div",
     "einsum",
     "elementwise_mul",

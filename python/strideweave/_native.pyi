@@ -329,3 +329,24 @@ def _adam_step(
     step: int,
     /,
 ) -> None: ...
+
+# Operation definitions (definition.c).
+_definition_layer: tuple[Any, Any, Any, Any]
+
+def _define_operation(
+    name: str,
+    operands: tuple[tuple[str, int, bool], ...],
+    options: tuple[tuple[str, bool, Any], ...],
+    has_vjp: bool,
+    non_differentiable: bool,
+    definition: Any,
+    /,
+) -> int: ...
+def _definition_call(
+    id: int, definition: Any, operands: tuple[Any, ...], options: dict[str, Any], /
+) -> tuple[Any, ...]: ...
+def _register_definition_layer(
+    contract_error: Any, context_type: Any, execute_reference: Any, call_vjp: Any, /
+) -> None: ...
+def _is_defined_operation(name: object, /) -> bool: ...
+def _definition_node(tensor: Any, /) -> tuple[Any, tuple[Any, ...]] | None: ...

@@ -22,6 +22,21 @@ from strideweave.carriers.move import ElementwiseMoveOperation as ElementwiseMov
 from strideweave.carriers.move import FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation
 from strideweave.carriers.move import MoveOperation as MoveOperation
 from strideweave.carriers.operation_helpers import Operation as Operation
+from strideweave.operation_definition import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
+from strideweave.operation_definition import REQUIRED as REQUIRED
+from strideweave.operation_definition import BoundOperationCall as BoundOperationCall
+from strideweave.operation_definition import OperandKind as OperandKind
+from strideweave.operation_definition import OperandSpec as OperandSpec
+from strideweave.operation_definition import OperationCall as OperationCall
+from strideweave.operation_definition import OperationDefinition as OperationDefinition
+from strideweave.operation_definition import OperationPlan as OperationPlan
+from strideweave.operation_definition import OperationSchema as OperationSchema
+from strideweave.operation_definition import OptionSpec as OptionSpec
+from strideweave.operation_definition import ProviderContractError as ProviderContractError
+from strideweave.operation_definition import ResolvedInvocation as ResolvedInvocation
+from strideweave.operation_definition import ResultSpec as ResultSpec
+from strideweave.operation_definition import VJPContext as VJPContext
+from strideweave.operation_definition import define_operation as define_operation
 from strideweave.profiling import Profiler as Profiler
 from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
 from strideweave.profiling import ProfilerEvent as ProfilerEvent
@@ -41,6 +56,21 @@ globals().update(_REGISTERED)
 __all__ = sorted(
     [
         *_REGISTERED,
+        "BoundOperationCall",
+        "NON_DIFFERENTIABLE",
+        "OperandKind",
+        "OperandSpec",
+        "OperationCall",
+        "OperationDefinition",
+        "OperationPlan",
+        "OperationSchema",
+        "OptionSpec",
+        "ProviderContractError",
+        "REQUIRED",
+        "ResolvedInvocation",
+        "ResultSpec",
+        "VJPContext",
+        "define_operation",
         "CpuToFileBackedMoveOperation",
         "ElementwiseMoveOperation",
         "EvictableOperation",

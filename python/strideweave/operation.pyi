@@ -152,12 +152,28 @@ from strideweave.functional import (
 from strideweave.functional import (
     view as view,
 )
+from strideweave.operation_definition import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
+from strideweave.operation_definition import REQUIRED as REQUIRED
+from strideweave.operation_definition import BoundOperationCall as BoundOperationCall
+from strideweave.operation_definition import OperandKind as OperandKind
+from strideweave.operation_definition import OperandSpec as OperandSpec
+from strideweave.operation_definition import OperationCall as OperationCall
+from strideweave.operation_definition import OperationDefinition as OperationDefinition
+from strideweave.operation_definition import OperationPlan as OperationPlan
+from strideweave.operation_definition import OperationSchema as OperationSchema
+from strideweave.operation_definition import OptionSpec as OptionSpec
+from strideweave.operation_definition import ProviderContractError as ProviderContractError
+from strideweave.operation_definition import ResolvedInvocation as ResolvedInvocation
+from strideweave.operation_definition import ResultSpec as ResultSpec
+from strideweave.operation_definition import VJPContext as VJPContext
+from strideweave.operation_definition import define_operation as define_operation
 from strideweave.profiling import Profiler as Profiler
 from strideweave.profiling import ProfilerAggregate as ProfilerAggregate
 from strideweave.profiling import ProfilerEvent as ProfilerEvent
 from strideweave.profiling import profile as profile
 
 __all__ = [
+    "BoundOperationCall",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "EvictableOperation",
@@ -181,13 +197,27 @@ __all__ = [
     "GenericTanhOperation",
     "GenericViewOperation",
     "MoveOperation",
+    "NON_DIFFERENTIABLE",
+    "OperandKind",
+    "OperandSpec",
     "Operation",
+    "OperationCall",
+    "OperationDefinition",
+    "OperationPlan",
+    "OperationSchema",
+    "OptionSpec",
     "PermuteOperation",
     "Profiler",
     "ProfilerAggregate",
     "ProfilerEvent",
+    "ProviderContractError",
+    "REQUIRED",
     "RearrangeOperation",
+    "ResolvedInvocation",
+    "ResultSpec",
+    "VJPContext",
     "add",
+    "define_operation",
     "div",
     "einsum",
     "elementwise_mul",

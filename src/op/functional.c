@@ -74,7 +74,7 @@ sw_status sw_pow(sw_tensor *t, sw_arg exponent, sw_tensor **out) {
 }
 
 sw_status sw_unary(const char *name, sw_tensor *t, sw_tensor **out) {
-    const sw_op_info *op = sw_op_info_find(name);
+    const sw_op_info *op = sw_builtin_info_find(name);
     if (op && op->form == SW_FORM_UNARY) {
         sw_arg arg = sw_arg_tensor(t);
         return sw_dispatch_forward(t, (sw_op_id)op->id, 1, &arg, out);

@@ -53,4 +53,13 @@ sw_status sw_cpu_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out);
 
+/* The built-in record of a canonical name, or NULL (dispatch and the
+ * backends' tables know built-ins only). */
+const sw_op_info *sw_builtin_info_find(const char *name);
+
+/* The definitions' part of the registry (definition.c). */
+int32_t sw_def_count(void);
+const sw_op_info *sw_def_info_get(int32_t id);
+const sw_op_info *sw_def_info_find(const char *name);
+
 #endif /* SW_OP_INTERNAL_H */

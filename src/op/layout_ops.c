@@ -240,7 +240,7 @@ sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out) {
 }
 
 sw_status sw_shared_op_new(const char *name, sw_op **out) {
-    const sw_op_info *op = sw_op_info_find(name);
+    const sw_op_info *op = sw_builtin_info_find(name);
     if (!op)
         return sw_fail(SW_ENOTIMPL, "no shared operation '%s'",
                        name ? name : "(null)");

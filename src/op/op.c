@@ -388,7 +388,7 @@ sw_status sw_carrier_backend_op(sw_carrier *c, const char *name, sw_op **out) {
     if (!name)
         return sw_fail(SW_ETYPE, "operation name must be a string");
     *out = NULL;
-    return backend_op(c, sw_op_info_find(name), name, out);
+    return backend_op(c, sw_builtin_info_find(name), name, out);
 }
 
 static sw_status dispatch(sw_carrier *c, const sw_op_info *info,
@@ -433,5 +433,5 @@ sw_status sw_carrier_dispatch(sw_carrier *c, const sw_op_info *info,
 sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name, sw_op **out) {
     if (!name)
         return sw_fail(SW_ETYPE, "operation name must be a string");
-    return dispatch(c, sw_op_info_find(name), name, out);
+    return dispatch(c, sw_builtin_info_find(name), name, out);
 }

@@ -74,7 +74,9 @@ sw_plan_input sw_plan_scalar_value(sw_scalar_kind kind, double v) {
 /* ------------------------------------------------------------ the rules */
 
 int sw_op_has_plan(int32_t id) {
-    const sw_op_info *info = sw_op_info_get(id);
+    /* Defined operations have no central plan: their resolve states one. */
+    const sw_op_info *info =
+        id < SW_OP_BUILTIN_COUNT ? sw_op_info_get(id) : NULL;
     return info != NULL && !(info->flags & SW_OPF_LAYOUT);
 }
 
@@ -168,6 +170,11 @@ sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
     const sw_op_info *info = sw_op_info_get(op_id);
     if (!info)
         return sw_fail(SW_EVALUE, "unknown operation id %d", (int)op_id);
+    if (info->id >= SW_OP_BUILTIN_COUNT)
+        return sw_fail(SW_EVALUE,
+                       "%s is a defined operation: its resolve states its "
+                       "plans",
+                       info->name);
     if (info->flags & SW_OPF_LAYOUT)
         return sw_fail(SW_EVALUE,
                        "%s is a layout operation: it has no operation plan",

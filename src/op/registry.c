@@ -114,14 +114,16 @@ _Static_assert(sizeof builtins / sizeof builtins[0] == SW_OP_BUILTIN_COUNT,
 /* ------------------------------------------------------------- lookups */
 
 int32_t sw_op_count(void) {
-    return SW_OP_BUILTIN_COUNT;
+    return SW_OP_BUILTIN_COUNT + sw_def_count();
 }
 
 const sw_op_info *sw_op_info_get(int32_t id) {
-    return id >= 0 && id < SW_OP_BUILTIN_COUNT ? &builtins[id] : NULL;
+    if (id >= 0 && id < SW_OP_BUILTIN_COUNT)
+        return &builtins[id];
+    return sw_def_info_get(id);
 }
 
-const sw_op_info *sw_op_info_find(const char *name) {
+const sw_op_info *sw_builtin_info_find(const char *name) {
     if (!name)
         return NULL;
     for (int32_t i = 0; i < SW_OP_BUILTIN_COUNT; ++i) {
@@ -130,6 +132,12 @@ const sw_op_info *sw_op_info_find(const char *name) {
             return e;
     }
     return NULL;
+}
+
+const sw_op_info *sw_op_info_find(const char *name) {
+    const sw_op_info *e = sw_builtin_info_find(name);
+    /* Defined names are namespaced: only a dotted name can be one. */
+    return e || !name || !strchr(name, '.') ? e : sw_def_info_find(name);
 }
 
 const sw_op_info *sw_op_info_of(const sw_op *op) {

@@ -296,7 +296,8 @@ static int module_exec(PyObject *module) {
         swpy_evictable_init_types(module, st) < 0 ||
         swpy_functional_init(module, st) < 0 ||
         swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0 ||
-        swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0) {
+        swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0 ||
+        swpy_definition_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {

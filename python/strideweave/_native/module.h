@@ -155,4 +155,7 @@ int swpy_require_dtypes(swpy_state *st);
 /* Adds ProfilerSession and profile_now_ns (profile.c). */
 int swpy_profile_init(PyObject *module, swpy_state *st);
 
+/* Operation definitions from Python (definition.c). */
+int swpy_definition_init(PyObject *module, swpy_state *st);
+
 #endif /* SWPY_MODULE_H */

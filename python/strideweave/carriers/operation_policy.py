@@ -110,7 +110,7 @@ _OPERATION_NAMES = frozenset(entry[0] for entry in _OPERATIONS)
 def _check_operation(operation: object) -> None:
     if not isinstance(operation, str):
         raise TypeError("operation must be a str")
-    if operation not in _OPERATION_NAMES:
+    if operation not in _OPERATION_NAMES and not _native._is_defined_operation(operation):
         raise ValueError(f"unknown operation {operation!r}: not a registered operation with plans")
 
 
