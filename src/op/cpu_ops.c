@@ -70,9 +70,9 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
         sw_layout_is_compact(layout, &compact) != SW_OK)
         compact = 0;
     sw_carrier *c = NULL;
-    sw_status st = sw_cpu_new(layout->cosize, dtype, 1, compact, &c);
+    sw_status st = sw_cpu_new_fresh(layout->cosize, dtype, compact, &c);
     /* A result whose bytes cannot exist is out of memory for the caller,
-     * whichever check of sw_cpu_new refused it (a byte length that
+     * whichever check of sw_cpu_new_fresh refused it (a byte length that
      * overflows, or one past what the allocator can ask for). */
     if (st == SW_EVALUE || st == SW_EOVERFLOW)
         return sw_fail(SW_ENOMEM, "cannot allocate a result of %lld elements",
