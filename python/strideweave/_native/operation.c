@@ -836,7 +836,10 @@ static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
     const sw_op_info *info = sw_op_info_get(n->op);
     PyObject *const *keys = st->operand_keys[n->op];
     TensorObject *r = (TensorObject *)result;
-    PyObject *layout = r->layout;
+    PyObject *layout = swpy_tensor_layout(result);
+    if (layout == NULL) {
+        return -1;
+    }
     sw_tensor *x = nargs > 0 && swpy_is_tensor(st, args[0])
                        ? ((TensorObject *)args[0])->tensor
                        : NULL;
