@@ -449,6 +449,13 @@ sw_status sw_carrier_dispatch(sw_carrier *c, const sw_op_info *info,
     return dispatch(c, info, info->name, out);
 }
 
+sw_status sw_carrier_dispatch_id(sw_carrier *c, int32_t id, sw_op **out) {
+    const sw_op_info *info = sw_op_info_get(id);
+    if (!info)
+        return sw_fail(SW_EVALUE, "unknown operation number %d", (int)id);
+    return dispatch(c, info, info->name, out);
+}
+
 sw_status sw_carrier_dispatch_op(sw_carrier *c, const char *name, sw_op **out) {
     if (!name)
         return sw_fail(SW_ETYPE, "operation name must be a string");
