@@ -240,19 +240,23 @@ sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
 }
 
 sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
-                           sw_carrier **out) {
+                           size_t spare, sw_carrier **out, void **spare_out) {
     int64_t bytes = 0;
+    *spare_out = NULL;
     if (size < 0 || check_cpu_dtype(dtype) != SW_OK ||
         cpu_bytes(size, dtype, &bytes) != SW_OK || bytes > SW_CPU_BLOCK_BYTES) {
         sw_clear_error();
         return sw_cpu_new(size, dtype, 1, empty, out);
     }
+    /* The spare room follows the state, as aligned as the state is. */
+    size_t at = (sizeof(cpu_state) + _Alignof(max_align_t) - 1) /
+                _Alignof(max_align_t) * _Alignof(max_align_t);
     void *state = NULL, *data = NULL;
-    sw_status st =
-        sw_carrier_new_block(&cpu_class, sizeof(cpu_state), (size_t)bytes,
-                             !empty, dtype, out, &state, &data);
+    sw_status st = sw_carrier_new_block(&cpu_class, at + spare, (size_t)bytes,
+                                        !empty, dtype, out, &state, &data);
     if (st)
         return st;
+    *spare_out = spare ? (char *)state + at : NULL;
     cpu_state *s = state;
     s->data = data;
     s->size = size;

@@ -83,11 +83,14 @@ void *sw_cpu_storage(sw_carrier *c);
  * 1, empty) makes it and with its errors, for an operation's result. One
  * of at most SW_CPU_BLOCK_BYTES bytes is a single allocation with its
  * elements (sw_carrier_new_block): a release then stops every access at
- * once, as always, but the bytes go only with the carrier.
+ * once, as always, but the bytes go only with the carrier. Such a block
+ * also has `spare` bytes for the caller, aligned for any member, at
+ * *spare_out (NULL for a carrier made otherwise): room for the result's
+ * tensor, which then lives as long as the carrier (sw_tensor_new_in).
  */
 #define SW_CPU_BLOCK_BYTES 1024
 sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
-                           sw_carrier **out);
+                           size_t spare, sw_carrier **out, void **spare_out);
 
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);
