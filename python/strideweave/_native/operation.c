@@ -638,7 +638,10 @@ static sw_arg *push_tensor_or(call_args *a, swpy_state *st, PyObject *o,
     }
     sw_arg *out = call_args_push(a);
     if (out != NULL && t != NULL) {
-        *out = sw_arg_tensor(t);
+        /* The fields, not a copy of sw_arg_tensor's value: the slot is
+         * clear already, and a copy over fresh stores stalls. */
+        out->kind = SW_ARG_TENSOR;
+        out->as.tensor = t;
     }
     return out;
 }
