@@ -24,6 +24,10 @@ extern "C" {
 #else
 #define SW_API
 #endif
+#elif defined(SW_API_HIDDEN)
+/* A copy of the library linked into one module that exports none of it
+ * (the Python extension): its calls into itself then bind directly. */
+#define SW_API
 #else
 #define SW_API __attribute__((visibility("default")))
 #endif

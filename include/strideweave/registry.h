@@ -139,6 +139,15 @@ SW_API const sw_op_info *sw_op_info_find(const char *name);
  * operation made by a binding under a name of its own). */
 SW_API const sw_op_info *sw_op_info_of(const sw_op *op);
 
+/*
+ * sw_carrier_dispatch_op (op.h) by number: a fresh operation of built-in
+ * operation id from carrier c, tagged with its canonical name and c's
+ * class, without looking the name up. The same operation, errors and
+ * messages as dispatching the name; SW_EVALUE "unknown operation number
+ * <id>" for an id that names no record.
+ */
+SW_API sw_status sw_carrier_dispatch_id(sw_carrier *c, int32_t id, sw_op **out);
+
 /* ------------------------------------------------- native operation classes */
 
 /* sw_native_op.flags */

@@ -97,17 +97,18 @@ static void carrier_destroy(sw_object *o) {
     sw_free(c);
 }
 
-sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
-                         sw_dtype dtype, sw_carrier **out) {
+static sw_status check_class(const sw_carrier_class *cls, sw_dtype dtype) {
     if (!cls || cls->version < 1 || cls->version > SW_CARRIER_CLASS_VERSION ||
         !cls->size || !cls->get)
         return sw_fail(SW_EVALUE, "carrier class is incomplete or of an "
                                   "unsupported version");
     if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
         return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
-    sw_carrier *c = sw_malloc(sizeof *c);
-    if (!c)
-        return sw_oom();
+    return SW_OK;
+}
+
+static void carrier_init(sw_carrier *c, const sw_carrier_class *cls,
+                         void *state, sw_dtype dtype) {
     sw_object_init(&c->obj, carrier_destroy);
     c->cls = cls;
     c->state = state;
@@ -124,6 +125,50 @@ sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
     c->dlpack_ctx = NULL;
     atomic_init(&c->move_pending, 0);
     atomic_init(&c->move_thread, 0);
+}
+
+sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,
+                         sw_dtype dtype, sw_carrier **out) {
+    sw_status st = check_class(cls, dtype);
+    if (st)
+        return st;
+    sw_carrier *c = sw_malloc(sizeof *c);
+    if (!c)
+        return sw_oom();
+    carrier_init(c, cls, state, dtype);
+    *out = c;
+    return SW_OK;
+}
+
+/* The offset of what follows a part of `size` bytes at `at`, aligned to
+ * `align` (a power of two). */
+static size_t after(size_t at, size_t size, size_t align) {
+    return (at + size + align - 1) & ~(align - 1);
+}
+
+sw_status sw_carrier_new_block(const sw_carrier_class *cls, size_t state_size,
+                               size_t tail_size, int zero, sw_dtype dtype,
+                               sw_carrier **out, void **state, void **tail) {
+    sw_status st = check_class(cls, dtype);
+    if (st)
+        return st;
+    /* The block's start is only as aligned as malloc makes it, so the tail
+     * is placed at run time, with room for the worst case. */
+    size_t state_at = after(0, sizeof(sw_carrier), _Alignof(max_align_t));
+    size_t tail_at = after(state_at, state_size, 1);
+    if (tail_size > SIZE_MAX - tail_at - SW_CARRIER_TAIL_ALIGN)
+        return sw_oom();
+    size_t total = tail_at + SW_CARRIER_TAIL_ALIGN + tail_size;
+    char *block = zero ? sw_calloc(1, total) : sw_malloc(total);
+    if (!block)
+        return sw_oom();
+    sw_carrier *c = (sw_carrier *)(void *)block;
+    void *s = block + state_at;
+    uintptr_t t = ((uintptr_t)(block + tail_at) + SW_CARRIER_TAIL_ALIGN - 1) &
+                  ~(uintptr_t)(SW_CARRIER_TAIL_ALIGN - 1);
+    carrier_init(c, cls, s, dtype);
+    *state = s;
+    *tail = (void *)t;
     *out = c;
     return SW_OK;
 }

@@ -13,7 +13,8 @@
 typedef struct cpu_state {
     void *data;
     int64_t size;
-    int owned;
+    int owned;    /* data is an aligned allocation of the carrier's */
+    int in_block; /* state and data live in the carrier's own block */
     int mutable_;
 } cpu_state;
 
@@ -103,7 +104,8 @@ static void cpu_release(sw_carrier *c) {
 }
 
 static void cpu_destroy(sw_carrier *c) {
-    sw_free(cpu(c));
+    if (!cpu(c)->in_block)
+        sw_free(cpu(c));
 }
 
 static void *cpu_data(sw_carrier *c) {
@@ -181,6 +183,7 @@ static sw_status cpu_make(void *data, int64_t size, sw_dtype dtype, int owned,
     s->data = data;
     s->size = size;
     s->owned = owned;
+    s->in_block = 0;
     s->mutable_ = mutable_ != 0;
     sw_status st = sw_carrier_new(&cpu_class, s, dtype, out);
     if (st)
@@ -234,6 +237,33 @@ sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
     if (st)
         sw_free_aligned(data);
     return st;
+}
+
+sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
+                           size_t spare, sw_carrier **out, void **spare_out) {
+    int64_t bytes = 0;
+    *spare_out = NULL;
+    if (size < 0 || check_cpu_dtype(dtype) != SW_OK ||
+        cpu_bytes(size, dtype, &bytes) != SW_OK || bytes > SW_CPU_BLOCK_BYTES) {
+        sw_clear_error();
+        return sw_cpu_new(size, dtype, 1, empty, out);
+    }
+    /* The spare room follows the state, as aligned as the state is. */
+    size_t at = (sizeof(cpu_state) + _Alignof(max_align_t) - 1) /
+                _Alignof(max_align_t) * _Alignof(max_align_t);
+    void *state = NULL, *data = NULL;
+    sw_status st = sw_carrier_new_block(&cpu_class, at + spare, (size_t)bytes,
+                                        !empty, dtype, out, &state, &data);
+    if (st)
+        return st;
+    *spare_out = spare ? (char *)state + at : NULL;
+    cpu_state *s = state;
+    s->data = data;
+    s->size = size;
+    s->owned = 0;
+    s->in_block = 1;
+    s->mutable_ = 1;
+    return SW_OK;
 }
 
 sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,

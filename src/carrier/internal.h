@@ -39,6 +39,23 @@ struct sw_carrier {
 #define SW_LIFE_RELEASED ((int_fast64_t)1)
 #define SW_LIFE_PIN ((int_fast64_t)2)
 
+/* The alignment of the tail of a carrier made by sw_carrier_new_block. */
+#define SW_CARRIER_TAIL_ALIGN 64
+
+/*
+ * A carrier that shares one allocation with its backend state and with
+ * tail_size bytes after it (a small carrier's elements): one allocation
+ * and one free instead of three. The state (state_size bytes) follows the
+ * base, aligned for any member; the tail starts at a multiple of
+ * SW_CARRIER_TAIL_ALIGN. *state and *tail point into the block, which is
+ * zeroed when zero; it goes with the carrier, so the class's destroy and
+ * release slots must not free either part. Errors as sw_carrier_new;
+ * SW_ENOMEM when the block cannot be had.
+ */
+sw_status sw_carrier_new_block(const sw_carrier_class *cls, size_t state_size,
+                               size_t tail_size, int zero, sw_dtype dtype,
+                               sw_carrier **out, void **state, void **tail);
+
 /* Common failures with the reference texts. */
 sw_status sw_carrier_fail_released(void);
 sw_status sw_carrier_fail_immutable(void);
@@ -60,6 +77,20 @@ void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread);
  * happened while the pin is held, until the pin goes.
  */
 void *sw_cpu_storage(sw_carrier *c);
+
+/*
+ * A fresh mutable CPU carrier of size elements, as sw_cpu_new(size, dtype,
+ * 1, empty) makes it and with its errors, for an operation's result. One
+ * of at most SW_CPU_BLOCK_BYTES bytes is a single allocation with its
+ * elements (sw_carrier_new_block): a release then stops every access at
+ * once, as always, but the bytes go only with the carrier. Such a block
+ * also has `spare` bytes for the caller, aligned for any member, at
+ * *spare_out (NULL for a carrier made otherwise): room for the result's
+ * tensor, which then lives as long as the carrier (sw_tensor_new_in).
+ */
+#define SW_CPU_BLOCK_BYTES 1024
+sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
+                           size_t spare, sw_carrier **out, void **spare_out);
 
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);

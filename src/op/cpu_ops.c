@@ -70,16 +70,19 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
         sw_layout_is_compact(layout, &compact) != SW_OK)
         compact = 0;
     sw_carrier *c = NULL;
-    sw_status st = sw_cpu_new(layout->cosize, dtype, 1, compact, &c);
+    void *room = NULL;
+    sw_status st = sw_cpu_new_fresh(layout->cosize, dtype, compact,
+                                    sizeof(sw_tensor), &c, &room);
     /* A result whose bytes cannot exist is out of memory for the caller,
-     * whichever check of sw_cpu_new refused it (a byte length that
+     * whichever check of sw_cpu_new_fresh refused it (a byte length that
      * overflows, or one past what the allocator can ask for). */
     if (st == SW_EVALUE || st == SW_EOVERFLOW)
         return sw_fail(SW_ENOMEM, "cannot allocate a result of %lld elements",
                        (long long)layout->cosize);
     if (st)
         return st;
-    st = sw_tensor_new(c, 0, layout, out);
+    st = room ? sw_tensor_new_in(room, c, 0, layout, out)
+              : sw_tensor_new(c, 0, layout, out);
     sw_carrier_unref(c);
     return st;
 }

@@ -6,6 +6,8 @@
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
 
+#define SW_OP_SMALL_INPUTS 2
+
 struct sw_op {
     sw_object obj;
     const sw_op_class *cls;
@@ -15,9 +17,12 @@ struct sw_op {
     char *dispatch_name; /* owned; NULL when info names it */
     const void *dispatch_tag;
     int dispatched;
-    sw_tensor **inputs;
-    int64_t *versions;
+    sw_tensor **inputs; /* small_inputs or an allocation */
+    int64_t *versions;  /* small_versions, or with inputs' allocation */
     int32_t ninputs;
+    /* The saved inputs of a small call (most are), without an allocation. */
+    sw_tensor *small_inputs[SW_OP_SMALL_INPUTS];
+    int64_t small_versions[SW_OP_SMALL_INPUTS];
 };
 
 /* Dispatches operation id on t's carrier and runs a recorded forward. */

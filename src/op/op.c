@@ -9,35 +9,30 @@
 #include "profile/internal.h"
 #include "tensor/internal.h"
 
+/* The constructors initialise their fields directly: clearing the whole
+ * value first and then copying it out makes the copy's wide loads wait on
+ * the narrower stores (a store-forwarding stall on every argument). */
 sw_arg sw_arg_tensor(sw_tensor *t) {
-    sw_arg a;
-    memset(&a, 0, sizeof a);
-    a.kind = SW_ARG_TENSOR;
-    a.as.tensor = t;
+    sw_arg a = {.kind = SW_ARG_TENSOR, .as.tensor = t};
     return a;
 }
 
 sw_arg sw_arg_f64(double f) {
-    sw_arg a;
-    memset(&a, 0, sizeof a);
-    a.kind = SW_ARG_F64;
-    a.as.f = f;
+    sw_arg a = {.kind = SW_ARG_F64, .as.f = f};
     return a;
 }
 
 sw_arg sw_arg_i64(int64_t i) {
-    sw_arg a;
-    memset(&a, 0, sizeof a);
-    a.kind = SW_ARG_I64;
-    a.as.i = i;
+    sw_arg a = {.kind = SW_ARG_I64, .as.i = i};
     return a;
 }
 
 static void clear_inputs(sw_op *op) {
     for (int32_t i = 0; i < op->ninputs; ++i)
         sw_tensor_unref(op->inputs[i]);
-    sw_free(op->inputs);
-    sw_free(op->versions);
+    /* Large sets keep inputs and versions in one allocation. */
+    if (op->inputs != op->small_inputs)
+        sw_free(op->inputs);
     op->inputs = NULL;
     op->versions = NULL;
     op->ninputs = 0;
@@ -134,15 +129,23 @@ int64_t sw_op_input_version(const sw_op *op, int32_t i) {
     return i >= 0 && i < op->ninputs ? op->versions[i] : -1;
 }
 
-/* Replaces the saved inputs; versions are taken now when take_versions. */
+/*
+ * Replaces the saved inputs; versions are taken now when take_versions.
+ * The new set is complete before the old one goes, as inputs may hold
+ * tensors that only the old set keeps alive.
+ */
 static sw_status save_inputs(sw_op *op, int32_t n, sw_tensor *const *inputs,
                              int take_versions) {
-    sw_tensor **in = sw_malloc((size_t)(n + 1) * sizeof *in);
-    int64_t *ver = sw_malloc((size_t)(n + 1) * sizeof *ver);
-    if (!in || !ver) {
-        sw_free(in);
-        sw_free(ver);
-        return sw_oom();
+    sw_tensor *small_in[SW_OP_SMALL_INPUTS];
+    int64_t small_ver[SW_OP_SMALL_INPUTS];
+    sw_tensor **in = small_in;
+    int64_t *ver = small_ver;
+    if (n > SW_OP_SMALL_INPUTS) {
+        /* One block: the versions after the pointers (both 8 bytes). */
+        in = sw_malloc((size_t)n * (sizeof *in + sizeof *ver));
+        if (!in)
+            return sw_oom();
+        ver = (int64_t *)(void *)(in + n);
     }
     for (int32_t i = 0; i < n; ++i) {
         in[i] = sw_tensor_retain(inputs[i]);
@@ -152,8 +155,15 @@ static sw_status save_inputs(sw_op *op, int32_t n, sw_tensor *const *inputs,
             ver[i] = op->versions[i];
     }
     clear_inputs(op);
-    op->inputs = in;
-    op->versions = ver;
+    if (n > SW_OP_SMALL_INPUTS) {
+        op->inputs = in;
+        op->versions = ver;
+    } else {
+        memcpy(op->small_inputs, small_in, (size_t)n * sizeof *in);
+        memcpy(op->small_versions, small_ver, (size_t)n * sizeof *ver);
+        op->inputs = op->small_inputs;
+        op->versions = op->small_versions;
+    }
     op->ninputs = n;
     return SW_OK;
 }
@@ -206,14 +216,17 @@ static sw_status forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
     store = store && sw_grad_enabled();
     sw_status st = SW_OK;
     if (store) {
-        sw_tensor **in = sw_malloc((size_t)(ntensor + 1) * sizeof *in);
-        if (!in)
+        sw_tensor *small[SW_OP_SMALL_INPUTS];
+        sw_tensor **in = small;
+        if (ntensor > SW_OP_SMALL_INPUTS &&
+            !(in = sw_malloc((size_t)ntensor * sizeof *in)))
             return sw_oom();
         for (int32_t i = 0, k = 0; i < nargs; ++i)
             if (args[i].kind == SW_ARG_TENSOR)
                 in[k++] = args[i].as.tensor;
         st = save_inputs(op, ntensor, in, 1);
-        sw_free(in);
+        if (in != small)
+            sw_free(in);
         if (st)
             return st;
     } else {
@@ -427,6 +440,13 @@ static sw_status dispatch(sw_carrier *c, const sw_op_info *info,
 
 sw_status sw_carrier_dispatch(sw_carrier *c, const sw_op_info *info,
                               sw_op **out) {
+    return dispatch(c, info, info->name, out);
+}
+
+sw_status sw_carrier_dispatch_id(sw_carrier *c, int32_t id, sw_op **out) {
+    const sw_op_info *info = sw_op_info_get(id);
+    if (!info)
+        return sw_fail(SW_EVALUE, "unknown operation number %d", (int)id);
     return dispatch(c, info, info->name, out);
 }
 

@@ -8,15 +8,19 @@
 
 static void tensor_destroy(sw_object *o) {
     sw_tensor *t = (sw_tensor *)o;
+    sw_carrier *c = t->carrier;
     sw_op_unref(t->ctx);
     sw_tensor_unref(t->grad);
-    sw_carrier_unref(t->carrier);
     sw_layout_release(t->layout);
-    sw_free(t);
+    /* Last: a tensor in its carrier's block may go with the carrier (the
+     * carrier is destroyed after this returns, see sw_object_unref). */
+    if (!t->in_carrier)
+        sw_free(t);
+    sw_carrier_unref(c);
 }
 
-sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
-                        sw_tensor **out) {
+static sw_status check_new(sw_carrier *carrier, int64_t offset,
+                           sw_layout *layout) {
     if (!carrier || !layout)
         return sw_fail(SW_ETYPE, "a tensor needs a carrier and a layout");
     if (offset < 0)
@@ -24,9 +28,11 @@ sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
     int64_t size = sw_carrier_size(carrier);
     if (offset > size || layout->cosize > size - offset)
         return sw_fail(SW_EVALUE, "Tensor storage exceeds carrier size");
-    sw_tensor *t = sw_malloc(sizeof *t);
-    if (!t)
-        return sw_oom();
+    return SW_OK;
+}
+
+static void init_tensor(sw_tensor *t, sw_carrier *carrier, int64_t offset,
+                        sw_layout *layout, int in_carrier) {
     sw_object_init(&t->obj, tensor_destroy);
     t->carrier = sw_carrier_retain(carrier);
     t->layout = sw_layout_retain(layout);
@@ -34,6 +40,29 @@ sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
     t->ctx = NULL;
     t->grad = NULL;
     t->retain_grad = 0;
+    t->in_carrier = in_carrier;
+}
+
+sw_status sw_tensor_new_in(void *mem, sw_carrier *carrier, int64_t offset,
+                           sw_layout *layout, sw_tensor **out) {
+    sw_status st = check_new(carrier, offset, layout);
+    if (st)
+        return st;
+    sw_tensor *t = mem;
+    init_tensor(t, carrier, offset, layout, 1);
+    *out = t;
+    return SW_OK;
+}
+
+sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
+                        sw_tensor **out) {
+    sw_status st = check_new(carrier, offset, layout);
+    if (st)
+        return st;
+    sw_tensor *t = sw_malloc(sizeof *t);
+    if (!t)
+        return sw_oom();
+    init_tensor(t, carrier, offset, layout, 0);
     *out = t;
     return SW_OK;
 }

@@ -469,6 +469,109 @@ static void test_result_overflow(void) {
     is_int(sw_debug_live_allocs(), base, "result overflow: nothing leaked");
 }
 
+/* The allocations one call makes: the smallest countdown under which it
+ * succeeds (each library allocation spends one). */
+static int64_t allocations_of(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
+    for (int64_t n = 0; n < 64; ++n) {
+        sw_debug_fail_alloc_after(n);
+        sw_status st = sw_add(a, b, out);
+        sw_debug_fail_alloc_after(-1);
+        if (st == SW_OK)
+            return n;
+        sw_clear_error();
+    }
+    return -1;
+}
+
+/* A CPU tensor of n Float32 elements over a compact layout, x[i] = i + 1. */
+static sw_tensor *counting(int64_t n) {
+    char text[64];
+    snprintf(text, sizeof text, "(%lld):(1)", (long long)n);
+    sw_layout *l = NULL;
+    sw_carrier *c = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(text, &l) == SW_OK &&
+        sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c) == SW_OK)
+        sw_tensor_new(c, 0, l, &t);
+    for (int64_t i = 0; t != NULL && i < n; ++i) {
+        sw_value v = sw_value_f64((double)(i + 1));
+        sw_tensor_set(t, i, &v);
+    }
+    sw_carrier_unref(c);
+    sw_layout_release(l);
+    return t;
+}
+
+/*
+ * A small result is two allocations, recorded or not: the operation
+ * (whose two saved inputs need none) and one block for the carrier with
+ * its elements and the result's tensor. Larger results keep separate
+ * storage (the tensor, the carrier, its state and its elements: with the
+ * operation, five); both read, release and free alike, and a tensor over
+ * the result's carrier outlives the result.
+ */
+static void test_small_results(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const int64_t sizes[] = {4, 256, 257};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+        int64_t n = sizes[k];
+        sw_tensor *a = counting(n), *b = counting(n);
+        if (!ok(a != NULL && b != NULL, "n=%lld: operands", (long long)n))
+            continue;
+        /* The first call computes facts of the layout that it keeps. */
+        sw_tensor *warm = NULL;
+        if (sw_add(a, b, &warm) == SW_OK)
+            sw_tensor_unref(warm);
+        sw_clear_error();
+        for (int grad = 0; grad <= 1; ++grad) {
+            sw_set_grad_enabled(grad);
+            sw_tensor *r = NULL;
+            int64_t allocs = allocations_of(a, b, &r);
+            int64_t want = n * 4 <= 1024 ? 2 : 5;
+            is_int(allocs, want, "n=%lld, grad %s: add makes %lld allocations",
+                   (long long)n, grad ? "on" : "off", (long long)want);
+            if (r == NULL)
+                continue;
+            ok((sw_tensor_autograd_ctx(r) != NULL) == grad,
+               "n=%lld, grad %s: the context is recorded as the mode says",
+               (long long)n, grad ? "on" : "off");
+            int same = 1;
+            for (int64_t i = 0; i < n; ++i)
+                same &= get(r, i) == (double)(2 * (i + 1));
+            ok(same, "n=%lld: the sums", (long long)n);
+            sw_carrier *c = sw_tensor_carrier(r);
+            ok(((uintptr_t)sw_cpu_data(c) & 63) == 0,
+               "n=%lld: the elements are 64-byte aligned", (long long)n);
+            /* Another tensor over the carrier, the result gone first. */
+            sw_layout *l2 = NULL;
+            sw_tensor *other = NULL;
+            if (sw_layout_parse("(2):(1)", &l2) == SW_OK &&
+                !expect_ok(sw_tensor_new(c, 1, l2, &other), "a second tensor"))
+                other = NULL;
+            sw_layout_release(l2);
+            expect_ok(sw_carrier_release_storage(c), "releasing the result");
+            ok(sw_cpu_data(c) == NULL && sw_carrier_is_released(c),
+               "n=%lld: a released result has no data", (long long)n);
+            sw_value v;
+            expect_fail(sw_tensor_get(r, 0, &v), SW_ERUNTIME,
+                        "Carrier is released", "reading a released result");
+            sw_tensor_unref(r);
+            if (other != NULL) {
+                expect_fail(sw_tensor_get(other, 0, &v), SW_ERUNTIME,
+                            "Carrier is released",
+                            "the second tensor, after the result went");
+                ok(sw_tensor_carrier(other) == c && sw_tensor_size(other) == 2,
+                   "n=%lld: the second tensor keeps the carrier", (long long)n);
+                sw_tensor_unref(other);
+            }
+        }
+        sw_set_grad_enabled(1);
+        sw_tensor_unref(a);
+        sw_tensor_unref(b);
+    }
+    leak_check(base, "small results");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c)
@@ -478,6 +581,7 @@ int main(void) {
     test_errors();
     test_broadcast_and_interrupts();
     test_result_overflow();
+    test_small_results();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

@@ -189,6 +189,48 @@ static void test_dispatch_by_name(void) {
     leak_check(base, "dispatch by name");
 }
 
+/* Dispatch by number gives what dispatch by name gives, with the same
+ * errors, without a name to look up. */
+static void test_dispatch_by_number(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier *carriers[2] = {cpu(4), generic(4)};
+    const char *backend[2] = {"cpu", "generic"};
+    for (int k = 0; k < 2; ++k) {
+        for (int32_t id = 0; id < sw_op_count(); ++id) {
+            const sw_op_info *e = sw_op_info_get(id);
+            sw_op *by_id = NULL, *named = NULL;
+            sw_status st = sw_carrier_dispatch_id(carriers[k], id, &by_id);
+            sw_status sn = sw_carrier_dispatch_op(carriers[k], e->name, &named);
+            if (expect_ok(st, e->name) && expect_ok(sn, e->name)) {
+                ok(sw_op_info_of(by_id) == e,
+                   "%s on %s by number: dispatched as its record", e->name,
+                   backend[k]);
+                is_str(sw_op_dispatch_name(by_id), e->name,
+                       "%s on %s by number: the dispatch name", e->name,
+                       backend[k]);
+                ok(sw_op_get_class(by_id) == sw_op_get_class(named) &&
+                       sw_op_dispatch_tag(by_id) == sw_op_dispatch_tag(named),
+                   "%s on %s: the class and tag of dispatch by name", e->name,
+                   backend[k]);
+            }
+            sw_op_unref(by_id);
+            sw_op_unref(named);
+        }
+        static const int32_t bad[] = {-1, SW_OP_BUILTIN_COUNT, INT32_MAX};
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
+            char want[64];
+            snprintf(want, sizeof want, "unknown operation number %d",
+                     (int)bad[b]);
+            sw_op *op = NULL;
+            sw_status st = sw_carrier_dispatch_id(carriers[k], bad[b], &op);
+            expect_fail(st, SW_EVALUE, want, "an unknown number");
+            ok(op == NULL, "an unknown number gives no operation");
+        }
+        sw_carrier_unref(carriers[k]);
+    }
+    leak_check(base, "dispatch by number");
+}
+
 /* ---------------------------------------------- version-3 carrier classes */
 
 static int64_t one_size(sw_carrier *c) {
@@ -317,6 +359,7 @@ int main(void) {
     test_records();
     test_native_classes();
     test_dispatch_by_name();
+    test_dispatch_by_number();
     test_version3_class();
     test_host_free();
     return done_testing();

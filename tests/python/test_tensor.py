@@ -374,3 +374,108 @@ def test_layouts_are_shared_not_copied():
     a = Tensor(CPU(4), 0, layout)
     b = Tensor(Generic([0] * 4), 0, layout)
     assert a.layout is b.layout is layout
+
+
+# ------------------------------------------------- an operation's result
+
+
+def operands():
+    layout = L([4], [1])
+    a, b = Tensor(CPU(4), 0, layout), Tensor(CPU(4), 0, layout)
+    for i in range(4):
+        a[i], b[i] = float(i), 10.0 * i
+    return a, b
+
+
+def test_result_carrier_and_layout_are_made_once():
+    import strideweave as sw
+
+    a, b = operands()
+    r = sw.add(a, b)
+    # Before either object exists: the carrier's type, and another call.
+    assert r.carrier_type() is CPU
+    s = sw.add(r, a)
+    c = r.carrier
+    assert type(c) is CPU and r.carrier is c and c.size() == 4
+    assert r.layout is r.layout and r.layout == a.layout and r.layout is not a.layout
+    assert [s[i] for i in range(4)] == [12.0 * i for i in range(4)]
+    c[0] = 5.0  # the object is the result's storage
+    assert r[0] == 5.0 and r.version == c.version
+
+
+@pytest.mark.parametrize("first", ["result", "view"])
+def test_result_and_its_view_share_one_carrier_object(first):
+    import strideweave as sw
+
+    a, b = operands()
+    r = sw.add(a, b)
+    v = r[1:3]
+    c = r.carrier if first == "result" else v.carrier
+    assert r.carrier is c and v.carrier is c
+    del r
+    gc.collect()
+    assert v.carrier is c and v[0] == 11.0
+    c.release()
+    with pytest.raises(RuntimeError, match="^Carrier is released$"):
+        v[0]
+
+
+def test_results_make_no_carrier_object_until_asked():
+    import strideweave as sw
+
+    a, b = operands()
+
+    def cpu_objects():
+        return sum(1 for o in gc.get_objects() if type(o) is CPU)
+
+    before = cpu_objects()
+    results = [sw.add(a, b) for _ in range(50)]
+    assert cpu_objects() == before
+    carriers = [r.carrier for r in results]
+    assert cpu_objects() == before + 50
+    assert len({id(c) for c in carriers}) == 50
+
+
+def test_results_make_one_python_object_each():
+    import tracemalloc
+
+    import strideweave as sw
+
+    a, b = operands()
+    results = [None] * 100
+    for i in range(3):  # warm the caches the first calls fill
+        results[i] = sw.add(a, b)
+    results[:] = [None] * 100
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(100):
+            results[i] = sw.add(a, b)
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    here = [tracemalloc.Filter(True, __file__)]
+    grown = sum(
+        s.count_diff
+        for s in after.filter_traces(here).compare_to(before.filter_traces(here), "filename")
+    )
+    # The Tensor object alone (before: the carrier and Layout objects too).
+    assert grown <= 110
+    weak = weakref.ref(results[0])
+    del results
+    gc.collect()
+    assert weak() is None
+
+
+def test_a_result_in_a_cycle_without_its_carrier_object_is_collected():
+    import strideweave as sw
+
+    a, b = operands()
+    r = sw.add(a, b)  # recorded: its context holds a and b
+    s = sw.add(r, r)
+    s.autograd_ctx.ctx["cycle"] = s  # a cycle through the library's context
+    weak = weakref.ref(s)
+    del s
+    gc.collect()
+    assert weak() is None
+    assert r.carrier.size() == 4

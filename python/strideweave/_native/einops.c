@@ -298,7 +298,7 @@ static int check_tensor(swpy_state *st, PyObject *o, const char *name) {
 static PyObject *rearrange_by(swpy_state *st, PyObject *t, PyObject *output,
                               PyObject *selection) {
     PyObject *args[3] = {t, output, selection};
-    return swpy_op_call_named(st, t, "rearrange", args, 3);
+    return swpy_op_call(st, t, SW_OP_REARRANGE, args, 3);
 }
 
 PyObject *swpy_einops_rearrange(swpy_state *st, PyObject *tensor,
@@ -333,7 +333,7 @@ PyObject *swpy_einops_reduce(swpy_state *st, PyObject *tensor,
         PyObject *mid = rearrange_by(st, tensor, PyTuple_GET_ITEM(e, E_OUTPUT),
                                      PyTuple_GET_ITEM(e, E_SELECTION));
         if (mid != NULL) {
-            r = swpy_op_call_named(st, mid, "reduce", &mid, 1);
+            r = swpy_op_call(st, mid, SW_OP_REDUCE, &mid, 1);
             Py_DECREF(mid);
         }
     }

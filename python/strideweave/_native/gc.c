@@ -54,6 +54,15 @@
  * object walks on from it); a target without one is walked into when the
  * holder holds all its references.
  *
+ * Results without a carrier object. A Tensor object of a CPU result
+ * whose carrier has no object yet names the module's CPU placeholder
+ * (tensor.h) and is not counted in any tensor_peers: the carrier has no
+ * peer, and a CPU carrier holds no Python object, so there is nothing to
+ * report from it. When its object is made later while other such tensors
+ * hold the carrier, rule (a) does not apply until they go, and the object
+ * counts as referenced from outside; it holds nothing but its carrier, so
+ * no cycle passes through it.
+ *
  * Other threads. Library code that runs without the GIL (kernels, reverse
  * passes, asynchronous moves) changes counts and fields meanwhile, but a
  * collection traverses each object more than once and needs the same

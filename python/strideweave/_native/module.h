@@ -49,6 +49,9 @@ typedef struct swpy_state {
     PyTypeObject *file_type;
     PyTypeObject *evictable_type;
     PyTypeObject *tensor_type;
+    /* The CPU object without a carrier that stands for the carrier object
+     * of a result until it is made (see tensor.h). */
+    PyObject *cpu_placeholder;
     /* Registered by strideweave.carriers.dtype; NULL until then. The
      * members are indexed by sw_dtype. */
     PyObject *dtype_enum;

@@ -227,13 +227,22 @@ static const sw_move_class *class_of_type(swpy_state *st, PyTypeObject *type) {
 /* ----------------------------------------------------- the Python hook */
 
 /* A move's result shares the source's layout object (the library shares
- * the layout value; this keeps `result.layout is tensor.layout`). */
-static void share_layout(PyObject *result, PyObject *source) {
+ * the layout value; this keeps `result.layout is tensor.layout`), made
+ * now if the source had none yet. Returns 0, or -1 with an exception. */
+static int share_layout(PyObject *result, PyObject *source) {
     TensorObject *r = (TensorObject *)result, *s = (TensorObject *)source;
-    if (r->layout != NULL && s->layout != NULL && r->layout != s->layout &&
-        swpy_layout_get(r->layout) == swpy_layout_get(s->layout)) {
-        Py_SETREF(r->layout, Py_NewRef(s->layout));
+    if (r->tensor == NULL || s->tensor == NULL ||
+        sw_tensor_layout(r->tensor) != sw_tensor_layout(s->tensor)) {
+        return 0;
     }
+    PyObject *layout = swpy_tensor_layout(source);
+    if (layout == NULL) {
+        return -1;
+    }
+    if (r->layout != layout) {
+        Py_XSETREF(r->layout, Py_NewRef(layout));
+    }
+    return 0;
 }
 
 static sw_status py_copy_body(sw_op *op, sw_tensor *tensor,
@@ -264,8 +273,8 @@ static sw_status py_copy_body(sw_op *op, sw_tensor *tensor,
                       : NULL;
     PyObject *o =
         d != NULL ? swpy_tensor_wrap(st, sw_tensor_retain(output)) : NULL;
-    if (o != NULL) {
-        share_layout(o, t);
+    if (o != NULL && share_layout(o, t) < 0) {
+        Py_CLEAR(o);
     }
     PyObject *n = o != NULL ? PyLong_FromLongLong(element_count) : NULL;
     PyObject *r = n != NULL ? PyObject_CallMethodObjArgs(
@@ -445,8 +454,8 @@ PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
         return NULL;
     }
     PyObject *r = swpy_tensor_wrap(st, out);
-    if (r != NULL) {
-        share_layout(r, args[0]);
+    if (r != NULL && share_layout(r, args[0]) < 0) {
+        Py_CLEAR(r);
     }
     return r;
 }
@@ -764,8 +773,12 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
         return NULL;
     }
     if (a->source != NULL) {
-        share_layout(r, a->source);
+        int shared = share_layout(r, a->source);
         Py_CLEAR(a->source);
+        if (shared < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
     }
     a->result = Py_NewRef(r);
     return r;

@@ -46,15 +46,25 @@ static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
 /* The registry describes every native class (registry.h): its slot
  * indexes st->op_types. */
 
-static const sw_op_info *slot_info(int slot) {
-    const sw_native_op *n = sw_native_op_at(slot);
-    return n != NULL ? sw_op_info_get(n->op) : NULL;
-}
-
 /* The slot of a native operation class with a Python class, or -1. */
 static int native_index(const swpy_state *st, const sw_op_class *cls) {
     int32_t slot = sw_native_op_slot(sw_native_op_of_class(cls));
     return slot >= 0 && st->op_types[slot] != NULL ? slot : -1;
+}
+
+/* The native class of an operation that has a Python class, or NULL. An
+ * operation the library made names its class itself (O(1)). */
+static const sw_native_op *native_of(const swpy_state *st, const sw_op *op) {
+    const sw_native_op *n = sw_native_op_of(op);
+    if (n != NULL) {
+        return n;
+    }
+    int i = native_index(st, sw_op_get_class(op));
+    return i >= 0 ? sw_native_op_at(i) : NULL;
+}
+
+static const sw_op_info *native_info(const sw_native_op *n) {
+    return sw_op_info_get(n->op);
 }
 
 /* The table index of the native class a Python class derives from, -1 if
@@ -628,7 +638,10 @@ static sw_arg *push_tensor_or(call_args *a, swpy_state *st, PyObject *o,
     }
     sw_arg *out = call_args_push(a);
     if (out != NULL && t != NULL) {
-        *out = sw_arg_tensor(t);
+        /* The fields, not a copy of sw_arg_tensor's value: the slot is
+         * clear already, and a copy over fresh stores stalls. */
+        out->kind = SW_ARG_TENSOR;
+        out->as.tensor = t;
     }
     return out;
 }
@@ -677,14 +690,14 @@ static int tree_arg(swpy_state *st, call_args *a, PyObject *o, Py_ssize_t i,
 }
 
 /*
- * The library arguments for a call of op (table entry idx, -1 if none).
+ * The library arguments for a call of op (of native class n, or NULL).
  * A Python operation gets tensors and host objects; a native one gets
  * arguments converted for its kind. Returns 0 or -1.
  */
-static int convert_args(swpy_state *st, sw_op *op, int idx, call_args *a,
-                        PyObject *const *args, Py_ssize_t nargs) {
+static int convert_args(swpy_state *st, sw_op *op, const sw_native_op *n,
+                        call_args *a, PyObject *const *args, Py_ssize_t nargs) {
     int python = is_python_op(op);
-    sw_op_form kind = idx >= 0 ? slot_info(idx)->form : SW_FORM_BINARY;
+    sw_op_form kind = n != NULL ? native_info(n)->form : SW_FORM_BINARY;
     if (kind == SW_FORM_VIEW || kind == SW_FORM_PERMUTE ||
         kind == SW_FORM_REARRANGE) {
         /* The tensor is checked before the keys and trees. */
@@ -819,28 +832,29 @@ static PyObject *default_selection(swpy_state *st, const sw_layout *l) {
 
 /* Whether a class keeps per-element values for its backward (a backend
  * of host values). */
-static int keeps_values(int idx) {
-    const sw_native_op *n = sw_native_op_at(idx);
-    return slot_info(idx)->form == SW_FORM_UNARY &&
+static int keeps_values(const sw_native_op *n) {
+    return native_info(n)->form == SW_FORM_UNARY &&
            !(n->flags & SW_NATIVE_HOST_FREE);
 }
 
 /*
- * Fills op.ctx of native class idx after a successful call, as the
+ * Fills op.ctx of native class n after a successful call, as the
  * registry says the operation's context keeps: its non-tensor operands by
  * name, its output layout, a view's mapping, a host backend's saved values.
  */
-static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
+static int fill_ctx(swpy_state *st, const sw_native_op *n, PyObject *ctx,
                     PyObject *const *args, Py_ssize_t nargs, PyObject *result) {
-    const sw_native_op *n = sw_native_op_at(idx);
-    const sw_op_info *info = sw_op_info_get(n->op);
+    const sw_op_info *info = native_info(n);
     PyObject *const *keys = st->operand_keys[n->op];
     TensorObject *r = (TensorObject *)result;
-    PyObject *layout = r->layout;
+    PyObject *layout = swpy_tensor_layout(result);
+    if (layout == NULL) {
+        return -1;
+    }
     sw_tensor *x = nargs > 0 && swpy_is_tensor(st, args[0])
                        ? ((TensorObject *)args[0])->tensor
                        : NULL;
-    if (keeps_values(idx)) {
+    if (keeps_values(n)) {
         return x == NULL ? 0
                          : ctx_set(ctx, st->str_saved_values,
                                    saved_values(info->values, x, r->tensor));
@@ -897,8 +911,8 @@ static int fill_ctx(swpy_state *st, int idx, PyObject *ctx,
     return 0;
 }
 
-static int kind_has_ctx(int idx) {
-    return idx >= 0 && (slot_info(idx)->saves != 0 || keeps_values(idx));
+static int kind_has_ctx(const sw_native_op *n) {
+    return n != NULL && (native_info(n)->saves != 0 || keeps_values(n));
 }
 
 /* ------------------------------------------------------------- running */
@@ -925,11 +939,11 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
         kind_op = sw_evictable_op_primary(kind_op);
     }
     int python = is_python_op(kind_op);
-    int idx = python ? -1 : native_index(st, sw_op_get_class(kind_op));
+    const sw_native_op *n = python ? NULL : native_of(st, kind_op);
     call_args a;
     call_args_init(&a);
     if (nargs > INT32_MAX ||
-        convert_args(st, kind_op, idx, &a, args, nargs) < 0) {
+        convert_args(st, kind_op, n, &a, args, nargs) < 0) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "too many operation arguments");
         }
@@ -965,7 +979,7 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
         return NULL;
     }
     PyObject *result = swpy_tensor_wrap(st, out);
-    if (result == NULL || !kind_has_ctx(idx)) {
+    if (result == NULL || !kind_has_ctx(n)) {
         return result;
     }
     PyObject *owner = NULL;
@@ -992,7 +1006,7 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
         }
         self = owner;
     }
-    if (self != NULL && fill_ctx(st, idx, ((OperationObject *)self)->ctx, args,
+    if (self != NULL && fill_ctx(st, n, ((OperationObject *)self)->ctx, args,
                                  nargs, result) < 0) {
         Py_CLEAR(result);
     }
@@ -1000,14 +1014,19 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
     return result;
 }
 
-PyObject *swpy_op_call_named(swpy_state *st, PyObject *tensor, const char *name,
-                             PyObject *const *args, Py_ssize_t nargs) {
+/* Dispatches on the tensor's carrier, by name when one is given, else by
+ * number, and runs a recorded forward. */
+static PyObject *call_dispatched(swpy_state *st, PyObject *tensor, int32_t id,
+                                 const char *name, PyObject *const *args,
+                                 Py_ssize_t nargs) {
     sw_tensor *t = swpy_tensor_of(tensor);
     if (t == NULL) {
         return NULL;
     }
     sw_op *op = NULL;
-    sw_status s = sw_carrier_dispatch_op(sw_tensor_carrier(t), name, &op);
+    sw_carrier *c = sw_tensor_carrier(t);
+    sw_status s = name != NULL ? sw_carrier_dispatch_op(c, name, &op)
+                               : sw_carrier_dispatch_id(c, id, &op);
     if (swpy_check(s) < 0) {
         sw_op_unref(s == SW_OK ? op : NULL);
         return NULL;
@@ -1015,6 +1034,16 @@ PyObject *swpy_op_call_named(swpy_state *st, PyObject *tensor, const char *name,
     PyObject *r = swpy_op_run(st, op, NULL, args, nargs, SWPY_RUN_FORWARD);
     sw_op_unref(op);
     return r;
+}
+
+PyObject *swpy_op_call(swpy_state *st, PyObject *tensor, int32_t id,
+                       PyObject *const *args, Py_ssize_t nargs) {
+    return call_dispatched(st, tensor, id, NULL, args, nargs);
+}
+
+PyObject *swpy_op_call_named(swpy_state *st, PyObject *tensor, const char *name,
+                             PyObject *const *args, Py_ssize_t nargs) {
+    return call_dispatched(st, tensor, -1, name, args, nargs);
 }
 
 /* -------------------------------------------------------------- methods */

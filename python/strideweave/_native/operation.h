@@ -76,9 +76,15 @@ PyObject *swpy_op_run(swpy_state *st, sw_op *op, PyObject *self,
                       swpy_run_mode mode);
 
 /*
- * Dispatches name on the carrier of a Tensor object and runs the
- * operation as a recorded forward on args (the tensor included).
+ * Dispatches built-in operation id (an sw_op_id) on the carrier of a
+ * Tensor object and runs the operation as a recorded forward on args (the
+ * tensor included): the functional forms' path, with no name to look up.
  */
+PyObject *swpy_op_call(swpy_state *st, PyObject *tensor, int32_t id,
+                       PyObject *const *args, Py_ssize_t nargs);
+
+/* swpy_op_call by name (a registered name, or one that only a Python
+ * dispatch route knows). */
 PyObject *swpy_op_call_named(swpy_state *st, PyObject *tensor, const char *name,
                              PyObject *const *args, Py_ssize_t nargs);
 

@@ -51,16 +51,20 @@ sw_tensor *swpy_tensor_of(PyObject *o) {
 }
 
 /* Gives a fresh object its tensor (owned) with the carrier and layout
- * objects (owned), and makes it the tensor's peer. */
+ * objects (owned; layout may be NULL, carrier the placeholder when
+ * made is 0), and makes it the tensor's peer. */
 static void attach(PyObject *self, sw_tensor *owned, PyObject *carrier,
-                   PyObject *layout) {
+                   int made, PyObject *layout) {
     TensorObject *o = (TensorObject *)self;
     o->tensor = owned;
     o->carrier = carrier;
+    o->carrier_made = made;
     o->layout = layout;
     /* The tensor holds the carrier that this carrier object is the peer of
      * (see rule (a) in gc.c). */
-    ((CarrierObject *)carrier)->tensor_peers++;
+    if (made) {
+        ((CarrierObject *)carrier)->tensor_peers++;
+    }
     sw_tensor_set_peer(owned, self, &peer_hooks);
 }
 
@@ -71,12 +75,47 @@ static void detach(PyObject *self) {
     sw_tensor *t = o->tensor;
     if (t != NULL) {
         o->tensor = NULL;
-        ((CarrierObject *)o->carrier)->tensor_peers--;
+        if (o->carrier_made) {
+            ((CarrierObject *)o->carrier)->tensor_peers--;
+        }
         sw_tensor_set_peer(t, NULL, NULL);
         sw_tensor_unref(t);
     }
     Py_CLEAR(o->carrier);
     Py_CLEAR(o->layout);
+}
+
+PyObject *swpy_tensor_carrier(PyObject *tensor) {
+    TensorObject *o = (TensorObject *)tensor;
+    if (!o->carrier_made) {
+        swpy_state *st = swpy_state_of_type(Py_TYPE(tensor));
+        if (st == NULL) {
+            return NULL;
+        }
+        /* Another tensor over the carrier may have made its object. */
+        PyObject *c = swpy_carrier_wrap(
+            st, sw_carrier_retain(sw_tensor_carrier(o->tensor)));
+        if (c == NULL) {
+            return NULL;
+        }
+        Py_SETREF(o->carrier, c);
+        o->carrier_made = 1;
+        ((CarrierObject *)c)->tensor_peers++;
+    }
+    return o->carrier;
+}
+
+PyObject *swpy_tensor_layout(PyObject *tensor) {
+    TensorObject *o = (TensorObject *)tensor;
+    if (o->layout == NULL) {
+        swpy_state *st = swpy_state_of_type(Py_TYPE(tensor));
+        if (st == NULL) {
+            return NULL;
+        }
+        o->layout =
+            swpy_layout_wrap(st, sw_layout_retain(sw_tensor_layout(o->tensor)));
+    }
+    return o->layout;
 }
 
 PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned) {
@@ -86,21 +125,21 @@ PyObject *swpy_tensor_wrap(swpy_state *st, sw_tensor *owned) {
         sw_tensor_unref(owned);
         return peer;
     }
-    PyObject *carrier =
-        swpy_carrier_wrap(st, sw_carrier_retain(sw_tensor_carrier(owned)));
-    PyObject *layout =
-        carrier != NULL
-            ? swpy_layout_wrap(st, sw_layout_retain(sw_tensor_layout(owned)))
-            : NULL;
+    /* A CPU carrier without an object holds no Python object, so its
+     * object can wait (see tensor.h); one that has an object is named at
+     * once, which keeps its tensor_peers count whole. */
+    sw_carrier *c = sw_tensor_carrier(owned);
+    int made = sw_carrier_get_peer(c) != NULL || !sw_carrier_is_cpu(c);
+    PyObject *carrier = made ? swpy_carrier_wrap(st, sw_carrier_retain(c))
+                             : Py_NewRef(st->cpu_placeholder);
     PyObject *self =
-        layout != NULL ? st->tensor_type->tp_alloc(st->tensor_type, 0) : NULL;
+        carrier != NULL ? st->tensor_type->tp_alloc(st->tensor_type, 0) : NULL;
     if (self == NULL) {
         Py_XDECREF(carrier);
-        Py_XDECREF(layout);
         sw_tensor_unref(owned);
         return NULL;
     }
-    attach(self, owned, carrier, layout);
+    attach(self, owned, carrier, made, NULL);
     return self;
 }
 
@@ -155,7 +194,7 @@ static int tensor_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
         sw_tensor_unref(t);
         return -1;
     }
-    attach(self, t, Py_NewRef(carrier), Py_NewRef(layout));
+    attach(self, t, Py_NewRef(carrier), 1, Py_NewRef(layout));
     return 0;
 }
 
@@ -199,15 +238,13 @@ static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
 /* --------------------------------------------------------- properties */
 
 static PyObject *tensor_get_carrier(PyObject *self, void *closure) {
-    return swpy_tensor_of(self) == NULL
-               ? NULL
-               : Py_NewRef(((TensorObject *)self)->carrier);
+    return swpy_tensor_of(self) == NULL ? NULL
+                                        : Py_XNewRef(swpy_tensor_carrier(self));
 }
 
 static PyObject *tensor_get_layout(PyObject *self, void *closure) {
-    return swpy_tensor_of(self) == NULL
-               ? NULL
-               : Py_NewRef(((TensorObject *)self)->layout);
+    return swpy_tensor_of(self) == NULL ? NULL
+                                        : Py_XNewRef(swpy_tensor_layout(self));
 }
 
 static PyObject *tensor_get_offset(PyObject *self, void *closure) {
@@ -1159,6 +1196,10 @@ int swpy_tensor_init_type(PyObject *module, swpy_state *st) {
         return -1;
     }
     st->tensor_type = (PyTypeObject *)type;
+    st->cpu_placeholder = st->cpu_type->tp_alloc(st->cpu_type, 0);
+    if (st->cpu_placeholder == NULL) {
+        return -1;
+    }
     /* The number slots give every reflected method too; the reference has
      * __rmul__ only, so `1 + t` is Python's own TypeError. The slots stay
      * (and return NotImplemented for a reflected call). */
