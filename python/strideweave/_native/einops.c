@@ -373,9 +373,10 @@ PyObject *swpy_einops_einsum(swpy_state *st, PyObject *lhs, PyObject *rhs,
     if (b == NULL) {
         goto done;
     }
-    p = swpy_fn_binary(
-        st, sw_einops_spec_nbatch(spec) > 0 ? "batched_matmul" : "matmul", a,
-        b);
+    p = swpy_fn_binary(st,
+                       sw_einops_spec_nbatch(spec) > 0 ? SW_OP_BATCHED_MATMUL
+                                                       : SW_OP_MATMUL,
+                       a, b);
     if (p == NULL) {
         goto done;
     }

@@ -82,7 +82,7 @@ static int check_tensor(swpy_state *st, PyObject *o, const char *name) {
 
 /* -------------------------------------------------------------- helpers */
 
-PyObject *swpy_fn_binary(swpy_state *st, const char *name, PyObject *lhs,
+PyObject *swpy_fn_binary(swpy_state *st, int32_t id, PyObject *lhs,
                          PyObject *rhs) {
     if (check_tensor(st, lhs, "lhs") < 0 || check_tensor(st, rhs, "rhs") < 0) {
         return NULL;
@@ -97,14 +97,14 @@ PyObject *swpy_fn_binary(swpy_state *st, const char *name, PyObject *lhs,
         return NULL;
     }
     PyObject *args[2] = {lhs, rhs};
-    return swpy_op_call_named(st, lhs, name, args, 2);
+    return swpy_op_call(st, lhs, id, args, 2);
 }
 
-static PyObject *unary(swpy_state *st, const char *name, PyObject *tensor) {
+static PyObject *unary(swpy_state *st, int32_t id, PyObject *tensor) {
     if (check_tensor(st, tensor, "tensor") < 0) {
         return NULL;
     }
-    return swpy_op_call_named(st, tensor, name, &tensor, 1);
+    return swpy_op_call(st, tensor, id, &tensor, 1);
 }
 
 PyObject *swpy_fn_mul(swpy_state *st, PyObject *tensor, PyObject *scalar) {
@@ -112,11 +112,10 @@ PyObject *swpy_fn_mul(swpy_state *st, PyObject *tensor, PyObject *scalar) {
         return NULL;
     }
     if (swpy_is_tensor(st, scalar)) {
-        return swpy_fn_binary(st, OP_NAME(SW_OP_ELEMENTWISE_MUL), tensor,
-                              scalar);
+        return swpy_fn_binary(st, SW_OP_ELEMENTWISE_MUL, tensor, scalar);
     }
     PyObject *args[2] = {tensor, scalar};
-    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_MUL), args, 2);
+    return swpy_op_call(st, tensor, SW_OP_MUL, args, 2);
 }
 
 PyObject *swpy_fn_neg(swpy_state *st, PyObject *tensor) {
@@ -138,7 +137,7 @@ PyObject *swpy_fn_pow(swpy_state *st, PyObject *tensor, PyObject *exponent) {
         return NULL;
     }
     PyObject *args[2] = {tensor, exponent};
-    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_POW), args, 2);
+    return swpy_op_call(st, tensor, SW_OP_POW, args, 2);
 }
 
 PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
@@ -146,7 +145,7 @@ PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
         return NULL;
     }
     PyObject *args[2] = {tensor, key};
-    return swpy_op_call_named(st, tensor, OP_NAME(SW_OP_VIEW), args, 2);
+    return swpy_op_call(st, tensor, SW_OP_VIEW, args, 2);
 }
 
 /* ---------------------------------------------------------- functions */
@@ -154,9 +153,9 @@ PyObject *swpy_fn_view(swpy_state *st, PyObject *tensor, PyObject *key) {
 static const char *const names_lhs_rhs[] = {"lhs", "rhs"};
 static const char *const names_tensor[] = {"tensor"};
 
-static PyObject *binary_call(PyObject *m, const char *name,
-                             PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames) {
+static PyObject *binary_call(PyObject *m, int32_t id, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames) {
+    const char *name = OP_NAME(id);
     PyObject *a[2];
     if (kwnames == NULL && nargs == 2) {
         a[0] = args[0];
@@ -165,12 +164,12 @@ static PyObject *binary_call(PyObject *m, const char *name,
                0) {
         return NULL;
     }
-    return swpy_fn_binary(swpy_module_state(m), name, a[0], a[1]);
+    return swpy_fn_binary(swpy_module_state(m), id, a[0], a[1]);
 }
 
-static PyObject *unary_call(PyObject *m, const char *name,
-                            PyObject *const *args, Py_ssize_t nargs,
-                            PyObject *kwnames) {
+static PyObject *unary_call(PyObject *m, int32_t id, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames) {
+    const char *name = OP_NAME(id);
     PyObject *a[1];
     if (kwnames == NULL && nargs == 1) {
         a[0] = args[0];
@@ -178,12 +177,12 @@ static PyObject *unary_call(PyObject *m, const char *name,
                0) {
         return NULL;
     }
-    return unary(swpy_module_state(m), name, a[0]);
+    return unary(swpy_module_state(m), id, a[0]);
 }
 
 static PyObject *fn_matmul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames) {
-    return binary_call(m, OP_NAME(SW_OP_MATMUL), args, nargs, kwnames);
+    return binary_call(m, SW_OP_MATMUL, args, nargs, kwnames);
 }
 
 static PyObject *fn_mul(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -239,7 +238,7 @@ static PyObject *fn_permute(PyObject *m, PyObject *const *args,
     if (check_tensor(st, args[0], "tensor") < 0) {
         return NULL;
     }
-    return swpy_op_call_named(st, args[0], OP_NAME(SW_OP_PERMUTE), args, nargs);
+    return swpy_op_call(st, args[0], SW_OP_PERMUTE, args, nargs);
 }
 
 static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
@@ -275,7 +274,7 @@ static PyObject *fn_rearrange(PyObject *m, PyObject *const *args,
         return NULL;
     }
     PyObject *call[3] = {a[0], a[1], selection};
-    return swpy_op_call_named(st, a[0], OP_NAME(SW_OP_REARRANGE), call, 3);
+    return swpy_op_call(st, a[0], SW_OP_REARRANGE, call, 3);
 }
 
 static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -295,7 +294,7 @@ static PyObject *fn_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         }
         return swpy_einops_reduce(st, a[0], a[1]);
     }
-    return unary(st, OP_NAME(SW_OP_REDUCE), a[0]);
+    return unary(st, SW_OP_REDUCE, a[0]);
 }
 
 static PyObject *fn_einsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
@@ -584,8 +583,8 @@ static PyObject *fn_registered(PyObject *self, PyObject *const *args,
     const sw_op_info *info =
         sw_op_info_get((int32_t)PyLong_AsLong(PyTuple_GET_ITEM(self, 1)));
     return info->form == SW_FORM_BINARY
-               ? binary_call(m, info->name, args, nargs, kwnames)
-               : unary_call(m, info->name, args, nargs, kwnames);
+               ? binary_call(m, info->id, args, nargs, kwnames)
+               : unary_call(m, info->id, args, nargs, kwnames);
 }
 
 /* repr(round(v, 6)), as a doctest prints it. */

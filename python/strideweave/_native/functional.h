@@ -6,7 +6,7 @@
  * do (a unary operation needs a Tensor, a binary one two Tensors over
  * carriers of exactly the same class), dispatches the canonical name on
  * the (lhs) tensor's carrier and runs the operation as a recorded forward
- * (swpy_op_call_named).
+ * (swpy_op_call, by operation number).
  */
 #ifndef SWPY_FUNCTIONAL_H
 #define SWPY_FUNCTIONAL_H
@@ -16,7 +16,7 @@
 /* Adds the functions to the module. Returns 0, or -1 with an exception. */
 int swpy_functional_init(PyObject *module, swpy_state *st);
 
-PyObject *swpy_fn_binary(swpy_state *st, const char *name, PyObject *lhs,
+PyObject *swpy_fn_binary(swpy_state *st, int32_t id, PyObject *lhs,
                          PyObject *rhs);
 PyObject *swpy_fn_mul(swpy_state *st, PyObject *tensor, PyObject *scalar);
 PyObject *swpy_fn_neg(swpy_state *st, PyObject *tensor);

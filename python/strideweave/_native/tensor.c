@@ -776,7 +776,7 @@ static PyObject *tensor_backwards_traversal(PyObject *cls,
 
 /* A reflected call (o + t) leaves the operator to Python: it raises its
  * own TypeError, as the reference has no __radd__ and the like. */
-static PyObject *binary_operator(PyObject *a, PyObject *b, const char *name) {
+static PyObject *binary_operator(PyObject *a, PyObject *b, int32_t id) {
     swpy_state *st = swpy_state_of_type(Py_TYPE(a));
     if (st == NULL) {
         PyErr_Clear();
@@ -785,23 +785,23 @@ static PyObject *binary_operator(PyObject *a, PyObject *b, const char *name) {
     if (!swpy_is_tensor(st, a)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return swpy_fn_binary(st, name, a, b);
+    return swpy_fn_binary(st, id, a, b);
 }
 
 static PyObject *tensor_nb_add(PyObject *a, PyObject *b) {
-    return binary_operator(a, b, "add");
+    return binary_operator(a, b, SW_OP_ADD);
 }
 
 static PyObject *tensor_nb_subtract(PyObject *a, PyObject *b) {
-    return binary_operator(a, b, "sub");
+    return binary_operator(a, b, SW_OP_SUB);
 }
 
 static PyObject *tensor_nb_true_divide(PyObject *a, PyObject *b) {
-    return binary_operator(a, b, "div");
+    return binary_operator(a, b, SW_OP_DIV);
 }
 
 static PyObject *tensor_nb_matmul(PyObject *a, PyObject *b) {
-    return binary_operator(a, b, "matmul");
+    return binary_operator(a, b, SW_OP_MATMUL);
 }
 
 /* t * o is mul(t, o), and so is o * t (__rmul__). */
