@@ -697,6 +697,10 @@ def test_saved_version_checks():
     y = d(x)
     invocation, saved = sw._native._definition_node(y)
     assert saved[0] is x and invocation.saved_operands == (0,)
+    # The node's operation object says the same.
+    node = y.autograd_ctx
+    assert node._resolved_invocation is invocation
+    assert node._saved_operands == (x,) and node._saved_operands[0] is x
     x[0] = 5.0
     with pytest.raises(RuntimeError, match="modified in-place|version"):
         y.backward(cpu([1.0, 1.0]))
@@ -706,8 +710,10 @@ def test_backward_frees_the_saved_state():
     x = cpu([1.0, 2.0])
     y = SCALE(x, factor=3.0)
     assert sw._native._definition_node(y)[0] is not None
+    node = y.autograd_ctx
     y.backward(cpu([1.0, 1.0]))
     assert sw._native._definition_node(y) == (None, ())
+    assert node._resolved_invocation is None and node._saved_operands == ()
     with pytest.raises(RuntimeError, match="second time"):
         y.backward(cpu([1.0, 1.0]))
 
@@ -937,3 +943,11 @@ def test_acme_scale_end_to_end():
     assert values(x.grad) == pytest.approx([1.5 * v for v in values(w)])
     assert SCALE(x).autograd_ctx is not None
     assert values(SCALE(x)) == pytest.approx([2.0 * v for v in values(x)])
+
+
+def test_other_operations_have_no_invocation():
+    x = cpu([1.0, -2.0])
+    op = F.relu(x).autograd_ctx
+    assert op is not None
+    assert op._resolved_invocation is None and op._saved_operands == ()
+    assert sw.Operation()._resolved_invocation is None

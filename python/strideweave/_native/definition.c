@@ -652,6 +652,24 @@ PyDoc_STRVAR(node_doc,
              "What a defined operation's autograd node keeps now; None for "
              "another operation.\n");
 
+PyObject *swpy_definition_invocation(sw_op *op) {
+    const sw_resolution *res = sw_op_definition_result(op) >= 0
+                                   ? sw_op_definition_resolution(op)
+                                   : NULL;
+    return Py_NewRef(res != NULL && res->token ? (PyObject *)res->token
+                                               : Py_None);
+}
+
+PyObject *swpy_definition_saved(swpy_state *st, sw_op *op) {
+    int32_t n =
+        sw_op_definition_result(op) >= 0 ? sw_op_definition_nsaved(op) : 0;
+    sw_tensor *saved[SW_DEF_MAX_OPERANDS];
+    for (int32_t i = 0; i < n; i++) {
+        saved[i] = sw_op_definition_saved(op, i);
+    }
+    return wrap_tensors(st, n, saved);
+}
+
 static PyObject *definition_node(PyObject *module, PyObject *tensor) {
     swpy_state *st = swpy_module_state(module);
     if (!swpy_is_tensor(st, tensor)) {

@@ -160,5 +160,10 @@ int swpy_profile_init(PyObject *module, swpy_state *st);
 
 /* Operation definitions from Python (definition.c). */
 int swpy_definition_init(PyObject *module, swpy_state *st);
+/* What a defined operation's autograd node keeps (definition.c): its
+ * ResolvedInvocation or None, and its saved operands as a tuple (empty
+ * for any other operation, and once its backward has run). */
+PyObject *swpy_definition_invocation(sw_op *op);
+PyObject *swpy_definition_saved(swpy_state *st, sw_op *op);
 
 #endif /* SWPY_MODULE_H */

@@ -1258,6 +1258,17 @@ static PyObject *operation_get_ctx(PyObject *self, void *closure) {
     return Py_XNewRef(ctx);
 }
 
+static PyObject *operation_get_invocation(PyObject *self, void *closure) {
+    sw_op *op = op_of(self);
+    return op != NULL ? swpy_definition_invocation(op) : NULL;
+}
+
+static PyObject *operation_get_saved(PyObject *self, void *closure) {
+    sw_op *op = op_of(self);
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    return op != NULL && st != NULL ? swpy_definition_saved(st, op) : NULL;
+}
+
 static PyObject *operation_get_name(PyObject *self, void *closure) {
     sw_op *op = op_of(self);
     if (op == NULL) {
@@ -1784,6 +1795,14 @@ static PyMethodDef operation_methods[] = {
 static PyGetSetDef operation_getset[] = {
     {"ctx", operation_get_ctx, NULL, operation_ctx_doc, NULL},
     {"_operation_name", operation_get_name, NULL, operation_name_doc, NULL},
+    {"_resolved_invocation", operation_get_invocation, NULL,
+     "The ResolvedInvocation of a defined operation's autograd node, or "
+     "None (any other operation).",
+     NULL},
+    {"_saved_operands", operation_get_saved, NULL,
+     "The operands a defined operation's node saved for its VJP, as a "
+     "tuple; () for any other operation and after backward.",
+     NULL},
     {"_dispatch_carrier_class", operation_get_carrier_class, NULL,
      operation_carrier_class_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
