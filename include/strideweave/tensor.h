@@ -86,7 +86,7 @@ SW_API sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
  * checked before anything is written: SW_ETYPE "axpy needs two tensors",
  * "axpy needs CPU tensors", "axpy needs Float32 tensors"; SW_EVALUE "axpy
  * operands must have the same shape"; SW_ERUNTIME "Carrier is released",
- * "Carrier is not mutable"; SW_ENOTIMPL for more than 64 leaf modes. On
+ * "Carrier is not mutable". On
  * a thread that watches for interrupts (sw_interrupt_watch), a raised
  * request stops the step between chunks with SW_EINTERRUPTED: y is then
  * partly updated and its version is bumped all the same.

@@ -1740,8 +1740,9 @@ static void test_axpy_interrupt(void) {
                "the partly updated y has its version bumped");
         sw_value v;
         if (expect_ok(sw_tensor_get(y, 0, &v), "reading y"))
-            ok(v.as.f == (double)(1 << 20), "one chunk of 2**20 steps ran (%g)",
-               v.as.f);
+            /* A request raised before the walk stops it before its first
+             * run, as every planned walk does. */
+            ok(v.as.f == 0.0, "no step ran (%g)", v.as.f);
     }
     sw_tensor_unref(y);
     sw_tensor_unref(x);

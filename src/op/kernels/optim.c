@@ -1,7 +1,7 @@
 /*
- * Optimizer steps over whole tensors (tensor.h): Adam. One planned walk
- * over the parameter, its gradient and the two moment estimates, each
- * element computed in double and rounded once; no per-element host call.
+ * Optimizer steps over whole tensors (tensor.h): axpy (the SGD step) and
+ * Adam. One planned walk over the operands, each element computed in
+ * double and rounded once; no per-element host call.
  */
 #include <math.h>
 
@@ -10,6 +10,69 @@
 #include "layout/plan.h"
 #include "op/kernels/kcommon.h"
 #include "tensor/internal.h"
+
+/* -------------------------------------------------------------- axpy */
+
+static sw_status axpy_loop(int64_t n, void *const *ptr, const int64_t *step,
+                           void *ctx) {
+    double alpha = *(const double *)ctx;
+    float *y = ptr[0];
+    const float *x = ptr[1];
+    if (SW_KERNELS_FAST && step[0] == 1 && step[1] == 1) {
+        SW_IVDEP
+        for (int64_t i = 0; i < n; ++i)
+            y[i] = (float)((double)y[i] + alpha * (double)x[i]);
+        return SW_OK;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        float *yi = y + i * step[0];
+        *yi = (float)((double)*yi + alpha * (double)x[i * step[1]]);
+    }
+    return SW_OK;
+}
+
+sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
+    if (!y || !x)
+        return sw_fail(SW_ETYPE, "axpy needs two tensors");
+    if (!sw_carrier_is_cpu(y->carrier) || !sw_carrier_is_cpu(x->carrier))
+        return sw_fail(SW_ETYPE, "axpy needs CPU tensors");
+    if (sw_carrier_dtype(y->carrier) != SW_DTYPE_FLOAT32 ||
+        sw_carrier_dtype(x->carrier) != SW_DTYPE_FLOAT32)
+        return sw_fail(SW_ETYPE, "axpy needs Float32 tensors");
+    if (!sw_tree_equal(y->layout->shape, x->layout->shape))
+        return sw_fail(SW_EVALUE, "axpy operands must have the same shape");
+    if (sw_carrier_is_released(y->carrier) ||
+        sw_carrier_is_released(x->carrier))
+        return sw_carrier_fail_released();
+    if (!sw_carrier_is_mutable(y->carrier))
+        return sw_carrier_fail_immutable();
+    /* A release from now on waits for the unpin to free the storage. */
+    sw_status st = sw_carrier_pin(y->carrier);
+    if (st)
+        return st;
+    if ((st = sw_carrier_pin(x->carrier))) {
+        sw_carrier_unpin(y->carrier);
+        return st;
+    }
+    sw_plan_leaves leaves[2] = {sw_plan_leaves_of(y->layout),
+                                sw_plan_leaves_of(x->layout)};
+    int64_t offsets[2] = {y->offset, x->offset};
+    int64_t elsize[2] = {sizeof(float), sizeof(float)};
+    void *base[2] = {sw_cpu_storage(y->carrier), sw_cpu_storage(x->carrier)};
+    /* Every logical element once, repeats included: a y broadcast over a
+     * mode takes each of its steps. */
+    st =
+        sw_plan_iterate(2, leaves, offsets, base, elsize, 0, axpy_loop, &alpha);
+    sw_carrier_unpin(x->carrier);
+    sw_carrier_unpin(y->carrier);
+    if (st && st != SW_EINTERRUPTED)
+        return st;
+    /* An interrupted step has written part of y: the version says so. */
+    sw_status bumped = sw_carrier_bump_version(y->carrier);
+    return st ? st : bumped;
+}
+
+/* -------------------------------------------------------------- adam */
 
 typedef struct adam_ctx {
     double lr, beta1, beta2, eps, decay;
