@@ -716,20 +716,30 @@ PyDoc_STRVAR(caps_match_doc,
              "Returns:\n"
              "    int: the index, or -1 when none matches.\n");
 
+/* The (source, name, plan) arguments of _caps_match and _caps_reason. */
+static int source_plan_args(PyObject *module, PyObject *const *args,
+                            Py_ssize_t nargs, const char *fn, const char **name,
+                            sw_op_plan *p, sw_capability_list *l) {
+    if (nargs != 3 || name_arg(args[1], name) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "%s takes source, name, plan", fn);
+        }
+        return -1;
+    }
+    if (plan_from_raw(swpy_module_state(module), args[2], p) < 0 ||
+        source_list(module, args[0], *name, l) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *caps_match(PyObject *module, PyObject *const *args,
                             Py_ssize_t nargs) {
     const char *name = NULL;
-    if (nargs != 3 || name_arg(args[1], &name) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError,
-                            "_caps_match takes source, name, plan");
-        }
-        return NULL;
-    }
     sw_op_plan p;
     sw_capability_list l;
-    if (plan_from_raw(swpy_module_state(module), args[2], &p) < 0 ||
-        source_list(module, args[0], name, &l) < 0) {
+    if (source_plan_args(module, args, nargs, "_caps_match", &name, &p, &l) <
+        0) {
         return NULL;
     }
     const sw_op_capability *m = sw_capability_list_match(l, &p);
@@ -745,17 +755,10 @@ PyDoc_STRVAR(caps_reason_doc,
 static PyObject *caps_reason(PyObject *module, PyObject *const *args,
                              Py_ssize_t nargs) {
     const char *name = NULL;
-    if (nargs != 3 || name_arg(args[1], &name) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError,
-                            "_caps_reason takes source, name, plan");
-        }
-        return NULL;
-    }
     sw_op_plan p;
     sw_capability_list l;
-    if (plan_from_raw(swpy_module_state(module), args[2], &p) < 0 ||
-        source_list(module, args[0], name, &l) < 0) {
+    if (source_plan_args(module, args, nargs, "_caps_reason", &name, &p, &l) <
+        0) {
         return NULL;
     }
     char buf[1024];
