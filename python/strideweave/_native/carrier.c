@@ -1397,307 +1397,6 @@ PyObject *swpy_carrier_set_value(PyObject *self, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    carrier_doc,
-    "Carrier()\n--\n\n"
-    "Storage plus the shared carrier policy; the base of every carrier.\n\n"
-    "The base owns the rules all carriers share: a version counter that "
-    "every successful public mutation bumps, mutability (the _is_mutable "
-    "hook, and not owned by a composite carrier), release, element access "
-    "with bounds checks, and the ownership protocol of composite carriers. "
-    "A subclass implements the storage hooks in Python: size(), dtype(), "
-    "get_value(i), new_like(values, *, mutable=True) and "
-    "allocate_like(size, *, mutable=True, dtype=None, empty=False), and "
-    "optionally _is_mutable(), set_value(i, v) and _release(). Carrier() "
-    "itself can be constructed; its storage hooks raise RuntimeError "
-    "('Tried to call pure virtual function \"Carrier::size\"', ...).\n\n"
-    "Returns:\n"
-    "    Carrier: a carrier whose hooks are its Python methods.\n\n"
-    "Examples:\n"
-    "    >>> class Squares(Carrier):\n"
-    "    ...     def size(self):\n"
-    "    ...         return 4\n"
-    "    ...     def dtype(self):\n"
-    "    ...         return DType.Any\n"
-    "    ...     def get_value(self, index):\n"
-    "    ...         return index * index\n"
-    "    >>> c = Squares()\n"
-    "    >>> c[3], c.is_mutable(), c.version\n"
-    "    (9, False, 0)\n"
-    "    >>> Carrier().size()\n"
-    "    Traceback (most recent call last):\n"
-    "    ...\n"
-    "    RuntimeError: Tried to call pure virtual function "
-    "\"Carrier::size\"\n");
-
-PyDoc_STRVAR(carrier_size_doc,
-             "size($self, /)\n--\n\n"
-             "The number of elements (a hook: subclasses implement it).\n\n"
-             "Returns:\n"
-             "    int: the element count.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class, 'Tried to call pure "
-             "virtual function \"Carrier::size\"'.\n\n"
-             "Examples:\n"
-             "    >>> CPU(3).size()\n"
-             "    3\n");
-
-PyDoc_STRVAR(carrier_dtype_doc,
-             "dtype($self, /)\n--\n\n"
-             "The element type (a hook: subclasses implement it).\n\n"
-             "Returns:\n"
-             "    DType: the carrier's dtype.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class (pure virtual).\n\n"
-             "Examples:\n"
-             "    >>> CPU(3).dtype()\n"
-             "    <DType.Float32: 'Float32'>\n");
-
-PyDoc_STRVAR(carrier_get_value_doc,
-             "get_value($self, index, /)\n--\n\n"
-             "Reads one element (a hook: subclasses implement it).\n\n"
-             "carrier[i] checks release and bounds, then calls this.\n\n"
-             "Args:\n"
-             "    index: the element, 0 <= index < size().\n\n"
-             "Returns:\n"
-             "    object: the element's value.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class (pure virtual).\n\n"
-             "Examples:\n"
-             "    >>> Generic([4, 5]).get_value(1)\n"
-             "    5\n");
-
-PyDoc_STRVAR(carrier_new_like_doc,
-             "new_like($self, /, values, *, mutable=True)\n--\n\n"
-             "A new carrier of this kind holding values (a hook).\n\n"
-             "Args:\n"
-             "    values: an iterable of element values; None marks a hole.\n"
-             "    mutable: whether the new carrier can be written.\n\n"
-             "Returns:\n"
-             "    Carrier: the new carrier.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class (pure virtual).\n\n"
-             "Examples:\n"
-             "    >>> CPU(1).new_like([1, None, 3])[1]\n"
-             "    0.0\n");
-
-PyDoc_STRVAR(carrier_allocate_like_doc,
-             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
-             "empty=False)\n--\n\n"
-             "Fresh storage of this kind (a hook: subclasses implement "
-             "it).\n\n"
-             "Args:\n"
-             "    size: the element count, >= 0.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: the element type; None means this carrier's.\n"
-             "    empty: skip zero-filling where the backend can.\n\n"
-             "Returns:\n"
-             "    Carrier: the new carrier.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class (pure virtual).\n\n"
-             "Examples:\n"
-             "    >>> CPU(1).allocate_like(3).size()\n"
-             "    3\n");
-
-PyDoc_STRVAR(carrier_scatter_doc,
-             "scatter($self, /, to_scatter, scatter_onto, mapping, "
-             "mapping_offset=0)\n--\n\n"
-             "Writes to_scatter[i] at scatter_onto.offset + mapping_offset + "
-             "mapping(i) of this carrier, for every logical i (a hook).\n\n"
-             "Args:\n"
-             "    to_scatter: the source Tensor.\n"
-             "    scatter_onto: a Tensor backed by this carrier; only its "
-             "offset is used.\n"
-             "    mapping: a Layout with the shape of to_scatter's layout.\n"
-             "    mapping_offset: added to every destination index, >= 0.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: on the base class (pure virtual).\n\n"
-             "Examples:\n"
-             "    >>> dst = CPU(4)\n"
-             "    >>> src = Tensor(CPU(1).new_like([1, 2]), 0, "
-             "Layout(Shape(2), Stride(1)))\n"
-             "    >>> dst.scatter(src, Tensor(dst, 0, Layout(Shape(4), "
-             "Stride(1))), Layout(Shape(2), Stride(2)))\n"
-             "    >>> list(dst)\n"
-             "    [1.0, 0.0, 2.0, 0.0]\n");
-
-PyDoc_STRVAR(carrier_is_mutable_doc,
-             "is_mutable($self, /)\n--\n\n"
-             "Whether public interfaces may write now.\n\n"
-             "True when the storage is intrinsically mutable (the "
-             "_is_mutable hook) and no composite carrier owns this one, or "
-             "its owner is accessing it on this thread.\n\n"
-             "Returns:\n"
-             "    bool: writable now.\n\n"
-             "Examples:\n"
-             "    >>> CPU(2).is_mutable(), CPU(2, mutable=False).is_mutable()\n"
-             "    (True, False)\n");
-
-PyDoc_STRVAR(carrier_is_owned_doc,
-             "is_owned($self, /)\n--\n\n"
-             "Whether a composite carrier holds the ownership token.\n\n"
-             "Returns:\n"
-             "    bool: owned by another carrier.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(2)\n"
-             "    >>> token = c._claim_ownership()\n"
-             "    >>> c.is_owned(), c.is_mutable()\n"
-             "    (True, False)\n");
-
-PyDoc_STRVAR(carrier_version_doc,
-             "The version counter: starts at 0; every successful public "
-             "mutation bumps it.\n\n"
-             "Every alias and view of the carrier sees the same number.\n\n"
-             "Returns:\n"
-             "    int: the version, >= 0.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(2)\n"
-             "    >>> c[0] = 1.5\n"
-             "    >>> c.version\n"
-             "    1\n");
-
-PyDoc_STRVAR(carrier_increment_version_doc,
-             "_increment_version($self, /)\n--\n\n"
-             "Bumps the version by one.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is owned by another carrier and "
-             "cannot be modified directly' without owner access.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(2)\n"
-             "    >>> c._increment_version()\n"
-             "    >>> c.version\n"
-             "    1\n");
-
-PyDoc_STRVAR(carrier_is_released_doc, "is_released($self, /)\n--\n\n"
-                                      "Whether release() has run.\n\n"
-                                      "Returns:\n"
-                                      "    bool: released.\n\n"
-                                      "Examples:\n"
-                                      "    >>> c = CPU(2)\n"
-                                      "    >>> c.release()\n"
-                                      "    >>> c.is_released()\n"
-                                      "    True\n");
-
-PyDoc_STRVAR(
-    carrier_release_doc,
-    "release($self, /)\n--\n\n"
-    "Frees the storage for good (idempotent; the version does not change).\n\n"
-    "Calls the _release hook once; afterwards every element access raises "
-    "RuntimeError('Carrier is released').\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Raises:\n"
-    "    RuntimeError: owned by another carrier without owner access.\n\n"
-    "Examples:\n"
-    "    >>> c = CPU(2)\n"
-    "    >>> c.release()\n"
-    "    >>> c[0]\n"
-    "    Traceback (most recent call last):\n"
-    "    ...\n"
-    "    RuntimeError: Carrier is released\n");
-
-PyDoc_STRVAR(carrier_dlpack_info_doc,
-             "dlpack_info($self, /)\n--\n\n"
-             "Where a DLPack export finds the data (a hook).\n\n"
-             "Tensor.__dlpack__ and __dlpack_device__ ask it on every call. "
-             "A carrier opts in by overriding it: 'pointer' is the integer "
-             "address the tensor offset counts from (non-zero when the "
-             "tensor has elements), 'device_type' and 'device_id' the "
-             "DLPack device, reported verbatim.\n\n"
-             "Returns:\n"
-             "    dict: 'pointer', 'device_type' and 'device_id' (any value "
-             "dict() accepts; more keys are ignored).\n\n"
-             "Raises:\n"
-             "    BufferError: 'DLPack is not supported for this carrier' "
-             "(the default).\n\n"
-             "Examples:\n"
-             "    >>> Generic([1]).dlpack_info()\n"
-             "    Traceback (most recent call last):\n"
-             "    ...\n"
-             "    BufferError: DLPack is not supported for this carrier\n");
-
-PyDoc_STRVAR(carrier_claim_ownership_doc,
-             "_claim_ownership($self, /)\n--\n\n"
-             "Makes a composite carrier the owner; returns its token.\n\n"
-             "Returns:\n"
-             "    int: the ownership token (tokens start at 1).\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is released', or 'Carrier is "
-             "already owned by another carrier'.\n\n"
-             "Examples:\n"
-             "    >>> CPU(1)._claim_ownership() > 0\n"
-             "    True\n");
-
-PyDoc_STRVAR(carrier_relinquish_ownership_doc,
-             "_relinquish_ownership($self, token, /)\n--\n\n"
-             "Gives the ownership up.\n\n"
-             "Args:\n"
-             "    token: the token _claim_ownership returned.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Invalid carrier ownership token', or "
-             "'Carrier ownership cannot be relinquished during owner "
-             "access'.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(1)\n"
-             "    >>> c._relinquish_ownership(c._claim_ownership())\n"
-             "    >>> c.is_owned()\n"
-             "    False\n");
-
-PyDoc_STRVAR(carrier_begin_owner_access_doc,
-             "_begin_owner_access($self, token, /)\n--\n\n"
-             "Starts (re-entrantly) the owner's privileged access on this "
-             "thread.\n\n"
-             "Args:\n"
-             "    token: the ownership token.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Invalid carrier ownership token', or "
-             "'Carrier is already being accessed by its owner on another "
-             "thread'.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(1)\n"
-             "    >>> t = c._claim_ownership()\n"
-             "    >>> c._begin_owner_access(t)\n"
-             "    >>> c.is_mutable(), c._has_owner_access()\n"
-             "    (True, True)\n");
-
-PyDoc_STRVAR(carrier_end_owner_access_doc,
-             "_end_owner_access($self, token, /)\n--\n\n"
-             "Ends one level of owner access.\n\n"
-             "Args:\n"
-             "    token: the ownership token.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Invalid carrier ownership token', or "
-             "'Carrier owner access must end on the thread where it "
-             "began'.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(1)\n"
-             "    >>> t = c._claim_ownership()\n"
-             "    >>> c._begin_owner_access(t)\n"
-             "    >>> c._end_owner_access(t)\n"
-             "    >>> c._has_owner_access()\n"
-             "    False\n");
-
-PyDoc_STRVAR(carrier_has_owner_access_doc,
-             "_has_owner_access($self, /)\n--\n\n"
-             "Whether this thread is inside the owner's access.\n\n"
-             "Returns:\n"
-             "    bool: owned, and accessed by the owner on this thread.\n\n"
-             "Examples:\n"
-             "    >>> CPU(1)._has_owner_access()\n"
-             "    False\n");
-
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -1708,52 +1407,41 @@ PyDoc_STRVAR(carrier_has_owner_access_doc,
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef carrier_methods[] = {
-    {"size", KW(carrier_size), METH_VARARGS | METH_KEYWORDS, carrier_size_doc},
-    {"dtype", KW(carrier_dtype), METH_VARARGS | METH_KEYWORDS,
-     carrier_dtype_doc},
-    {"get_value", KW(carrier_get_value), METH_VARARGS | METH_KEYWORDS,
-     carrier_get_value_doc},
-    {"new_like", KW(carrier_new_like), METH_VARARGS | METH_KEYWORDS,
-     carrier_new_like_doc},
+    {"size", KW(carrier_size), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"dtype", KW(carrier_dtype), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"get_value", KW(carrier_get_value), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"new_like", KW(carrier_new_like), METH_VARARGS | METH_KEYWORDS, NULL},
     {"allocate_like", KW(carrier_allocate_like), METH_VARARGS | METH_KEYWORDS,
-     carrier_allocate_like_doc},
-    {"scatter", KW(carrier_scatter), METH_VARARGS | METH_KEYWORDS,
-     carrier_scatter_doc},
-    {"is_mutable", carrier_is_mutable, METH_NOARGS, carrier_is_mutable_doc},
-    {"is_owned", carrier_is_owned, METH_NOARGS, carrier_is_owned_doc},
-    {"_increment_version", carrier_increment_version, METH_NOARGS,
-     carrier_increment_version_doc},
-    {"is_released", carrier_is_released, METH_NOARGS, carrier_is_released_doc},
-    {"release", carrier_release, METH_NOARGS, carrier_release_doc},
-    {"dlpack_info", carrier_dlpack_info, METH_NOARGS, carrier_dlpack_info_doc},
-    {"_claim_ownership", carrier_claim_ownership, METH_NOARGS,
-     carrier_claim_ownership_doc},
-    {"_relinquish_ownership", carrier_relinquish_ownership, METH_O,
-     carrier_relinquish_ownership_doc},
-    {"_begin_owner_access", carrier_begin_owner_access, METH_O,
-     carrier_begin_owner_access_doc},
-    {"_end_owner_access", carrier_end_owner_access, METH_O,
-     carrier_end_owner_access_doc},
-    {"_has_owner_access", carrier_has_owner_access, METH_NOARGS,
-     carrier_has_owner_access_doc},
-    {"dispatch_op", swpy_carrier_dispatch_op, METH_O,
-     swpy_carrier_dispatch_op_doc},
+     NULL},
+    {"scatter", KW(carrier_scatter), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"is_mutable", carrier_is_mutable, METH_NOARGS, NULL},
+    {"is_owned", carrier_is_owned, METH_NOARGS, NULL},
+    {"_increment_version", carrier_increment_version, METH_NOARGS, NULL},
+    {"is_released", carrier_is_released, METH_NOARGS, NULL},
+    {"release", carrier_release, METH_NOARGS, NULL},
+    {"dlpack_info", carrier_dlpack_info, METH_NOARGS, NULL},
+    {"_claim_ownership", carrier_claim_ownership, METH_NOARGS, NULL},
+    {"_relinquish_ownership", carrier_relinquish_ownership, METH_O, NULL},
+    {"_begin_owner_access", carrier_begin_owner_access, METH_O, NULL},
+    {"_end_owner_access", carrier_end_owner_access, METH_O, NULL},
+    {"_has_owner_access", carrier_has_owner_access, METH_NOARGS, NULL},
+    {"dispatch_op", swpy_carrier_dispatch_op, METH_O, NULL},
     /* Capability and storage-dtype queries (policy.c). */
     {"operation_capabilities", KW(swpy_carrier_operation_capabilities),
-     METH_VARARGS | METH_KEYWORDS, swpy_carrier_operation_capabilities_doc},
+     METH_VARARGS | METH_KEYWORDS, NULL},
     {"supports_operation_plan", swpy_carrier_supports_operation_plan, METH_O,
-     swpy_carrier_supports_operation_plan_doc},
+     NULL},
     {"unsupported_plan_reason", swpy_carrier_unsupported_plan_reason, METH_O,
-     swpy_carrier_unsupported_plan_reason_doc},
+     NULL},
     {"require_operation_plan", swpy_carrier_require_operation_plan, METH_O,
-     swpy_carrier_require_operation_plan_doc},
+     NULL},
     {"supports_storage_dtype", swpy_carrier_supports_storage_dtype, METH_O,
-     swpy_carrier_supports_storage_dtype_doc},
+     NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef carrier_getset[] = {
-    {"version", carrier_get_version, NULL, carrier_version_doc, NULL},
+    {"version", carrier_get_version, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1764,7 +1452,6 @@ static PyMemberDef carrier_members[] = {
 };
 
 static PyType_Slot carrier_slots[] = {
-    {Py_tp_doc, (void *)carrier_doc},
     {Py_tp_new, carrier_tp_new},
     {Py_tp_init, carrier_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},

@@ -190,180 +190,6 @@ static PyObject *cpu_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    cpu_doc,
-    "CPU(size, pointer=None, *, mutable=True, dtype=None, empty=False)\n--\n\n"
-    "Native memory of Float32, Int32 or Bool elements.\n\n"
-    "With no pointer the carrier owns a fresh 64-byte aligned buffer, "
-    "zero-filled unless empty=True. With a pointer (an int address, for "
-    "example array.array(...).buffer_info()[0]) it aliases the caller's "
-    "memory, which is never freed or initialised here. Float32 elements "
-    "read back as Python floats (widened from float32), Int32 as ints, "
-    "Bool as bools.\n\n"
-    "Args:\n"
-    "    size: the element count, >= 0.\n"
-    "    pointer: None, or the positive address of size elements.\n"
-    "    mutable: whether the carrier can be written.\n"
-    "    dtype: DType.Float32 (the default, also for None), DType.Int32 or "
-    "DType.Bool.\n"
-    "    empty: skip zero-filling a fresh buffer.\n\n"
-    "Returns:\n"
-    "    CPU: the carrier.\n\n"
-    "Raises:\n"
-    "    ValueError: 'CPU size must be non-negative', 'CPU dtype must be "
-    "DType.Float32, DType.Int32 or DType.Bool', 'CPU pointer must be a "
-    "positive integer address'.\n"
-    "    TypeError: a non-int size, or 'CPU pointer must be an integer "
-    "address or None'.\n\n"
-    "Examples:\n"
-    "    >>> c = CPU(3)\n"
-    "    >>> c[1] = 0.1\n"
-    "    >>> c[1], c.size(), c.dtype()\n"
-    "    (0.10000000149011612, 3, <DType.Float32: 'Float32'>)\n"
-    "    >>> CPU(2, dtype=DType.Int32)[0]\n"
-    "    0\n");
-
-PyDoc_STRVAR(cpu_size_doc, "size($self, /)\n--\n\n"
-                           "The number of elements; 0 after release.\n\n"
-                           "Returns:\n"
-                           "    int: the element count.\n\n"
-                           "Examples:\n"
-                           "    >>> CPU(4).size()\n"
-                           "    4\n");
-
-PyDoc_STRVAR(cpu_dtype_doc, "dtype($self, /)\n--\n\n"
-                            "The element type.\n\n"
-                            "Returns:\n"
-                            "    DType: Float32, Int32 or Bool.\n\n"
-                            "Examples:\n"
-                            "    >>> CPU(1, dtype=DType.Bool).dtype()\n"
-                            "    <DType.Bool: 'Bool'>\n");
-
-PyDoc_STRVAR(cpu_get_value_doc,
-             "get_value($self, index, /)\n--\n\n"
-             "Reads one element, range-checked.\n\n"
-             "Args:\n"
-             "    index: the element, 0 <= index < size().\n\n"
-             "Returns:\n"
-             "    float | int | bool: the value, by dtype.\n\n"
-             "Raises:\n"
-             "    IndexError: 'Carrier index out of range'.\n"
-             "    RuntimeError: 'Carrier is released'.\n\n"
-             "Examples:\n"
-             "    >>> CPU(2).get_value(1)\n"
-             "    0.0\n");
-
-PyDoc_STRVAR(
-    cpu_set_value_doc,
-    "set_value($self, index, value, /)\n--\n\n"
-    "Writes one element and bumps the version by one.\n\n"
-    "Float32 takes anything float() converts from a number (bool too; "
-    "ints too large become inf); Int32 takes integers (__index__) in int32 "
-    "range; Bool takes numbers (non-zero is True).\n\n"
-    "Args:\n"
-    "    index: the element, 0 <= index < size().\n"
-    "    value: the new value.\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Raises:\n"
-    "    RuntimeError: 'Carrier is not mutable', 'Carrier is released'.\n"
-    "    IndexError: 'Carrier index out of range'.\n"
-    "    TypeError: 'CPU value must be a number', 'CPU value must be an "
-    "integer'.\n"
-    "    OverflowError: 'CPU value is out of int32 range'.\n\n"
-    "Examples:\n"
-    "    >>> c = CPU(2, dtype=DType.Int32)\n"
-    "    >>> c.set_value(0, 7)\n"
-    "    >>> c[0], c.version\n"
-    "    (7, 1)\n");
-
-PyDoc_STRVAR(cpu_new_like_doc,
-             "new_like($self, /, values, *, mutable=True, dtype=None)\n--\n\n"
-             "A new CPU carrier holding values (None entries become 0).\n\n"
-             "Works after release.\n\n"
-             "Args:\n"
-             "    values: an iterable of numbers or None.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: the element type; None means this carrier's.\n\n"
-             "Returns:\n"
-             "    CPU: a carrier of len(values) elements.\n\n"
-             "Examples:\n"
-             "    >>> list(CPU(0, dtype=DType.Int32).new_like([1, None, 3]))\n"
-             "    [1, 0, 3]\n");
-
-PyDoc_STRVAR(cpu_allocate_like_doc,
-             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
-             "empty=False)\n--\n\n"
-             "A fresh CPU carrier, zero-filled unless empty=True.\n\n"
-             "Args:\n"
-             "    size: the element count, >= 0.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: the element type; None means this carrier's.\n"
-             "    empty: skip zero-filling.\n\n"
-             "Returns:\n"
-             "    CPU: the new carrier.\n\n"
-             "Raises:\n"
-             "    ValueError: 'CPU allocation size must be non-negative'.\n\n"
-             "Examples:\n"
-             "    >>> CPU(1).allocate_like(2, dtype=DType.Int32).dtype()\n"
-             "    <DType.Int32: 'Int32'>\n");
-
-PyDoc_STRVAR(cpu_pointer_doc,
-             "pointer($self, /)\n--\n\n"
-             "The address of the first element; 0 after release.\n\n"
-             "Returns:\n"
-             "    int: the buffer address.\n\n"
-             "Examples:\n"
-             "    >>> CPU(4).pointer() % 64\n"
-             "    0\n");
-
-PyDoc_STRVAR(cpu_dlpack_info_doc,
-             "dlpack_info($self, /)\n--\n\n"
-             "Where a DLPack export finds the data: host memory.\n\n"
-             "Returns:\n"
-             "    dict: {'pointer': address, 'device_type': 1, 'device_id': "
-             "0}; the pointer is 0 after release.\n\n"
-             "Examples:\n"
-             "    >>> info = CPU(1).dlpack_info()\n"
-             "    >>> info['device_type'], info['device_id']\n"
-             "    (1, 0)\n");
-
-PyDoc_STRVAR(
-    cpu_scatter_doc,
-    "scatter($self, /, to_scatter, scatter_onto, mapping, mapping_offset=0)"
-    "\n--\n\n"
-    "Copies to_scatter[i] to element scatter_onto.offset + mapping_offset + "
-    "mapping(i), for every logical i, in one pass; the version rises "
-    "once.\n\n"
-    "Int32 sources convert to float for a Float32 destination.\n\n"
-    "Args:\n"
-    "    to_scatter: a Tensor over a CPU carrier.\n"
-    "    scatter_onto: a Tensor over this carrier; only its offset is used.\n"
-    "    mapping: a Layout with the shape of to_scatter's layout.\n"
-    "    mapping_offset: added to every destination index, >= 0.\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Raises:\n"
-    "    TypeError: 'scatter_onto must be a Tensor', 'scatter_onto must be "
-    "backed by a CPU carrier' (the same for to_scatter), 'mapping must be "
-    "a Layout', 'cannot scatter Float32 values into an Int32 CPU "
-    "carrier'.\n"
-    "    ValueError: 'mapping_offset must be non-negative', 'scatter_onto "
-    "must be backed by this carrier', 'mapping shape must match to_scatter "
-    "layout shape', 'scatter mapping exceeds destination carrier size'.\n"
-    "    RuntimeError: 'Carrier is not mutable', 'scatter_onto carrier is "
-    "released', 'to_scatter carrier is released'.\n\n"
-    "Examples:\n"
-    "    >>> dst = CPU(3)\n"
-    "    >>> src = Tensor(CPU(1).new_like([5, 6]), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> dst.scatter(src, Tensor(dst, 1, Layout(Shape(2), Stride(1))), "
-    "Layout(Shape(2), Stride(1)))\n"
-    "    >>> list(dst), dst.version\n"
-    "    ([0.0, 5.0, 6.0], 1)\n");
-
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -374,24 +200,21 @@ PyDoc_STRVAR(
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef cpu_methods[] = {
-    {"size", swpy_carrier_size, METH_NOARGS, cpu_size_doc},
-    {"dtype", swpy_carrier_dtype, METH_NOARGS, cpu_dtype_doc},
-    {"get_value", swpy_carrier_get_value, METH_O, cpu_get_value_doc},
-    {"set_value", KW(swpy_carrier_set_value), METH_FASTCALL, cpu_set_value_doc},
-    {"new_like", KW(cpu_new_like), METH_VARARGS | METH_KEYWORDS,
-     cpu_new_like_doc},
+    {"size", swpy_carrier_size, METH_NOARGS, NULL},
+    {"dtype", swpy_carrier_dtype, METH_NOARGS, NULL},
+    {"get_value", swpy_carrier_get_value, METH_O, NULL},
+    {"set_value", KW(swpy_carrier_set_value), METH_FASTCALL, NULL},
+    {"new_like", KW(cpu_new_like), METH_VARARGS | METH_KEYWORDS, NULL},
     {"allocate_like", KW(cpu_allocate_like), METH_VARARGS | METH_KEYWORDS,
-     cpu_allocate_like_doc},
-    {"pointer", cpu_pointer, METH_NOARGS, cpu_pointer_doc},
-    {"dlpack_info", cpu_dlpack_info, METH_NOARGS, cpu_dlpack_info_doc},
-    {"scatter", KW(cpu_scatter), METH_VARARGS | METH_KEYWORDS, cpu_scatter_doc},
-    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O,
-     swpy_cpu_dispatch_hook_doc},
+     NULL},
+    {"pointer", cpu_pointer, METH_NOARGS, NULL},
+    {"dlpack_info", cpu_dlpack_info, METH_NOARGS, NULL},
+    {"scatter", KW(cpu_scatter), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot cpu_slots[] = {
-    {Py_tp_doc, (void *)cpu_doc},
     {Py_tp_new, swpy_backend_new},
     {Py_tp_init, cpu_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},

@@ -392,19 +392,6 @@ done:
 
 /* ----------------------------------------------------------- functions */
 
-PyDoc_STRVAR(define_doc,
-             "_define_operation(name, operands, options, has_vjp, "
-             "non_differentiable, definition) -> int\n\n"
-             "Registers a Python definition in the library's registry and "
-             "returns its id.\n\n"
-             "Args:\n"
-             "    name: the namespaced name.\n"
-             "    operands: (name, kind index, differentiable) tuples.\n"
-             "    options: (name, required, default) tuples.\n"
-             "    has_vjp: the definition has a VJP callable.\n"
-             "    non_differentiable: its vjp is NON_DIFFERENTIABLE.\n"
-             "    definition: the OperationDefinition, kept for ever.\n");
-
 static PyObject *define_operation(PyObject *module, PyObject *const *args,
                                   Py_ssize_t nargs) {
     if (nargs != 6 || !PyUnicode_Check(args[0]) || !PyTuple_Check(args[1]) ||
@@ -526,12 +513,6 @@ static int arg_from_py(swpy_state *st, PyObject *o, sw_arg *out) {
     return 0;
 }
 
-PyDoc_STRVAR(call_doc,
-             "_definition_call(id, definition, operands, options) -> tuple\n\n"
-             "Calls a registered Python definition through the library.\n\n"
-             "Returns:\n"
-             "    tuple[Tensor, ...]: the results.\n");
-
 static PyObject *definition_call(PyObject *module, PyObject *const *args,
                                  Py_ssize_t nargs) {
     swpy_state *st = swpy_module_state(module);
@@ -608,11 +589,6 @@ static PyObject *definition_call(PyObject *module, PyObject *const *args,
     return r;
 }
 
-PyDoc_STRVAR(register_doc,
-             "_register_definition_layer(ProviderContractError, VJPContext, "
-             "_execute_reference, _call_vjp)\n\n"
-             "Gives the binding the Python layer's names.\n");
-
 static PyObject *register_layer(PyObject *module, PyObject *const *args,
                                 Py_ssize_t nargs) {
     if (nargs != 4) {
@@ -629,10 +605,6 @@ static PyObject *register_layer(PyObject *module, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(is_defined_doc,
-             "_is_defined_operation(name) -> bool\n\n"
-             "Whether name is an operation defined at run time.\n");
-
 static PyObject *is_defined(PyObject *module, PyObject *name) {
     (void)module;
     if (!PyUnicode_Check(name)) {
@@ -645,12 +617,6 @@ static PyObject *is_defined(PyObject *module, PyObject *name) {
     const sw_op_info *info = sw_op_info_find(s);
     return PyBool_FromLong(info != NULL && info->id >= SW_OP_BUILTIN_COUNT);
 }
-
-PyDoc_STRVAR(node_doc,
-             "_definition_node(op) -> (invocation or None, saved tuple) or "
-             "None\n\n"
-             "What a defined operation's autograd node keeps now; None for "
-             "another operation.\n");
 
 PyObject *swpy_definition_invocation(sw_op *op) {
     const sw_resolution *res = sw_op_definition_result(op) >= 0
@@ -701,13 +667,13 @@ static PyObject *definition_node(PyObject *module, PyObject *tensor) {
 
 static PyMethodDef definition_methods[] = {
     {"_define_operation", (PyCFunction)(void (*)(void))define_operation,
-     METH_FASTCALL, define_doc},
+     METH_FASTCALL, NULL},
     {"_definition_call", (PyCFunction)(void (*)(void))definition_call,
-     METH_FASTCALL, call_doc},
+     METH_FASTCALL, NULL},
     {"_register_definition_layer", (PyCFunction)(void (*)(void))register_layer,
-     METH_FASTCALL, register_doc},
-    {"_is_defined_operation", is_defined, METH_O, is_defined_doc},
-    {"_definition_node", definition_node, METH_O, node_doc},
+     METH_FASTCALL, NULL},
+    {"_is_defined_operation", is_defined, METH_O, NULL},
+    {"_definition_node", definition_node, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

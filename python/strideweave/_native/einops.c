@@ -400,12 +400,6 @@ static int check_command(PyObject *command) {
     return 0;
 }
 
-PyDoc_STRVAR(register_doc,
-             "_einops_register($module, token, layout_reference, "
-             "rearrange_spec, reduce_spec, einsum_spec, /)\n--\n\n"
-             "Registers the classes of strideweave.einops (called once at "
-             "its import; not part of the public API).\n");
-
 static PyObject *einops_register(PyObject *module, PyObject *const *args,
                                  Py_ssize_t nargs) {
     swpy_state *st = swpy_module_state(module);
@@ -430,10 +424,6 @@ static PyObject *einops_register(PyObject *module, PyObject *const *args,
     }
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(lex_doc, "_einops_lex($module, command, /)\n--\n\n"
-                      "The tokens of a layout command (see "
-                      "strideweave.einops.lex).\n");
 
 static PyObject *einops_lex(PyObject *module, PyObject *command) {
     swpy_state *st = swpy_module_state(module);
@@ -518,11 +508,6 @@ done:
     return rc;
 }
 
-PyDoc_STRVAR(parse_layout_ref_doc,
-             "_einops_parse_layout_ref($module, tokens, /)\n--\n\n"
-             "Parses Token objects as one layout reference (see "
-             "strideweave.einops.parse_layout_ref).\n");
-
 static PyObject *einops_parse_layout_ref(PyObject *module, PyObject *tokens) {
     swpy_state *st = swpy_module_state(module);
     if (require_classes(st) < 0) {
@@ -557,11 +542,6 @@ done:
     return r;
 }
 
-PyDoc_STRVAR(parse_doc,
-             "_einops_parse($module, kind, command, /)\n--\n\n"
-             "The cached spec of a command: kind 0 rearrange, 1 reduce, 2 "
-             "einsum (see strideweave.einops.parse_rearrange).\n");
-
 static PyObject *einops_parse(PyObject *module, PyObject *const *args,
                               Py_ssize_t nargs) {
     swpy_state *st = swpy_module_state(module);
@@ -589,10 +569,6 @@ static PyObject *einops_parse(PyObject *module, PyObject *const *args,
     return spec;
 }
 
-PyDoc_STRVAR(rearrange_doc, "_einops_rearrange($module, tensor, description, "
-                            "/)\n--\n\n"
-                            "strideweave.einops.rearrange.\n");
-
 static PyObject *einops_rearrange(PyObject *module, PyObject *const *args,
                                   Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -605,10 +581,6 @@ static PyObject *einops_rearrange(PyObject *module, PyObject *const *args,
     return swpy_einops_rearrange(swpy_module_state(module), args[0], args[1]);
 }
 
-PyDoc_STRVAR(reduce_doc, "_einops_reduce($module, tensor, description, "
-                         "/)\n--\n\n"
-                         "strideweave.einops.reduce.\n");
-
 static PyObject *einops_reduce(PyObject *module, PyObject *const *args,
                                Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -620,10 +592,6 @@ static PyObject *einops_reduce(PyObject *module, PyObject *const *args,
     }
     return swpy_einops_reduce(swpy_module_state(module), args[0], args[1]);
 }
-
-PyDoc_STRVAR(einsum_doc, "_einops_einsum($module, lhs, rhs, description, "
-                         "/)\n--\n\n"
-                         "strideweave.einops.einsum.\n");
 
 static PyObject *einops_einsum(PyObject *module, PyObject *const *args,
                                Py_ssize_t nargs) {
@@ -646,14 +614,13 @@ static PyObject *einops_einsum(PyObject *module, PyObject *const *args,
 #define FC(f) ((PyCFunction)(void (*)(void))(f)), METH_FASTCALL
 
 static PyMethodDef einops_methods[] = {
-    {"_einops_register", FC(einops_register), register_doc},
-    {"_einops_lex", einops_lex, METH_O, lex_doc},
-    {"_einops_parse_layout_ref", einops_parse_layout_ref, METH_O,
-     parse_layout_ref_doc},
-    {"_einops_parse", FC(einops_parse), parse_doc},
-    {"_einops_rearrange", FC(einops_rearrange), rearrange_doc},
-    {"_einops_reduce", FC(einops_reduce), reduce_doc},
-    {"_einops_einsum", FC(einops_einsum), einsum_doc},
+    {"_einops_register", FC(einops_register), NULL},
+    {"_einops_lex", einops_lex, METH_O, NULL},
+    {"_einops_parse_layout_ref", einops_parse_layout_ref, METH_O, NULL},
+    {"_einops_parse", FC(einops_parse), NULL},
+    {"_einops_rearrange", FC(einops_rearrange), NULL},
+    {"_einops_reduce", FC(einops_reduce), NULL},
+    {"_einops_einsum", FC(einops_einsum), NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -144,193 +144,6 @@ static PyObject *file_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     return NULL;
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    file_doc,
-    "FileBacked(filename=None, *, mutable=True, dtype=DType.Floating)\n--\n\n"
-    "Raw numeric values in a binary file, in native byte order.\n\n"
-    "Floating values are 8-byte doubles, Float32 and Int32 values 4 bytes. "
-    "A new carrier has size 0; _allocate and allocate_like make room "
-    "(zero-filled). Elements are read and written in the file directly, so "
-    "memory use does not grow with the file. With no filename the file is "
-    "a private temporary without a name in the file system, gone on "
-    "release, on garbage collection and however the process ends. A "
-    "filename is a path that is created exclusively (empty, reserving the "
-    "name), made absolute and kept; a move that grows the empty file shows "
-    "its values under the name only once they are all written. I/O "
-    "failures raise OSError and leave the carrier and its values as they "
-    "were. For storage and movement only: FileBacked carriers run no "
-    "computation.\n\n"
-    "Args:\n"
-    "    filename: None, or the path of a file to create (str, bytes or "
-    "os.PathLike).\n"
-    "    mutable: whether the carrier can be written.\n"
-    "    dtype: DType.Floating, DType.Float32 or DType.Int32.\n\n"
-    "Returns:\n"
-    "    FileBacked: the carrier.\n\n"
-    "Raises:\n"
-    "    TypeError: 'FileBacked dtype must be a DType'.\n"
-    "    ValueError: 'FileBacked dtype must be DType.Floating, DType.Float32, "
-    "or DType.Int32'.\n"
-    "    FileExistsError: the file exists already.\n"
-    "    OSError: the file cannot be created.\n\n"
-    "Examples:\n"
-    "    >>> f = FileBacked(dtype=DType.Int32)\n"
-    "    >>> f.size()\n"
-    "    0\n"
-    "    >>> f._allocate(3)\n"
-    "    >>> f[2] = 7\n"
-    "    >>> list(f), f.size()\n"
-    "    ([0, 0, 7], 3)\n"
-    "    >>> f.path.exists()\n"
-    "    False\n");
-
-PyDoc_STRVAR(file_path_doc,
-             "The file's absolute path.\n\n"
-             "A temporary has no name in the file system; its path is the "
-             "directory it lives in joined with strideweave-<pid>-<n>, a "
-             "name that does not exist.\n\n"
-             "Returns:\n"
-             "    pathlib.Path: the path (resolved at construction).\n\n"
-             "Examples:\n"
-             "    >>> FileBacked().path.is_absolute()\n"
-             "    True\n");
-
-PyDoc_STRVAR(file_size_doc,
-             "size($self, /)\n--\n\n"
-             "The number of elements in the file, read from the file on each "
-             "call; 0 after release.\n\n"
-             "Returns:\n"
-             "    int: the file size divided by the item size.\n\n"
-             "Examples:\n"
-             "    >>> FileBacked().size()\n"
-             "    0\n");
-
-PyDoc_STRVAR(file_dtype_doc, "dtype($self, /)\n--\n\n"
-                             "The element type.\n\n"
-                             "Returns:\n"
-                             "    DType: Floating, Float32 or Int32.\n\n"
-                             "Examples:\n"
-                             "    >>> FileBacked().dtype()\n"
-                             "    <DType.Floating: 'Floating'>\n");
-
-PyDoc_STRVAR(file_get_value_doc,
-             "get_value($self, index, /)\n--\n\n"
-             "Reads one element from the file.\n\n"
-             "Args:\n"
-             "    index: the element, 0 <= index < size().\n\n"
-             "Returns:\n"
-             "    float | int: the value (Float32 values widened to "
-             "double).\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is released'.\n"
-             "    IndexError: 'Carrier index out of range'.\n"
-             "    OSError: the read failed.\n\n"
-             "Examples:\n"
-             "    >>> f = FileBacked()\n"
-             "    >>> f._allocate(1)\n"
-             "    >>> f.get_value(0)\n"
-             "    0.0\n");
-
-PyDoc_STRVAR(file_set_value_doc,
-             "set_value($self, index, value, /)\n--\n\n"
-             "Writes one element to the file and bumps the version.\n\n"
-             "Args:\n"
-             "    index: the element, 0 <= index < size().\n"
-             "    value: a number (an integer for Int32).\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is not mutable', 'Carrier is "
-             "released'.\n"
-             "    IndexError: 'Carrier index out of range'.\n"
-             "    TypeError: 'FileBacked value must be a number', 'FileBacked "
-             "value must be an integer'.\n"
-             "    OverflowError: 'FileBacked value is out of int32 range'.\n"
-             "    OSError: the write failed; the element is unchanged.\n\n"
-             "Examples:\n"
-             "    >>> f = FileBacked(dtype=DType.Float32)\n"
-             "    >>> f._allocate(1)\n"
-             "    >>> f.set_value(0, 0.1)\n"
-             "    >>> f[0], f.version\n"
-             "    (0.10000000149011612, 1)\n");
-
-PyDoc_STRVAR(file_new_like_doc,
-             "new_like($self, /, values, *, mutable=True, dtype=None)\n--\n\n"
-             "A new temporary FileBacked holding values (None entries are "
-             "zero; exact FileBacked only).\n\n"
-             "Args:\n"
-             "    values: an iterable of numbers or None.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: the element type; None means this carrier's.\n\n"
-             "Returns:\n"
-             "    FileBacked: the new carrier.\n\n"
-             "Raises:\n"
-             "    NotImplementedError: 'FileBacked carrier factory only "
-             "supports exact FileBacked carriers' on a subclass.\n\n"
-             "Examples:\n"
-             "    >>> list(FileBacked().new_like([1, None, 2.5]))\n"
-             "    [1.0, 0.0, 2.5]\n");
-
-PyDoc_STRVAR(file_allocate_like_doc,
-             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
-             "empty=False)\n--\n\n"
-             "A new temporary FileBacked of size zero elements.\n\n"
-             "Args:\n"
-             "    size: the element count, >= 0.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: the element type; None means this carrier's.\n"
-             "    empty: ignored (files are zero-filled).\n\n"
-             "Returns:\n"
-             "    FileBacked: the new carrier.\n\n"
-             "Raises:\n"
-             "    ValueError: 'FileBacked allocation size must be "
-             "non-negative'.\n\n"
-             "Examples:\n"
-             "    >>> FileBacked().allocate_like(4).size()\n"
-             "    4\n");
-
-PyDoc_STRVAR(file_allocate_doc,
-             "_allocate($self, size, /)\n--\n\n"
-             "Truncates or extends the file to size elements (new ones are "
-             "zero).\n\n"
-             "Args:\n"
-             "    size: the element count, >= 0.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    ValueError: 'FileBacked allocation size must be "
-             "non-negative'.\n"
-             "    RuntimeError: 'Carrier is released'.\n\n"
-             "Examples:\n"
-             "    >>> f = FileBacked()\n"
-             "    >>> f._allocate(2)\n"
-             "    >>> f.size()\n"
-             "    2\n");
-
-PyDoc_STRVAR(file_scatter_doc,
-             "scatter($self, /, to_scatter, scatter_onto, mapping, "
-             "mapping_offset=0)\n--\n\n"
-             "Not supported: FileBacked carriers are for storage and "
-             "movement.\n\n"
-             "Args:\n"
-             "    to_scatter: ignored.\n"
-             "    scatter_onto: ignored.\n"
-             "    mapping: ignored.\n"
-             "    mapping_offset: ignored.\n\n"
-             "Returns:\n"
-             "    None: never returns.\n\n"
-             "Raises:\n"
-             "    NotImplementedError: 'FileBacked carriers do not support "
-             "scatter'.\n\n"
-             "Examples:\n"
-             "    >>> FileBacked().scatter(None, None, None)\n"
-             "    Traceback (most recent call last):\n"
-             "    ...\n"
-             "    NotImplementedError: FileBacked carriers do not support "
-             "scatter\n");
-
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -341,28 +154,24 @@ PyDoc_STRVAR(file_scatter_doc,
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef file_methods[] = {
-    {"size", swpy_carrier_size, METH_NOARGS, file_size_doc},
-    {"dtype", swpy_carrier_dtype, METH_NOARGS, file_dtype_doc},
-    {"get_value", swpy_carrier_get_value, METH_O, file_get_value_doc},
-    {"set_value", KW(swpy_carrier_set_value), METH_FASTCALL,
-     file_set_value_doc},
-    {"new_like", KW(file_new_like), METH_VARARGS | METH_KEYWORDS,
-     file_new_like_doc},
+    {"size", swpy_carrier_size, METH_NOARGS, NULL},
+    {"dtype", swpy_carrier_dtype, METH_NOARGS, NULL},
+    {"get_value", swpy_carrier_get_value, METH_O, NULL},
+    {"set_value", KW(swpy_carrier_set_value), METH_FASTCALL, NULL},
+    {"new_like", KW(file_new_like), METH_VARARGS | METH_KEYWORDS, NULL},
     {"allocate_like", KW(file_allocate_like), METH_VARARGS | METH_KEYWORDS,
-     file_allocate_like_doc},
-    {"_allocate", file_allocate, METH_O, file_allocate_doc},
-    {"scatter", KW(file_scatter), METH_VARARGS | METH_KEYWORDS,
-     file_scatter_doc},
+     NULL},
+    {"_allocate", file_allocate, METH_O, NULL},
+    {"scatter", KW(file_scatter), METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef file_getset[] = {
-    {"path", file_get_path, NULL, file_path_doc, NULL},
+    {"path", file_get_path, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot file_slots[] = {
-    {Py_tp_doc, (void *)file_doc},
     {Py_tp_new, swpy_backend_new},
     {Py_tp_init, file_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},

@@ -327,8 +327,7 @@ static PyObject *fn_set_grad_enabled(PyObject *m, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------- documentation */
-
+/* The pieces of the registered forms' docstrings. */
 #define SETUP_X                                                                \
     "    >>> x = Tensor(Generic([1.0, -2.0]), 0, Layout(Shape(2), "            \
     "Stride(1)))\n"
@@ -349,217 +348,6 @@ static PyObject *fn_set_grad_enabled(PyObject *m, PyObject *const *args,
 #define RETURNS_ELEMENTWISE                                                    \
     "Returns:\n"                                                               \
     "    Tensor: a fresh tensor with the input's layout (offset 0).\n\n"
-
-PyDoc_STRVAR(
-    matmul_doc,
-    "matmul($module, lhs, rhs)\n--\n\n"
-    "Contracts the second mode of both operands: out[i, j] = sum over k of "
-    "lhs[i, k] * rhs[j, k], that is lhs @ rhs.T.\n\n"
-    "The output layout is canonical column-major over (lhs mode 0, rhs "
-    "mode 0), nesting kept.\n\n"
-    "Args:\n"
-    "    lhs: a two-mode Tensor.\n"
-    "    rhs: a two-mode Tensor whose second mode has lhs's logical size, "
-    "over a carrier of exactly the same class.\n\n"
-    "Returns:\n"
-    "    Tensor: the product.\n\n"
-    "Raises:\n"
-    "    TypeError: 'lhs must be a Tensor', 'rhs must be a Tensor', 'Tensor "
-    "backing carriers must match'.\n"
-    "    ValueError: 'lhs must have a two-mode layout', 'rhs must have a "
-    "two-mode layout', 'Matmul inner dimensions must match'.\n\n"
-    "Examples:\n"
-    "    >>> a = Tensor(Generic([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), 0, "
-    "Layout(Shape(2, 3), Stride(1, 2)))\n"
-    "    >>> b = Tensor(Generic([1.0, 1.0, 1.0]), 0, Layout(Shape(1, 3), "
-    "Stride(1, 1)))\n"
-    "    >>> y = matmul(a, b)\n"
-    "    >>> y.layout, y[0, 0], y[1, 0]\n"
-    "    ((2,1):(1,2), 9.0, 12.0)\n");
-
-PyDoc_STRVAR(
-    mul_doc,
-    "mul($module, tensor, scalar)\n--\n\n"
-    "tensor * scalar per element; with a Tensor scalar this is "
-    "elementwise_mul(tensor, scalar).\n\n"
-    "Args:\n" ARG_TENSOR
-    "    scalar: a number (bool included), or a Tensor.\n\n" RETURNS_ELEMENTWISE
-    "Raises:\n"
-    "    TypeError: 'tensor must be a Tensor', 'scalar must be a "
-    "numerical scalar'.\n\n"
-    "Examples:\n" SETUP_X "    >>> y = mul(x, 3)\n"
-    "    >>> y[1], y.autograd_ctx.ctx['scalar']\n"
-    "    (-6.0, 3)\n");
-
-PyDoc_STRVAR(neg_doc, "neg($module, tensor)\n--\n\n"
-                      "-tensor, exactly mul(tensor, -1).\n\n"
-                      "Args:\n" ARG_TENSOR "\n" RETURNS_ELEMENTWISE RAISES_UNARY
-                      "Examples:\n" SETUP_X "    >>> neg(x)[1]\n"
-                      "    2.0\n");
-
-PyDoc_STRVAR(pow_doc,
-             "pow($module, tensor, exponent)\n--\n\n"
-             "tensor ** exponent per element, for a scalar exponent.\n\n"
-             "Generic computes with Python's ** (ints stay ints); CPU in "
-             "float32, or exact checked powers for Int32.\n\n"
-             "Args:\n" ARG_TENSOR
-             "    exponent: a number (not a Tensor).\n\n" RETURNS_ELEMENTWISE
-             "Raises:\n"
-             "    TypeError: 'tensor must be a Tensor', 'exponent must be a "
-             "numerical scalar'.\n\n"
-             "Examples:\n"
-             "    >>> t = Tensor(Generic([1, 2, 3]), 0, Layout(Shape(3), "
-             "Stride(1)))\n"
-             "    >>> y = pow(t, 3)\n"
-             "    >>> y[0], y[1], y[2]\n"
-             "    (1, 8, 27)\n");
-
-PyDoc_STRVAR(
-    view_doc,
-    "view($module, tensor, key)\n--\n\n"
-    "A view: one key per top-level mode. An int removes the mode (its "
-    "offset is added); a slice (step None or 1, non-empty) keeps part of a "
-    "leaf mode, and only the whole slice [:] is allowed on a nested mode. "
-    "t[...] with a slice anywhere in the key calls this.\n\n"
-    "Args:\n" ARG_TENSOR
-    "    key: a tuple with one int or slice per top-level mode; anything "
-    "else is taken as a 1-tuple.\n\n"
-    "Returns:\n"
-    "    Tensor: a view over the same carrier.\n\n"
-    "Raises:\n"
-    "    TypeError: 'tensor must be a Tensor', 'View key must be an integer "
-    "or slice'.\n"
-    "    ValueError: 'View keys must include exactly one key per top-level "
-    "mode', 'View slices do not support steps', 'View slices must be "
-    "non-empty', 'Only whole slices are supported for non-leaf modes', "
-    "'View integer key is out of domain'.\n\n"
-    "Examples:\n"
-    "    >>> g = Generic([float(i) for i in range(50)])\n"
-    "    >>> x = Tensor(g, 0, Layout(Shape(5, 10), Stride(1, 5)))\n"
-    "    >>> v = view(x, (2, slice(2, 5)))\n"
-    "    >>> v.layout, v.offset, v.carrier is g, v[0]\n"
-    "    (3:5, 12, True, 12.0)\n");
-
-PyDoc_STRVAR(permute_doc,
-             "permute($module, tensor, /, *order)\n--\n\n"
-             "A view with the top-level modes reordered (each moved whole); "
-             "order is variadic or one list or tuple.\n\n"
-             "Args:\n" ARG_TENSOR
-             "    *order: a permutation of range(rank), exact ints.\n\n"
-             "Returns:\n"
-             "    Tensor: a view over the same carrier.\n\n"
-             "Raises:\n"
-             "    TypeError: 'tensor must be a Tensor', 'Permutation "
-             "dimensions must be integers'.\n"
-             "    ValueError: 'Permutation dimensions must reorder every "
-             "layout mode'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic(list(range(6))), 0, "
-             "Layout(Shape(2, 3), Stride(1, 2)))\n"
-             "    >>> permute(x, 1, 0).layout, permute(x, [1, 0])[2, 1]\n"
-             "    ((3,2):(2,1), 5)\n");
-
-PyDoc_STRVAR(
-    rearrange_doc,
-    "rearrange($module, tensor, output, selection=None)\n--\n\n"
-    "A view whose layout is Layout.rearrange(tensor.layout, output, "
-    "selection); a str output is a layout command, run by "
-    "strideweave.einops.rearrange.\n\n"
-    "Args:\n" ARG_TENSOR
-    "    output: a Tree of Node.id(k) markers (and Node.Leaf singletons), or "
-    "a command string such as 'a b -> b a'.\n"
-    "    selection: a Tree saying which pieces are extracted, or None for "
-    "every leaf of the layout (None only with a str output).\n\n"
-    "Returns:\n"
-    "    Tensor: a view over the same carrier, at the same offset.\n\n"
-    "Raises:\n"
-    "    TypeError: 'tensor must be a Tensor', 'output must be a Tree', "
-    "'selection must be a Tree or None', 'String rearrange descriptions do "
-    "not accept an explicit selection'.\n"
-    "    ValueError: from Layout.rearrange or the command parser.\n\n"
-    "Examples:\n"
-    "    >>> x = Tensor(Generic(list(range(24))), 0, Layout(Shape(2, 3, 4), "
-    "Stride(1, 2, 6)))\n"
-    "    >>> rearrange(x, Tree(Node.id(2), Node.id(0), Node.id(1))).layout\n"
-    "    (4,2,3):(6,1,2)\n"
-    "    >>> rearrange(x, 'a b c -> c (a b)').layout\n"
-    "    (4,(2,3)):(6,(1,2))\n");
-
-PyDoc_STRVAR(
-    reduce_doc,
-    "reduce($module, tensor, description=<unset>)\n--\n\n"
-    "out[i] = sum over j of tensor[i, j] for a two-mode tensor. The output "
-    "layout is canonical column-major over mode 0 (one nesting level "
-    "flattened). With a description, strideweave.einops.reduce.\n\n"
-    "Args:\n" ARG_TENSOR
-    "    description: a reduce command such as 'a b -> a'; omitted for the "
-    "two-mode form.\n\n"
-    "Returns:\n"
-    "    Tensor: the sums.\n\n"
-    "Raises:\n"
-    "    TypeError: 'tensor must be a Tensor', 'description must be a str' "
-    "(None included).\n"
-    "    ValueError: 'tensor must have a two-mode layout', or from the "
-    "command parser.\n\n"
-    "Examples:\n"
-    "    >>> x = Tensor(Generic([1, 2, 3, 4, 5, 6]), 0, Layout(Shape(2, 3), "
-    "Stride(1, 2)))\n"
-    "    >>> y = reduce(x)\n"
-    "    >>> y.layout, y[0], y[1]\n"
-    "    (2:1, 9, 12)\n"
-    "    >>> reduce(x, 'a b -> 1')[0]\n"
-    "    21\n");
-
-PyDoc_STRVAR(
-    einsum_doc,
-    "einsum($module, lhs, rhs, description)\n--\n\n"
-    "A contraction described by a layout command string "
-    "(strideweave.einops.einsum): shared symbols absent from the output are "
-    "summed over; shared symbols the output names are batch symbols.\n\n"
-    "Args:\n"
-    "    lhs: the left Tensor.\n"
-    "    rhs: the right Tensor.\n"
-    "    description: the command, such as 'a b, c b -> a c'.\n\n"
-    "Returns:\n"
-    "    Tensor: the contraction.\n\n"
-    "Raises:\n"
-    "    TypeError: 'description must be a str', 'lhs must be a Tensor', "
-    "'rhs must be a Tensor', 'Tensor backing carriers must match'.\n"
-    "    ValueError: from the command parser, and \"Einsum shared dimension "
-    "'b' has mismatched logical size\".\n\n"
-    "Examples:\n"
-    "    >>> a = Tensor(Generic([1.0, 2.0, 3.0, 4.0]), 0, Layout(Shape(2, 2), "
-    "Stride(1, 2)))\n"
-    "    >>> y = einsum(a, a, 'i k, j k -> i j')\n"
-    "    >>> y.layout, y[0, 1]\n"
-    "    ((2,2):(1,2), 14.0)\n"
-    "    >>> einsum(None, None, 1)\n"
-    "    Traceback (most recent call last):\n"
-    "    ...\n"
-    "    TypeError: description must be a str\n");
-
-PyDoc_STRVAR(is_grad_enabled_doc,
-             "is_grad_enabled($module, /)\n--\n\n"
-             "Whether operations record the autograd graph on this thread "
-             "(True by default in every thread).\n\n"
-             "Returns:\n"
-             "    bool: the grad mode of the calling thread.\n\n"
-             "Examples:\n"
-             "    >>> is_grad_enabled()\n"
-             "    True\n");
-
-PyDoc_STRVAR(set_grad_enabled_doc,
-             "set_grad_enabled($module, enabled)\n--\n\n"
-             "Sets the grad mode of the calling thread.\n\n"
-             "Args:\n"
-             "    enabled: any object; its truth value is used.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Examples:\n"
-             "    >>> set_grad_enabled(0)\n"
-             "    >>> is_grad_enabled()\n"
-             "    False\n"
-             "    >>> set_grad_enabled(True)\n");
 
 /* ------------------------------------- forms made from the registry */
 
@@ -707,31 +495,6 @@ static PyObject *fn_axpy(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(axpy_doc,
-             "_axpy($module, y, alpha, x, /)\n--\n\n"
-             "In place y += alpha * x for CPU Float32 tensors of one shape "
-             "(their layouts and offsets may differ), computed in double and "
-             "rounded once; y's version rises by one. The optimizers' "
-             "step.\n\n"
-             "Args:\n"
-             "    y: the Tensor updated.\n"
-             "    alpha: a real number.\n"
-             "    x: the Tensor added.\n\n"
-             "Returns:\n    None.\n\n"
-             "Raises:\n"
-             "    TypeError: 'y must be a Tensor', 'axpy needs CPU tensors', "
-             "'axpy needs Float32 tensors'.\n"
-             "    ValueError: 'axpy operands must have the same shape'.\n"
-             "    RuntimeError: 'Carrier is released', 'Carrier is not "
-             "mutable'.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave._native import _axpy\n"
-             "    >>> import strideweave.friendly as F\n"
-             "    >>> w, g = F.tensor([1.0, 2.0]), F.tensor([4.0, 8.0])\n"
-             "    >>> _axpy(w, -0.5, g)\n"
-             "    >>> F.to_list(w)\n"
-             "    [-1.0, -2.0]\n");
-
 /* One Adam step over whole tensors (sw_tensor_adam_step). */
 static PyObject *fn_adam_step(PyObject *m, PyObject *const *args,
                               Py_ssize_t nargs) {
@@ -788,40 +551,6 @@ static PyObject *fn_adam_step(PyObject *m, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(adam_step_doc,
-             "_adam_step($module, param, grad, m, v, lr, beta1, beta2, eps, "
-             "weight_decay, step, /)\n--\n\n"
-             "One Adam step in place over CPU Float32 tensors of one shape "
-             "(sw_tensor_adam_step): m and v are the moment estimates, step "
-             "counts from 1. nn.Adam's step.\n\n"
-             "Args:\n"
-             "    param: the Tensor updated.\n"
-             "    grad: its gradient.\n"
-             "    m: the first-moment Tensor (updated).\n"
-             "    v: the second-moment Tensor (updated).\n"
-             "    lr: the learning rate.\n"
-             "    beta1: the first moment's decay.\n"
-             "    beta2: the second moment's decay.\n"
-             "    eps: added to the denominator.\n"
-             "    weight_decay: L2 decay added to the gradient.\n"
-             "    step: the number of this step.\n\n"
-             "Returns:\n    None.\n\n"
-             "Raises:\n"
-             "    TypeError: 'param must be a Tensor', 'adam needs CPU "
-             "tensors', 'adam needs Float32 tensors'.\n"
-             "    ValueError: 'adam operands must have the parameter's "
-             "shape', 'adam: lr must be positive', ...\n"
-             "    RuntimeError: 'Carrier is released', 'Carrier is not "
-             "mutable'.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave._native import _adam_step\n"
-             "    >>> import strideweave.friendly as F\n"
-             "    >>> p, g = F.tensor([1.0]), F.tensor([0.5])\n"
-             "    >>> m, v = F.zeros(1), F.zeros(1)\n"
-             "    >>> _adam_step(p, g, m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 1)\n"
-             "    >>> round(p[0], 6)\n"
-             "    0.9\n");
-
 /* The names of the operations with a functional form, in registry order. */
 static PyObject *fn_functional_operations(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0);
@@ -863,29 +592,6 @@ static PyObject *fn_native_classes(PyObject *m, PyObject *backend) {
     return names;
 }
 
-PyDoc_STRVAR(functional_operations_doc,
-             "_functional_operations($module, /)\n--\n\n"
-             "The names of the registered operations that have a functional "
-             "form, in registry order.\n\n"
-             "Returns:\n    list[str]: the names.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave._native import _functional_operations\n"
-             "    >>> import strideweave.functional as F\n"
-             "    >>> all(hasattr(F, n) for n in _functional_operations())\n"
-             "    True\n");
-
-PyDoc_STRVAR(native_classes_doc,
-             "_native_classes($module, backend, /)\n--\n\n"
-             "The class names of one backend's native operations ('cpu', "
-             "'generic' or 'shared'), sorted.\n\n"
-             "Args:\n    backend: the backend's name.\n\n"
-             "Returns:\n    list[str]: the names (empty for an unknown "
-             "backend).\n\n"
-             "Examples:\n"
-             "    >>> from strideweave._native import _native_classes\n"
-             "    >>> _native_classes('shared')[0]\n"
-             "    'GenericViewOperation'\n");
-
 /* ------------------------------------------------------------ the table */
 
 #if defined(__GNUC__)
@@ -896,27 +602,25 @@ PyDoc_STRVAR(native_classes_doc,
 #define FK(f) ((PyCFunction)(void (*)(void))(f)), METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef functional_methods[] = {
-    {"matmul", FK(fn_matmul), matmul_doc},
-    {"mul", FK(fn_mul), mul_doc},
-    {"neg", FK(fn_neg), neg_doc},
-    {"pow", FK(fn_pow), pow_doc},
-    {"view", FK(fn_view), view_doc},
-    {"permute", (PyCFunction)(void (*)(void))fn_permute, METH_FASTCALL,
-     permute_doc},
-    {"rearrange", FK(fn_rearrange), rearrange_doc},
-    {"reduce", FK(fn_reduce), reduce_doc},
-    {"einsum", FK(fn_einsum), einsum_doc},
-    {"is_grad_enabled", fn_is_grad_enabled, METH_NOARGS, is_grad_enabled_doc},
-    {"set_grad_enabled", FK(fn_set_grad_enabled), set_grad_enabled_doc},
-    {"_functional_operations", fn_functional_operations, METH_NOARGS,
-     functional_operations_doc},
-    {"_native_classes", fn_native_classes, METH_O, native_classes_doc},
-    {"_axpy", (PyCFunction)(void (*)(void))fn_axpy, METH_FASTCALL, axpy_doc},
+    {"matmul", FK(fn_matmul), NULL},
+    {"mul", FK(fn_mul), NULL},
+    {"neg", FK(fn_neg), NULL},
+    {"pow", FK(fn_pow), NULL},
+    {"view", FK(fn_view), NULL},
+    {"permute", (PyCFunction)(void (*)(void))fn_permute, METH_FASTCALL, NULL},
+    {"rearrange", FK(fn_rearrange), NULL},
+    {"reduce", FK(fn_reduce), NULL},
+    {"einsum", FK(fn_einsum), NULL},
+    {"is_grad_enabled", fn_is_grad_enabled, METH_NOARGS, NULL},
+    {"set_grad_enabled", FK(fn_set_grad_enabled), NULL},
+    {"_functional_operations", fn_functional_operations, METH_NOARGS, NULL},
+    {"_native_classes", fn_native_classes, METH_O, NULL},
+    {"_axpy", (PyCFunction)(void (*)(void))fn_axpy, METH_FASTCALL, NULL},
     {"_adam_step", (PyCFunction)(void (*)(void))fn_adam_step, METH_FASTCALL,
-     adam_step_doc},
+     NULL},
     {"execute_lowered_operation",
      (PyCFunction)(void (*)(void))swpy_execute_lowered_operation, METH_FASTCALL,
-     swpy_execute_lowered_operation_doc},
+     NULL},
     {NULL, NULL, 0, NULL},
 };
 

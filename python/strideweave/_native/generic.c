@@ -579,157 +579,6 @@ static PyObject *generic_scatter(PyObject *self, PyObject *args,
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    generic_doc,
-    "Generic(values, *, mutable=True, dtype=DType.Floating)\n--\n\n"
-    "A carrier of Python objects.\n\n"
-    "A mutable carrier stores any object with __len__, __getitem__ and "
-    "__setitem__ as it is (a list is an alias: changes show through both "
-    "ways); an immutable one any object with __len__ and __getitem__ "
-    "(tuples, ranges, str). Anything else is materialised with "
-    "list(values), consuming one-pass iterators. Values are not checked "
-    "against the dtype: Floating values are meant to be differentiable "
-    "numbers, Any values are arbitrary objects.\n\n"
-    "Args:\n"
-    "    values: an iterable of the elements.\n"
-    "    mutable: whether the carrier can be written (normalised with "
-    "bool()).\n"
-    "    dtype: DType.Floating or DType.Any.\n\n"
-    "Returns:\n"
-    "    Generic: the carrier.\n\n"
-    "Raises:\n"
-    "    TypeError: 'Generic requires an iterable object', 'Generic dtype "
-    "must be a DType'.\n"
-    "    ValueError: 'Generic dtype must be DType.Any or DType.Floating'.\n\n"
-    "Examples:\n"
-    "    >>> values = [1.0, 2.0]\n"
-    "    >>> g = Generic(values)\n"
-    "    >>> g[0] = 5.0\n"
-    "    >>> values, g.version\n"
-    "    ([5.0, 2.0], 1)\n"
-    "    >>> Generic(range(3), mutable=False, dtype=DType.Any)[2]\n"
-    "    2\n");
-
-PyDoc_STRVAR(generic_size_doc, "size($self, /)\n--\n\n"
-                               "len() of the store.\n\n"
-                               "Returns:\n"
-                               "    int: the element count.\n\n"
-                               "Raises:\n"
-                               "    RuntimeError: 'Carrier is released'.\n\n"
-                               "Examples:\n"
-                               "    >>> Generic('abc').size()\n"
-                               "    3\n");
-
-PyDoc_STRVAR(generic_dtype_doc, "dtype($self, /)\n--\n\n"
-                                "The element type.\n\n"
-                                "Returns:\n"
-                                "    DType: Floating or Any.\n\n"
-                                "Examples:\n"
-                                "    >>> Generic([]).dtype()\n"
-                                "    <DType.Floating: 'Floating'>\n");
-
-PyDoc_STRVAR(generic_get_value_doc,
-             "get_value($self, index, /)\n--\n\n"
-             "store[index], with Python's indexing rules (-1 is the last "
-             "element); carrier[i] adds the base checks.\n\n"
-             "Args:\n"
-             "    index: the store index.\n\n"
-             "Returns:\n"
-             "    object: the element.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is released'.\n\n"
-             "Examples:\n"
-             "    >>> Generic([1, 2, 3]).get_value(-1)\n"
-             "    3\n");
-
-PyDoc_STRVAR(generic_set_value_doc,
-             "set_value($self, index, value, /)\n--\n\n"
-             "store[index] = value with Python's indexing rules, then one "
-             "version bump.\n\n"
-             "Args:\n"
-             "    index: the store index (negative counts from the end).\n"
-             "    value: any object.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Carrier is not mutable', 'Carrier is "
-             "released'.\n\n"
-             "Examples:\n"
-             "    >>> g = Generic([1, 2])\n"
-             "    >>> g.set_value(-1, 'x')\n"
-             "    >>> g[1], g.version\n"
-             "    ('x', 1)\n");
-
-PyDoc_STRVAR(generic_new_like_doc,
-             "new_like($self, /, values, *, mutable=True, dtype=None)\n--\n\n"
-             "A new Generic holding the values in a new list (exact Generic "
-             "only; works after release).\n\n"
-             "Args:\n"
-             "    values: an iterable of the elements.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: DType.Floating or DType.Any; None means this "
-             "carrier's.\n\n"
-             "Returns:\n"
-             "    Generic: the new carrier.\n\n"
-             "Raises:\n"
-             "    NotImplementedError: 'Generic carrier factory only supports "
-             "exact Generic carriers' on a subclass.\n\n"
-             "Examples:\n"
-             "    >>> list(Generic([]).new_like((1, None)))\n"
-             "    [1, None]\n");
-
-PyDoc_STRVAR(generic_allocate_like_doc,
-             "allocate_like($self, /, size, *, mutable=True, dtype=None, "
-             "empty=False)\n--\n\n"
-             "A plain Generic of size Nones (also for subclasses; empty is "
-             "ignored).\n\n"
-             "Args:\n"
-             "    size: the element count, >= 0.\n"
-             "    mutable: whether the new carrier can be written.\n"
-             "    dtype: DType.Floating or DType.Any; None means this "
-             "carrier's.\n"
-             "    empty: ignored.\n\n"
-             "Returns:\n"
-             "    Generic: the new carrier.\n\n"
-             "Raises:\n"
-             "    ValueError: 'Generic allocation size must be "
-             "non-negative'.\n\n"
-             "Examples:\n"
-             "    >>> list(Generic([]).allocate_like(2))\n"
-             "    [None, None]\n");
-
-PyDoc_STRVAR(
-    generic_scatter_doc,
-    "scatter($self, /, to_scatter, scatter_onto, mapping, mapping_offset=0)"
-    "\n--\n\n"
-    "self[scatter_onto.offset + mapping_offset + mapping(i)] = "
-    "to_scatter[i] for every logical i; the version rises once per "
-    "element.\n\n"
-    "Args:\n"
-    "    to_scatter: the source Tensor (any carrier).\n"
-    "    scatter_onto: a Tensor over this carrier; only its offset is used.\n"
-    "    mapping: a Layout with the shape of to_scatter's layout.\n"
-    "    mapping_offset: added to every destination index, >= 0.\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Raises:\n"
-    "    RuntimeError: 'Carrier is not mutable'.\n"
-    "    TypeError: 'to_scatter must be a Tensor', 'scatter_onto must be a "
-    "Tensor', 'mapping must be a Layout'.\n"
-    "    ValueError: 'scatter_onto must be backed by this carrier', 'mapping "
-    "shape must match to_scatter layout shape', 'mapping_offset must be "
-    "non-negative', 'scatter mapping exceeds destination carrier size'.\n\n"
-    "Examples:\n"
-    "    >>> g = Generic([0, 0, 0])\n"
-    "    >>> src = Tensor(Generic(['a', 'b']), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> g.scatter(src, Tensor(g, 0, Layout(Shape(3), Stride(1))), "
-    "Layout(Shape(2), Stride(2)))\n"
-    "    >>> list(g), g.version\n"
-    "    (['a', 0, 'b'], 2)\n");
-
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -740,23 +589,19 @@ PyDoc_STRVAR(
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef generic_methods[] = {
-    {"size", generic_size, METH_NOARGS, generic_size_doc},
-    {"dtype", swpy_carrier_dtype, METH_NOARGS, generic_dtype_doc},
-    {"get_value", generic_get_value, METH_O, generic_get_value_doc},
-    {"set_value", KW(generic_set_value), METH_FASTCALL, generic_set_value_doc},
-    {"new_like", KW(generic_new_like), METH_VARARGS | METH_KEYWORDS,
-     generic_new_like_doc},
+    {"size", generic_size, METH_NOARGS, NULL},
+    {"dtype", swpy_carrier_dtype, METH_NOARGS, NULL},
+    {"get_value", generic_get_value, METH_O, NULL},
+    {"set_value", KW(generic_set_value), METH_FASTCALL, NULL},
+    {"new_like", KW(generic_new_like), METH_VARARGS | METH_KEYWORDS, NULL},
     {"allocate_like", KW(generic_allocate_like), METH_VARARGS | METH_KEYWORDS,
-     generic_allocate_like_doc},
-    {"scatter", KW(generic_scatter), METH_VARARGS | METH_KEYWORDS,
-     generic_scatter_doc},
-    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O,
-     swpy_generic_dispatch_hook_doc},
+     NULL},
+    {"scatter", KW(generic_scatter), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_dispatch_op", swpy_backend_dispatch_hook, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot generic_slots[] = {
-    {Py_tp_doc, (void *)generic_doc},
     {Py_tp_new, swpy_backend_new},
     {Py_tp_init, generic_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},

@@ -1828,709 +1828,6 @@ static PyObject *layout_is_compact(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(r);
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    shape_doc,
-    "Shape(*items)\n--\n\n"
-    "A hierarchical tree of positive extents, immutable.\n\n"
-    "With no argument the shape is empty. One argument is the top level: an "
-    "int n means [n], any other iterable lists the top-level elements. "
-    "Several arguments form the top level. Nested lists or tuples nest; a "
-    "Shape element holding one integer collapses to it, any other Shape "
-    "element nests.\n\n"
-    "Args:\n"
-    "    *items: ints (each >= 1) and nested iterables of them.\n\n"
-    "Returns:\n"
-    "    Shape: the new shape.\n\n"
-    "Raises:\n"
-    "    ValueError: an extent < 1 ('Dimension shape must not be less than "
-    "1'), an element that is neither an int nor an iterable, or a size that "
-    "does not fit in 64 bits.\n"
-    "    TypeError: a single argument that is neither an int nor an "
-    "iterable (a float, a str).\n\n"
-    "Examples:\n"
-    "    >>> Shape(2, [3, 4])\n"
-    "    Shape<(2, (3, 4))>\n"
-    "    >>> Shape(5) == Shape([5])\n"
-    "    True\n");
-
-PyDoc_STRVAR(
-    stride_doc,
-    "Stride(*items)\n--\n\n"
-    "A hierarchical tree of non-negative strides, immutable.\n\n"
-    "Built like Shape: no argument is empty, one argument is the top level "
-    "(an int n means [n]), several arguments form the top level, nested "
-    "iterables nest.\n\n"
-    "Args:\n"
-    "    *items: ints (each >= 0) and nested iterables of them.\n\n"
-    "Returns:\n"
-    "    Stride: the new stride tree.\n\n"
-    "Raises:\n"
-    "    ValueError: a negative value ('Stride value must not be negative') "
-    "or an element that is neither an int nor an iterable.\n"
-    "    TypeError: a single argument that is neither an int nor an "
-    "iterable.\n\n"
-    "Examples:\n"
-    "    >>> Stride([1, [10, 100]])\n"
-    "    Stride<(1, (10, 100))>\n"
-    "    >>> Stride(0) == Stride([0])\n"
-    "    True\n");
-
-PyDoc_STRVAR(tree_top_level_doc,
-             "The top level as nested tuples of ints.\n\n"
-             "Returns:\n"
-             "    tuple: one entry per top-level element; nested levels are "
-             "tuples.\n\n"
-             "Examples:\n"
-             "    >>> Shape(2, [3, 4]).top_level\n"
-             "    (2, (3, 4))\n");
-
-PyDoc_STRVAR(tree_depth_doc,
-             "Nesting depth: 1 for a flat (or empty) tree.\n\n"
-             "Returns:\n"
-             "    int: 1 + the depth of the deepest nested element.\n\n"
-             "Examples:\n"
-             "    >>> Shape([2, [3, [4]]]).depth\n"
-             "    3\n");
-
-PyDoc_STRVAR(tree_is_int_doc,
-             "True when the tree has at most one element and is flat.\n\n"
-             "Returns:\n"
-             "    bool: len(tree) <= 1 and depth <= 1 (the empty tree "
-             "counts).\n\n"
-             "Examples:\n"
-             "    >>> Shape(4).is_int, Shape(2, 3).is_int\n"
-             "    (True, False)\n");
-
-PyDoc_STRVAR(shape_size_doc,
-             "The number of elements: the product of the extents (1 when "
-             "empty).\n\n"
-             "Returns:\n"
-             "    int: the logical size.\n\n"
-             "Examples:\n"
-             "    >>> Shape(2, [3, 4]).size\n"
-             "    24\n");
-
-PyDoc_STRVAR(shape_concat_doc,
-             "concat($cls, a, b, /)\n--\n\n"
-             "Joins the top-level elements of a and b.\n\n"
-             "Args:\n"
-             "    a: the first tree.\n"
-             "    b: the second tree, of the same class.\n\n"
-             "Returns:\n"
-             "    The tree whose top level is a's elements then b's.\n\n"
-             "Examples:\n"
-             "    >>> Shape.concat(Shape(2), Shape(3, [4, 5]))\n"
-             "    Shape<(2, 3, (4, 5))>\n");
-
-PyDoc_STRVAR(shape_append_doc,
-             "append($cls, a, b, /)\n--\n\n"
-             "Appends b to a: concatenated when b.is_int, else one nested "
-             "element.\n\n"
-             "Args:\n"
-             "    a: the first tree.\n"
-             "    b: the tree to append, of the same class.\n\n"
-             "Returns:\n"
-             "    The joined tree.\n\n"
-             "Examples:\n"
-             "    >>> Shape.append(Shape(2), Shape(3, 4))\n"
-             "    Shape<(2, (3, 4))>\n"
-             "    >>> Shape.append(Shape(2), Shape(3))\n"
-             "    Shape<(2, 3)>\n");
-
-PyDoc_STRVAR(reduce_doc, "__reduce__($self, /)\n--\n\n"
-                         "Pickling support: rebuilds an equal value.");
-
-PyDoc_STRVAR(
-    layout_doc,
-    "Layout(shape, stride)\n--\n\n"
-    "A CuTe-style layout: a function from logical coordinates to indices.\n\n"
-    "A layout pairs a Shape with a congruent Stride. Index i of the logical "
-    "domain is split colexicographically (the first mode varies fastest, at "
-    "every level) and mapped to sum(coordinate * stride). Layouts are "
-    "immutable values; str() and repr() give the CuTe form "
-    "shape:stride.\n\n"
-    "Args:\n"
-    "    shape: the extents, a Shape.\n"
-    "    stride: the strides, a Stride of the same structure.\n\n"
-    "Returns:\n"
-    "    Layout: the new layout.\n\n"
-    "Raises:\n"
-    "    ValueError: 'shape input must be a Shape object', 'stride input "
-    "must be a Stride object', 'Shape and Stride do not match in "
-    "Structure', or a cosize that does not fit in 64 bits.\n\n"
-    "Examples:\n"
-    "    >>> L = Layout(Shape([2, [3, 4]]), Stride([1, [10, 100]]))\n"
-    "    >>> L\n"
-    "    (2,(3,4)):(1,(10,100))\n"
-    "    >>> L.size, L.cosize, L(23), L([1, [2, 3]])\n"
-    "    (24, 322, 321, 321)\n");
-
-PyDoc_STRVAR(layout_shape_doc, "The shape tree.\n\n"
-                               "Returns:\n"
-                               "    Shape: the extents.\n\n"
-                               "Examples:\n"
-                               "    >>> Layout.leaf(4, 2).shape\n"
-                               "    Shape<(4,)>\n");
-PyDoc_STRVAR(layout_stride_doc,
-             "The stride tree.\n\n"
-             "Returns:\n"
-             "    Stride: the strides, congruent with the shape.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(4, 2).stride\n"
-             "    Stride<(2,)>\n");
-PyDoc_STRVAR(layout_size_doc,
-             "The number of logical elements: the product of the extents.\n\n"
-             "Returns:\n"
-             "    int: the size (1 for the empty layout).\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 3]), Stride([1, 4])).size\n"
-             "    6\n");
-PyDoc_STRVAR(layout_cosize_doc,
-             "One past the largest index: 1 + sum of stride*(extent-1).\n\n"
-             "The storage a carrier must provide for the layout.\n\n"
-             "Returns:\n"
-             "    int: the cosize (1 for the empty layout).\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 3]), Stride([1, 4])).cosize\n"
-             "    10\n");
-PyDoc_STRVAR(layout_depth_doc,
-             "Nesting depth of the shape: 1 for a flat layout.\n\n"
-             "Returns:\n"
-             "    int: the depth.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]])).depth\n"
-             "    2\n");
-PyDoc_STRVAR(layout_rank_doc,
-             "The number of top-level modes (same as len(layout)).\n\n"
-             "Returns:\n"
-             "    int: the rank.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]])).rank\n"
-             "    2\n");
-PyDoc_STRVAR(layout_is_leaf_doc,
-             "True for at most one top-level mode that is an integer.\n\n"
-             "Returns:\n"
-             "    bool: whether shape and stride are both is_int.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(4, 1).is_leaf, Layout.empty().is_leaf\n"
-             "    (True, True)\n");
-
-PyDoc_STRVAR(
-    layout_index_doc,
-    "index($self, key, /)\n--\n\n"
-    "The index of a logical element; layout(key) is the same.\n\n"
-    "An int key is a logical index in [0, size), split "
-    "colexicographically. A sequence key pairs its coordinates with the "
-    "top-level modes: missing trailing coordinates count as 0 and extra "
-    "ones are ignored; a leaf mode takes an int in [0, extent), a nested "
-    "mode an int (its logical index) or a nested sequence.\n\n"
-    "Args:\n"
-    "    key: an int, or a (nested) sequence of ints.\n\n"
-    "Returns:\n"
-    "    int: the index, relative to 0.\n\n"
-    "Raises:\n"
-    "    ValueError: 'Key is not in domain of shape' for an out-of-range or "
-    "negative coordinate.\n"
-    "    TypeError: a key or coordinate that is neither an int nor a "
-    "sequence.\n\n"
-    "Examples:\n"
-    "    >>> L = Layout(Shape([3, 4]), Stride([2, 10]))\n"
-    "    >>> L.index([2, 3]), L.index(5), L.index([1])\n"
-    "    (34, 14, 2)\n");
-
-PyDoc_STRVAR(layout_get_index_doc,
-             "get_index($cls, layout, key, /)\n--\n\n"
-             "The index of key in layout (see Layout.index).\n\n"
-             "Args:\n"
-             "    layout: the layout.\n"
-             "    key: an int or a (nested) sequence of ints.\n\n"
-             "Returns:\n"
-             "    int: the index.\n\n"
-             "Raises:\n"
-             "    ValueError: 'layout input must be a Layout object', or a "
-             "key out of the domain.\n\n"
-             "Examples:\n"
-             "    >>> Layout.get_index(Layout.leaf(4, 3), 2)\n"
-             "    6\n");
-
-PyDoc_STRVAR(layout_empty_doc,
-             "empty($cls, /)\n--\n\n"
-             "The empty layout ():(), of size 1 and cosize 1.\n\n"
-             "Returns:\n"
-             "    Layout: the layout with no modes.\n\n"
-             "Examples:\n"
-             "    >>> Layout.empty().size\n"
-             "    1\n");
-
-PyDoc_STRVAR(layout_leaf_doc,
-             "leaf($cls, s, d, /)\n--\n\n"
-             "Layout(Shape(s), Stride(d)); for ints, the one-mode layout "
-             "s:d.\n\n"
-             "Args:\n"
-             "    s: the extent (or any Shape input).\n"
-             "    d: the stride (or any Stride input).\n\n"
-             "Returns:\n"
-             "    Layout: the layout.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(4, 2)\n"
-             "    4:2\n");
-
-PyDoc_STRVAR(layout_concat_doc,
-             "concat($self, other, /)\n--\n\n"
-             "The modes of self followed by the modes of other (also "
-             "self + other).\n\n"
-             "Args:\n"
-             "    other: the layout whose modes follow.\n\n"
-             "Returns:\n"
-             "    Layout: the joined layout.\n\n"
-             "Examples:\n"
-             "    >>> Layout.concat(Layout.leaf(2, 1), Layout.leaf(3, 2))\n"
-             "    (2,3):(1,2)\n");
-
-PyDoc_STRVAR(layout_append_doc,
-             "append($self, other, /)\n--\n\n"
-             "Appends other: concatenated if it is one flat mode (or empty), "
-             "else one new nested mode.\n\n"
-             "Args:\n"
-             "    other: the layout to append.\n\n"
-             "Returns:\n"
-             "    Layout: the joined layout.\n\n"
-             "Examples:\n"
-             "    >>> B = Layout(Shape([2, 3]), Stride([2, 6]))\n"
-             "    >>> Layout.append(Layout.leaf(1, 1), B)\n"
-             "    (1,(2,3)):(1,(2,6))\n");
-
-PyDoc_STRVAR(layout_make_layout_doc,
-             "make_layout($cls, /, *layouts)\n--\n\n"
-             "Appends each layout in turn to the empty layout.\n\n"
-             "Args:\n"
-             "    *layouts: the layouts, one mode each (nested if needed).\n\n"
-             "Returns:\n"
-             "    Layout: the combined layout.\n\n"
-             "Raises:\n"
-             "    ValueError: 'function make_layout only accepts Layouts as "
-             "argument'.\n\n"
-             "Examples:\n"
-             "    >>> Layout.make_layout(Layout.leaf(2, 1), "
-             "Layout.leaf(3, 2))\n"
-             "    (2,3):(1,2)\n");
-
-PyDoc_STRVAR(layout_check_tree_doc,
-             "check_tree($cls, shape_level, stride_level, /)\n--\n\n"
-             "Whether two trees have the same structure.\n\n"
-             "Args:\n"
-             "    shape_level: a Shape or a Shape input (e.g. top_level).\n"
-             "    stride_level: a Stride or a Stride input.\n\n"
-             "Returns:\n"
-             "    bool: True if both have the same nesting everywhere.\n\n"
-             "Examples:\n"
-             "    >>> Layout.check_tree((2, (3, 4)), (1, (2, 6)))\n"
-             "    True\n");
-
-PyDoc_STRVAR(layout_expand_int_doc,
-             "expand_int($cls, key, shape_level, /)\n--\n\n"
-             "Splits a logical index into top-level coordinates, first mode "
-             "fastest.\n\n"
-             "Args:\n"
-             "    key: the logical index.\n"
-             "    shape_level: a Shape or a Shape input.\n\n"
-             "Returns:\n"
-             "    list[int]: one coordinate per top-level mode.\n\n"
-             "Raises:\n"
-             "    ValueError: 'Key is not in domain of shape'.\n\n"
-             "Examples:\n"
-             "    >>> Layout.expand_int(5, (2, (3, 4)))\n"
-             "    [1, 2]\n");
-
-PyDoc_STRVAR(layout_flatten_doc,
-             "flatten($self, /)\n--\n\n"
-             "All leaves as top-level modes, in infix order.\n\n"
-             "Returns:\n"
-             "    Layout: the flat layout with the same function.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]]))"
-             ".flatten()\n"
-             "    (2,3,4):(1,2,6)\n");
-
-PyDoc_STRVAR(layout_flatten_layout_doc,
-             "flatten_layout($self, /)\n--\n\n"
-             "The flattened layout and the recipe of the original nesting.\n\n"
-             "Returns:\n"
-             "    tuple[Layout, list[Node]]: the flat layout, and the "
-             "pre-order Leaf/Push/Pop recipe of the shape.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]]))\n"
-             "    >>> flat, recipe = L.flatten_layout()\n"
-             "    >>> flat, [n.name for n in recipe]\n"
-             "    ((2,3,4):(1,2,6), ['Leaf', 'Push', 'Leaf', 'Leaf', "
-             "'Pop'])\n");
-
-PyDoc_STRVAR(layout_infix_doc,
-             "infix($self, /)\n--\n\n"
-             "The (extent, stride) pairs of the leaves, depth-first.\n\n"
-             "Returns:\n"
-             "    list[tuple[int, int]]: one pair per leaf.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]])).infix()\n"
-             "    [(2, 1), (3, 2), (4, 6)]\n");
-
-PyDoc_STRVAR(layout_coalesce_doc,
-             "coalesce($self, /)\n--\n\n"
-             "The flat layout of the fewest modes with the same function.\n\n"
-             "Extent-1 leaves are dropped and neighbours with "
-             "stride[k+1] == extent[k]*stride[k] merge. A layout of one leaf "
-             "is returned unchanged.\n\n"
-             "Returns:\n"
-             "    Layout: the coalesced layout.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, [1, 6]]), Stride([1, [6, 2]]))"
-             ".coalesce()\n"
-             "    12:1\n");
-
-PyDoc_STRVAR(layout_coalesce_by_mode_doc,
-             "coalesce_by_mode($self, profile, /)\n--\n\n"
-             "Coalesces each mode selected by a profile tree.\n\n"
-             "Args:\n"
-             "    profile: a Tree; a leaf marker coalesces that whole mode, a "
-             "subtree recurses into it.\n\n"
-             "Returns:\n"
-             "    Layout: the result, shaped like the profile.\n\n"
-             "Raises:\n"
-             "    ValueError: 'layout and tree profile do not match'.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([2, [1, 6]]), Stride([1, [6, 2]]))\n"
-             "    >>> L.coalesce_by_mode(Tree(1, 1))\n"
-             "    (2,6):(1,2)\n");
-
-PyDoc_STRVAR(layout_filter_doc,
-             "filter($self, /)\n--\n\n"
-             "Drops stride-0 and extent-1 leaves, then coalesces (1:0 if "
-             "nothing is left).\n\n"
-             "Returns:\n"
-             "    Layout: a layout whose size counts the distinct indices "
-             "reached.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 3, 4]), Stride([0, 1, 3])).filter()\n"
-             "    12:1\n");
-
-PyDoc_STRVAR(layout_extract_profile_doc,
-             "extract_profile($self, /, profile=None)\n--\n\n"
-             "Splits the layout into pieces along a profile.\n\n"
-             "Args:\n"
-             "    profile: a Tree, or None for every leaf. A leaf marker "
-             "takes the whole corresponding mode; a subtree recurses.\n\n"
-             "Returns:\n"
-             "    list[Layout]: the pieces in order.\n\n"
-             "Raises:\n"
-             "    ValueError: 'layout and tree profile do not match'.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([2, [3, 4]]), Stride([1, [2, 6]]))\n"
-             "    >>> L.extract_profile(Tree(1, 1))\n"
-             "    [2:1, (3,4):(2,6)]\n");
-
-PyDoc_STRVAR(layout_rearrange_doc,
-             "rearrange($self, /, output, selection=None)\n--\n\n"
-             "Rearranges the pieces of the layout into a new nesting.\n\n"
-             "The pieces are extract_profile(selection). Node.id(k) in "
-             "output places piece k, Node.Leaf inserts the singleton 1:0, "
-             "subtrees nest.\n\n"
-             "Args:\n"
-             "    output: a Tree of Node.id markers and Node.Leaf.\n"
-             "    selection: a profile Tree, or None for every leaf.\n\n"
-             "Returns:\n"
-             "    Layout: the rearranged layout.\n\n"
-             "Raises:\n"
-             "    ValueError: 'output must be a Tree', an id out of range, a "
-             "repeated id, or an unused piece of size > 1.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([2, 3, 4]), Stride([1, 2, 6]))\n"
-             "    >>> L.rearrange(Tree(Node.id(2), Node.id(0), Node.id(1)))\n"
-             "    (4,2,3):(6,1,2)\n");
-
-PyDoc_STRVAR(layout_reverse_rearrange_doc,
-             "reverse_rearrange($cls, /, output, selection)\n--\n\n"
-             "The (output, selection) pair that undoes a rearrangement.\n\n"
-             "Args:\n"
-             "    output: the output Tree of the rearrangement.\n"
-             "    selection: its selection Tree.\n\n"
-             "Returns:\n"
-             "    tuple[Tree, Tree]: the reverse output and selection.\n\n"
-             "Raises:\n"
-             "    ValueError: a non-Tree argument, a repeated id or an id out "
-             "of range.\n\n"
-             "Examples:\n"
-             "    >>> Layout.reverse_rearrange(Tree(Node.id(0)), Tree(1, 1))\n"
-             "    ((Node.id(0), <Node.Leaf: 1>), (<Node.Leaf: 1>,))\n");
-
-PyDoc_STRVAR(layout_permute_doc,
-             "permute($self, /, *order)\n--\n\n"
-             "Reorders the top-level modes: mode k of the result is mode "
-             "order[k].\n\n"
-             "Args:\n"
-             "    *order: a permutation of range(rank), given variadically "
-             "or as one list or tuple.\n\n"
-             "Returns:\n"
-             "    Layout: the permuted layout.\n\n"
-             "Raises:\n"
-             "    TypeError: 'Permutation dimensions must be integers'.\n"
-             "    ValueError: 'Permutation dimensions must reorder every "
-             "layout mode'.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 3]), Stride([1, 2])).permute(1, 0)\n"
-             "    (3,2):(2,1)\n");
-
-PyDoc_STRVAR(layout_choose_doc,
-             "choose($self, d, /)\n--\n\n"
-             "The layout C with C(j) == self(d*j): CuTe's shape division.\n\n"
-             "Args:\n"
-             "    d: the step; must divide the size.\n\n"
-             "Returns:\n"
-             "    Layout: the divided layout (flat leaves), of size\n"
-             "    self.size // d.\n\n"
-             "Raises:\n"
-             "    ValueError: when d is not positive, does not divide the\n"
-             "        size or the leading extents in turn, or a stride\n"
-             "        overflows.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([3, 6, 2, 8]), Stride([1, 3, 18, 36]))\n"
-             "    >>> L.choose(9)(1) == L(9)\n"
-             "    True\n");
-
-PyDoc_STRVAR(layout_modout_doc,
-             "modout($self, s, /)\n--\n\n"
-             "Keeps the first s elements of the layout.\n\n"
-             "Args:\n"
-             "    s: the number of elements to keep.\n\n"
-             "Returns:\n"
-             "    Layout: a layout of size min(s, self.size) agreeing with\n"
-             "    self on its domain (flat leaves, self's strides); a\n"
-             "    layout of at most s elements comes back whole.\n\n"
-             "Raises:\n"
-             "    ValueError: when s is not positive or does not split the\n"
-             "        modes evenly.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 2, 8]), Stride([9, 18, 36]))"
-             ".modout(8).size\n"
-             "    8\n");
-
-PyDoc_STRVAR(layout_compose_layouts_doc,
-             "compose_layouts($self, B, /)\n--\n\n"
-             "The composition self o B: R(c) == self(B(c)), with B's modes.\n\n"
-             "Args:\n"
-             "    B: the inner layout.\n\n"
-             "Returns:\n"
-             "    Layout: the composition.\n\n"
-             "Raises:\n"
-             "    ValueError: when a stride or extent of B does not divide "
-             "self's modes.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(20, 2).compose_layouts("
-             "Layout(Shape([5, 4]), Stride([4, 1])))\n"
-             "    (5,4):(8,2)\n");
-
-PyDoc_STRVAR(layout_compose_doc,
-             "compose($self, B, /)\n--\n\n"
-             "Composition with a Layout, a Shape or a tiler.\n\n"
-             "A Layout composes as compose_layouts. A Shape becomes the "
-             "tiler of compact column-major layouts of its modes. A tiler "
-             "(a sequence of Layouts) composes mode i of self with tiler[i]; "
-             "the remaining modes follow unchanged.\n\n"
-             "Args:\n"
-             "    B: a Layout, a Shape or a sequence of Layouts.\n\n"
-             "Returns:\n"
-             "    Layout: the composition.\n\n"
-             "Raises:\n"
-             "    ValueError: inadmissible strides or extents, or a tiler "
-             "longer than the rank.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([20, 50]), Stride([1, 20]))\n"
-             "    >>> A.compose(Shape([5, 2]))\n"
-             "    (5,2):(1,20)\n");
-
-PyDoc_STRVAR(layout_complement_doc,
-             "complement($self, /, cotarget=None)\n--\n\n"
-             "The ordered layout that completes self to cover cotarget.\n\n"
-             "(self, complement) is injective and has cosize cotarget; the "
-             "complement's strides increase. Extent-1 and stride-0 leaves "
-             "are ignored; the result is 1:0 when nothing is left.\n\n"
-             "Args:\n"
-             "    cotarget: the size to cover; by default only the gaps "
-             "between self's modes are filled (the result has no mode "
-             "beyond self's span).\n\n"
-             "Returns:\n"
-             "    Layout: the complement.\n\n"
-             "Raises:\n"
-             "    ValueError: self overlaps itself, its strides cannot be "
-             "completed evenly, or cotarget is not a multiple of its span.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(4, 2).complement(24)\n"
-             "    (2,3):(1,8)\n"
-             "    >>> Layout.leaf(4, 2).complement()\n"
-             "    2:1\n");
-
-PyDoc_STRVAR(layout_divide_doc,
-             "divide($self, B, /)\n--\n\n"
-             "Logical divide self / B = self o (B, complement(B, size)).\n\n"
-             "Args:\n"
-             "    B: the tile layout.\n\n"
-             "Returns:\n"
-             "    Layout: two modes, the tile and the rest.\n\n"
-             "Raises:\n"
-             "    ValueError: when B does not tile self.\n\n"
-             "Examples:\n"
-             "    >>> Layout.leaf(24, 1).divide(Layout.leaf(4, 2))\n"
-             "    (4,(2,3)):(2,(1,8))\n");
-
-PyDoc_STRVAR(layout_divide_tiler_doc,
-             "divide_tiler($self, tiler, /)\n--\n\n"
-             "Divides the leading modes: mode i becomes self[i] / "
-             "tiler[i].\n\n"
-             "Args:\n"
-             "    tiler: a sequence of Layouts, at most rank of them.\n\n"
-             "Returns:\n"
-             "    Layout: ((tile_0, rest_0), ..., remaining modes).\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([9, [4, 8]]), Stride([59, [13, 1]]))\n"
-             "    >>> T = [Layout.leaf(3, 3), "
-             "Layout(Shape([2, 4]), Stride([1, 8]))]\n"
-             "    >>> A.divide_tiler(T)\n"
-             "    ((3,3),((2,4),(2,2))):((177,59),((13,2),(26,1)))\n");
-
-PyDoc_STRVAR(layout_zipped_divide_doc,
-             "zipped_divide($self, tiler, /)\n--\n\n"
-             "The tiler divide gathered as ((tiles...), (rests..., "
-             "remaining modes...)).\n\n"
-             "Args:\n"
-             "    tiler: a sequence of Layouts.\n\n"
-             "Returns:\n"
-             "    Layout: two modes, the tile and the rest.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([9, [4, 8]]), Stride([59, [13, 1]]))\n"
-             "    >>> T = [Layout.leaf(3, 3), "
-             "Layout(Shape([2, 4]), Stride([1, 8]))]\n"
-             "    >>> A.zipped_divide(T)\n"
-             "    ((3,(2,4)),(3,(2,2))):((177,(13,2)),(59,(26,1)))\n");
-
-PyDoc_STRVAR(layout_tiled_divide_doc,
-             "tiled_divide($self, tiler, /)\n--\n\n"
-             "The tiler divide as ((tiles...), rest_0, ..., remaining "
-             "modes...).\n\n"
-             "Args:\n"
-             "    tiler: a sequence of Layouts.\n\n"
-             "Returns:\n"
-             "    Layout: the tile mode followed by the rest modes.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([9, [4, 8]]), Stride([59, [13, 1]]))\n"
-             "    >>> T = [Layout.leaf(3, 3), "
-             "Layout(Shape([2, 4]), Stride([1, 8]))]\n"
-             "    >>> A.tiled_divide(T)\n"
-             "    ((3,(2,4)),3,(2,2)):((177,(13,2)),59,(26,1))\n");
-
-PyDoc_STRVAR(layout_flat_divide_doc,
-             "flat_divide($self, tiler, /)\n--\n\n"
-             "The tiler divide as (tile_0, ..., rest_0, ..., remaining "
-             "modes...).\n\n"
-             "Args:\n"
-             "    tiler: a sequence of Layouts.\n\n"
-             "Returns:\n"
-             "    Layout: the tiles and rests as top-level modes.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([9, [4, 8]]), Stride([59, [13, 1]]))\n"
-             "    >>> T = [Layout.leaf(3, 3), "
-             "Layout(Shape([2, 4]), Stride([1, 8]))]\n"
-             "    >>> A.flat_divide(T)\n"
-             "    (3,(2,4),3,(2,2)):(177,(13,2),59,(26,1))\n");
-
-PyDoc_STRVAR(layout_logical_product_doc,
-             "logical_product($self, B, /)\n--\n\n"
-             "self x B = (self, complement(self, size*cosize(B)) o B): self "
-             "repeated in the pattern of B.\n\n"
-             "Args:\n"
-             "    B: the repetition layout.\n\n"
-             "Returns:\n"
-             "    Layout: two modes, self and the repetition.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([2, 2]), Stride([4, 1]))\n"
-             "    >>> A.logical_product(Layout.leaf(6, 1)).size\n"
-             "    24\n");
-
-PyDoc_STRVAR(layout_blocked_product_doc,
-             "blocked_product($self, B, /)\n--\n\n"
-             "The product with mode i = (self[i], P[i]), P the repetition "
-             "of B; ranks are padded with 1:0.\n\n"
-             "Args:\n"
-             "    B: the block arrangement.\n\n"
-             "Returns:\n"
-             "    Layout: the blocked product.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([2, 5]), Stride([5, 1]))\n"
-             "    >>> A.blocked_product(Layout(Shape([3, 4]), "
-             "Stride([1, 3]))).size\n"
-             "    120\n");
-
-PyDoc_STRVAR(layout_raked_product_doc,
-             "raked_product($self, B, /)\n--\n\n"
-             "The product with mode i = (P[i], self[i]): self's elements "
-             "interleaved across the repetition.\n\n"
-             "Args:\n"
-             "    B: the repetition layout.\n\n"
-             "Returns:\n"
-             "    Layout: the raked product.\n\n"
-             "Examples:\n"
-             "    >>> A = Layout(Shape([2, 5]), Stride([5, 1]))\n"
-             "    >>> A.raked_product(Layout(Shape([3, 4]), "
-             "Stride([1, 3]))).size\n"
-             "    120\n");
-
-PyDoc_STRVAR(layout_right_inverse_doc,
-             "right_inverse($self, /)\n--\n\n"
-             "R with self(R(i)) == i for every i < R.size.\n\n"
-             "Returns:\n"
-             "    Layout: the right inverse over the longest contiguous "
-             "prefix reached (1:0 if none).\n\n"
-             "Examples:\n"
-             "    >>> L = Layout(Shape([2, 3]), Stride([1, 2]))\n"
-             "    >>> [L(L.right_inverse()(i)) for i in range(6)]\n"
-             "    [0, 1, 2, 3, 4, 5]\n");
-
-PyDoc_STRVAR(layout_left_inverse_doc,
-             "left_inverse($self, /)\n--\n\n"
-             "L with L(self(i)) == i for every i < size, for injective "
-             "self.\n\n"
-             "Returns:\n"
-             "    Layout: the left inverse.\n\n"
-             "Raises:\n"
-             "    ValueError: self is not injective.\n\n"
-             "Examples:\n"
-             "    >>> L = Layout.leaf(4, 2)\n"
-             "    >>> [L.left_inverse()(L(i)) for i in range(4)]\n"
-             "    [0, 1, 2, 3]\n");
-
-PyDoc_STRVAR(layout_is_injective_doc,
-             "is_injective($self, /)\n--\n\n"
-             "Whether no two coordinates share an index.\n\n"
-             "Returns:\n"
-             "    bool: True if the layout is one-to-one.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 2]), Stride([1, 1])).is_injective()\n"
-             "    False\n");
-
-PyDoc_STRVAR(layout_is_compact_doc,
-             "is_compact($self, /)\n--\n\n"
-             "Whether the layout is a bijection onto range(size).\n\n"
-             "Returns:\n"
-             "    bool: True if compact.\n\n"
-             "Examples:\n"
-             "    >>> Layout(Shape([2, 3]), Stride([3, 1])).is_compact()\n"
-             "    True\n");
-
-PyDoc_STRVAR(layout_copy_doc, "__copy__($self, /)\n--\n\n"
-                              "A new Layout equal to this one.");
-PyDoc_STRVAR(layout_deepcopy_doc, "__deepcopy__($self, memo, /)\n--\n\n"
-                                  "A new Layout equal to this one.");
-
 /* ------------------------------------------------------ type specs */
 
 /*
@@ -2546,32 +1843,29 @@ PyDoc_STRVAR(layout_deepcopy_doc, "__deepcopy__($self, memo, /)\n--\n\n"
 #define FASTCALL(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef shape_methods[] = {
-    {"concat", FASTCALL(tree_concat), METH_FASTCALL | METH_CLASS,
-     shape_concat_doc},
-    {"append", FASTCALL(tree_append), METH_FASTCALL | METH_CLASS,
-     shape_append_doc},
-    {"__reduce__", tree_reduce, METH_NOARGS, reduce_doc},
+    {"concat", FASTCALL(tree_concat), METH_FASTCALL | METH_CLASS, NULL},
+    {"append", FASTCALL(tree_append), METH_FASTCALL | METH_CLASS, NULL},
+    {"__reduce__", tree_reduce, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef shape_getset[] = {
-    {"top_level", tree_get_top_level, NULL, tree_top_level_doc, NULL},
-    {"depth", tree_get_depth, NULL, tree_depth_doc, NULL},
-    {"is_int", tree_get_is_int, NULL, tree_is_int_doc, NULL},
-    {"logical_size", tree_get_size, NULL, shape_size_doc, NULL},
-    {"size", tree_get_size, NULL, shape_size_doc, NULL},
+    {"top_level", tree_get_top_level, NULL, NULL, NULL},
+    {"depth", tree_get_depth, NULL, NULL, NULL},
+    {"is_int", tree_get_is_int, NULL, NULL, NULL},
+    {"logical_size", tree_get_size, NULL, NULL, NULL},
+    {"size", tree_get_size, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyGetSetDef stride_getset[] = {
-    {"top_level", tree_get_top_level, NULL, tree_top_level_doc, NULL},
-    {"depth", tree_get_depth, NULL, tree_depth_doc, NULL},
-    {"is_int", tree_get_is_int, NULL, tree_is_int_doc, NULL},
+    {"top_level", tree_get_top_level, NULL, NULL, NULL},
+    {"depth", tree_get_depth, NULL, NULL, NULL},
+    {"is_int", tree_get_is_int, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot shape_slots[] = {
-    {Py_tp_doc, (void *)shape_doc},
     {Py_tp_new, tree_tp_new},
     {Py_tp_dealloc, tree_dealloc},
     {Py_tp_repr, tree_repr},
@@ -2588,7 +1882,6 @@ static PyType_Slot shape_slots[] = {
 };
 
 static PyType_Slot stride_slots[] = {
-    {Py_tp_doc, (void *)stride_doc},
     {Py_tp_new, tree_tp_new},
     {Py_tp_dealloc, tree_dealloc},
     {Py_tp_repr, tree_repr},
@@ -2621,71 +1914,60 @@ static PyType_Spec stride_spec = {
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef layout_methods[] = {
-    {"index", layout_index, METH_O, layout_index_doc},
-    {"get_index", FASTCALL(layout_get_index), METH_FASTCALL | METH_CLASS,
-     layout_get_index_doc},
-    {"empty", layout_empty, METH_NOARGS | METH_CLASS, layout_empty_doc},
-    {"leaf", FASTCALL(layout_leaf), METH_FASTCALL | METH_CLASS,
-     layout_leaf_doc},
-    {"concat", layout_concat, METH_O, layout_concat_doc},
-    {"append", layout_append, METH_O, layout_append_doc},
-    {"make_layout", layout_make_layout, METH_VARARGS | METH_CLASS,
-     layout_make_layout_doc},
+    {"index", layout_index, METH_O, NULL},
+    {"get_index", FASTCALL(layout_get_index), METH_FASTCALL | METH_CLASS, NULL},
+    {"empty", layout_empty, METH_NOARGS | METH_CLASS, NULL},
+    {"leaf", FASTCALL(layout_leaf), METH_FASTCALL | METH_CLASS, NULL},
+    {"concat", layout_concat, METH_O, NULL},
+    {"append", layout_append, METH_O, NULL},
+    {"make_layout", layout_make_layout, METH_VARARGS | METH_CLASS, NULL},
     {"check_tree", FASTCALL(layout_check_tree), METH_FASTCALL | METH_CLASS,
-     layout_check_tree_doc},
+     NULL},
     {"expand_int", FASTCALL(layout_expand_int), METH_FASTCALL | METH_CLASS,
-     layout_expand_int_doc},
-    {"flatten", layout_flatten, METH_NOARGS, layout_flatten_doc},
-    {"flatten_layout", layout_flatten_layout, METH_NOARGS,
-     layout_flatten_layout_doc},
-    {"infix", layout_infix, METH_NOARGS, layout_infix_doc},
-    {"coalesce", layout_coalesce, METH_NOARGS, layout_coalesce_doc},
-    {"coalesce_by_mode", layout_coalesce_by_mode, METH_O,
-     layout_coalesce_by_mode_doc},
-    {"filter", layout_filter, METH_NOARGS, layout_filter_doc},
+     NULL},
+    {"flatten", layout_flatten, METH_NOARGS, NULL},
+    {"flatten_layout", layout_flatten_layout, METH_NOARGS, NULL},
+    {"infix", layout_infix, METH_NOARGS, NULL},
+    {"coalesce", layout_coalesce, METH_NOARGS, NULL},
+    {"coalesce_by_mode", layout_coalesce_by_mode, METH_O, NULL},
+    {"filter", layout_filter, METH_NOARGS, NULL},
     {"extract_profile", KW(layout_extract_profile),
-     METH_VARARGS | METH_KEYWORDS, layout_extract_profile_doc},
-    {"rearrange", KW(layout_rearrange), METH_VARARGS | METH_KEYWORDS,
-     layout_rearrange_doc},
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"rearrange", KW(layout_rearrange), METH_VARARGS | METH_KEYWORDS, NULL},
     {"reverse_rearrange", KW(layout_reverse_rearrange),
-     METH_VARARGS | METH_KEYWORDS | METH_CLASS, layout_reverse_rearrange_doc},
-    {"permute", layout_permute, METH_VARARGS, layout_permute_doc},
-    {"choose", layout_choose, METH_O, layout_choose_doc},
-    {"modout", layout_modout, METH_O, layout_modout_doc},
-    {"compose_layouts", layout_compose_layouts, METH_O,
-     layout_compose_layouts_doc},
-    {"compose", layout_compose, METH_O, layout_compose_doc},
-    {"complement", KW(layout_complement), METH_VARARGS | METH_KEYWORDS,
-     layout_complement_doc},
-    {"divide", layout_divide, METH_O, layout_divide_doc},
-    {"divide_tiler", layout_divide_tiler, METH_O, layout_divide_tiler_doc},
-    {"zipped_divide", layout_zipped_divide, METH_O, layout_zipped_divide_doc},
-    {"tiled_divide", layout_tiled_divide, METH_O, layout_tiled_divide_doc},
-    {"flat_divide", layout_flat_divide, METH_O, layout_flat_divide_doc},
-    {"logical_product", layout_logical_product, METH_O,
-     layout_logical_product_doc},
-    {"blocked_product", layout_blocked_product, METH_O,
-     layout_blocked_product_doc},
-    {"raked_product", layout_raked_product, METH_O, layout_raked_product_doc},
-    {"right_inverse", layout_right_inverse, METH_NOARGS,
-     layout_right_inverse_doc},
-    {"left_inverse", layout_left_inverse, METH_NOARGS, layout_left_inverse_doc},
-    {"is_injective", layout_is_injective, METH_NOARGS, layout_is_injective_doc},
-    {"is_compact", layout_is_compact, METH_NOARGS, layout_is_compact_doc},
-    {"__copy__", layout_copy, METH_NOARGS, layout_copy_doc},
-    {"__deepcopy__", layout_deepcopy, METH_O, layout_deepcopy_doc},
-    {"__reduce__", layout_reduce, METH_NOARGS, reduce_doc},
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, NULL},
+    {"permute", layout_permute, METH_VARARGS, NULL},
+    {"choose", layout_choose, METH_O, NULL},
+    {"modout", layout_modout, METH_O, NULL},
+    {"compose_layouts", layout_compose_layouts, METH_O, NULL},
+    {"compose", layout_compose, METH_O, NULL},
+    {"complement", KW(layout_complement), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"divide", layout_divide, METH_O, NULL},
+    {"divide_tiler", layout_divide_tiler, METH_O, NULL},
+    {"zipped_divide", layout_zipped_divide, METH_O, NULL},
+    {"tiled_divide", layout_tiled_divide, METH_O, NULL},
+    {"flat_divide", layout_flat_divide, METH_O, NULL},
+    {"logical_product", layout_logical_product, METH_O, NULL},
+    {"blocked_product", layout_blocked_product, METH_O, NULL},
+    {"raked_product", layout_raked_product, METH_O, NULL},
+    {"right_inverse", layout_right_inverse, METH_NOARGS, NULL},
+    {"left_inverse", layout_left_inverse, METH_NOARGS, NULL},
+    {"is_injective", layout_is_injective, METH_NOARGS, NULL},
+    {"is_compact", layout_is_compact, METH_NOARGS, NULL},
+    {"__copy__", layout_copy, METH_NOARGS, NULL},
+    {"__deepcopy__", layout_deepcopy, METH_O, NULL},
+    {"__reduce__", layout_reduce, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef layout_getset[] = {
-    {"shape", layout_get_shape, NULL, layout_shape_doc, NULL},
-    {"stride", layout_get_stride, NULL, layout_stride_doc, NULL},
-    {"size", layout_get_size, NULL, layout_size_doc, NULL},
-    {"cosize", layout_get_cosize, NULL, layout_cosize_doc, NULL},
-    {"depth", layout_get_depth, NULL, layout_depth_doc, NULL},
-    {"rank", layout_get_rank, NULL, layout_rank_doc, NULL},
-    {"is_leaf", layout_get_is_leaf, NULL, layout_is_leaf_doc, NULL},
+    {"shape", layout_get_shape, NULL, NULL, NULL},
+    {"stride", layout_get_stride, NULL, NULL, NULL},
+    {"size", layout_get_size, NULL, NULL, NULL},
+    {"cosize", layout_get_cosize, NULL, NULL, NULL},
+    {"depth", layout_get_depth, NULL, NULL, NULL},
+    {"rank", layout_get_rank, NULL, NULL, NULL},
+    {"is_leaf", layout_get_is_leaf, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -2696,14 +1978,21 @@ static PyMemberDef layout_members[] = {
 };
 
 static PyType_Slot layout_slots[] = {
-    {Py_tp_doc, (void *)layout_doc}, {Py_tp_new, layout_tp_new},
-    {Py_tp_dealloc, layout_dealloc}, {Py_tp_repr, layout_repr},
-    {Py_tp_call, PyVectorcall_Call}, {Py_tp_richcompare, layout_richcompare},
-    {Py_tp_iter, layout_iter},       {Py_tp_methods, layout_methods},
-    {Py_tp_getset, layout_getset},   {Py_tp_members, layout_members},
-    {Py_sq_length, layout_length},   {Py_sq_item, layout_sq_item},
-    {Py_mp_length, layout_length},   {Py_mp_subscript, layout_subscript},
-    {Py_nb_add, layout_nb_add},      {0, NULL},
+    {Py_tp_new, layout_tp_new},
+    {Py_tp_dealloc, layout_dealloc},
+    {Py_tp_repr, layout_repr},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_richcompare, layout_richcompare},
+    {Py_tp_iter, layout_iter},
+    {Py_tp_methods, layout_methods},
+    {Py_tp_getset, layout_getset},
+    {Py_tp_members, layout_members},
+    {Py_sq_length, layout_length},
+    {Py_sq_item, layout_sq_item},
+    {Py_mp_length, layout_length},
+    {Py_mp_subscript, layout_subscript},
+    {Py_nb_add, layout_nb_add},
+    {0, NULL},
 };
 
 static PyType_Spec layout_spec = {

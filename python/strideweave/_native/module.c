@@ -8,6 +8,7 @@
 #include "module.h"
 
 #include "py_carrier.h"
+#include "docs.h"
 #include "errors.h"
 #include "py_evictable.h"
 #include "gil.h"
@@ -58,18 +59,6 @@ int swpy_require_tree_types(swpy_state *st) {
     }
     return 0;
 }
-
-PyDoc_STRVAR(register_tree_types_doc,
-             "_register_tree_types($module, tree, node, node_id, /)\n--\n\n"
-             "Registers the tree vocabulary used to convert id trees.\n\n"
-             "Called once by strideweave.core.layout at import; not part of "
-             "the public API.\n\n"
-             "Args:\n"
-             "    tree: the Tree class (a tuple subclass).\n"
-             "    node: the Node enum with members Leaf, Push and Pop.\n"
-             "    node_id: the class of Node.id(k) markers.\n\n"
-             "Returns:\n"
-             "    None.\n");
 
 static PyObject *register_tree_types(PyObject *module, PyObject *const *args,
                                      Py_ssize_t nargs) {
@@ -133,18 +122,6 @@ int swpy_require_dtypes(swpy_state *st) {
     return 0;
 }
 
-PyDoc_STRVAR(register_dtype_doc,
-             "_register_dtype($module, dtype, /)\n--\n\n"
-             "Registers the DType enum, whose members map to the library's "
-             "dtypes by name.\n\n"
-             "Called once by strideweave.carriers.dtype at import; not part "
-             "of the public API.\n\n"
-             "Args:\n"
-             "    dtype: the DType enum class, with members Any, Floating, "
-             "Float32, Int32 and Bool.\n\n"
-             "Returns:\n"
-             "    None.\n");
-
 static PyObject *register_dtype(PyObject *module, PyObject *enum_type) {
     swpy_state *st = swpy_module_state(module);
     PyObject *members[SW_DTYPE_COUNT] = {NULL};
@@ -170,16 +147,6 @@ static PyObject *register_dtype(PyObject *module, PyObject *enum_type) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(debug_fail_io_after_doc,
-             "_debug_fail_io_after($module, n, /)\n--\n\n"
-             "Fault injection: n more file operations succeed, later ones "
-             "fail with ENOSPC.\n\n"
-             "Args:\n"
-             "    n: file operations that still succeed; a negative n "
-             "disables the hook.\n\n"
-             "Returns:\n"
-             "    None.\n");
-
 static PyObject *debug_fail_io_after(PyObject *module, PyObject *arg) {
     long long n = PyLong_AsLongLong(arg);
     if (n == -1 && PyErr_Occurred()) {
@@ -189,39 +156,14 @@ static PyObject *debug_fail_io_after(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(file_remove_temporaries_doc,
-             "_file_remove_temporaries($module, /)\n--\n\n"
-             "Removes the files of every temporary FileBacked carrier still "
-             "open (registered with atexit by strideweave.carriers).\n\n"
-             "Returns:\n"
-             "    None.\n");
-
 static PyObject *file_remove_temporaries(PyObject *module, PyObject *unused) {
     sw_file_remove_temporaries();
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(debug_live_allocs_doc,
-             "_debug_live_allocs($module, /)\n--\n\n"
-             "The number of live libstrideweave allocations, process-wide.\n\n"
-             "Tests compare it before and after a call to prove that the C "
-             "library leaked nothing.\n\n"
-             "Returns:\n"
-             "    int: allocations made and not yet freed.\n");
-
 static PyObject *debug_live_allocs(PyObject *module, PyObject *unused) {
     return PyLong_FromLongLong(sw_debug_live_allocs());
 }
-
-PyDoc_STRVAR(debug_fail_alloc_after_doc,
-             "_debug_fail_alloc_after($module, n, /)\n--\n\n"
-             "Fault injection: the library allocator succeeds n more times, "
-             "then fails.\n\n"
-             "Args:\n"
-             "    n: allocations that still succeed; a negative n disables "
-             "the hook.\n\n"
-             "Returns:\n"
-             "    None.\n");
 
 static PyObject *debug_fail_alloc_after(PyObject *module, PyObject *arg) {
     long long n = PyLong_AsLongLong(arg);
@@ -232,45 +174,19 @@ static PyObject *debug_fail_alloc_after(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(debug_allocate_like_doc,
-             "_debug_allocate_like($module, carrier, size, dtype=None, /)\n--"
-             "\n\n"
-             "The library's allocate_like policy on carrier (for tests: it "
-             "runs a Python carrier's hook as library code does).\n\n"
-             "Args:\n"
-             "    carrier: any carrier.\n"
-             "    size: the element count.\n"
-             "    dtype: a DType, or None for the carrier's own.\n\n"
-             "Returns:\n"
-             "    Carrier: the new carrier.\n");
-
-PyDoc_STRVAR(debug_new_like_doc,
-             "_debug_new_like($module, carrier, values, /)\n--\n\n"
-             "The library's new_like policy on carrier (for tests: it runs "
-             "a Python carrier's hook as library code does).\n\n"
-             "Args:\n"
-             "    carrier: any carrier.\n"
-             "    values: the values; None marks a hole.\n\n"
-             "Returns:\n"
-             "    Carrier: the new carrier.\n");
-
 static PyMethodDef module_methods[] = {
     {"_debug_allocate_like",
      (PyCFunction)(void (*)(void))swpy_debug_allocate_like, METH_FASTCALL,
-     debug_allocate_like_doc},
+     NULL},
     {"_debug_new_like", (PyCFunction)(void (*)(void))swpy_debug_new_like,
-     METH_FASTCALL, debug_new_like_doc},
+     METH_FASTCALL, NULL},
     {"_register_tree_types", (PyCFunction)(void (*)(void))register_tree_types,
-     METH_FASTCALL, register_tree_types_doc},
-    {"_register_dtype", register_dtype, METH_O, register_dtype_doc},
-    {"_debug_fail_io_after", debug_fail_io_after, METH_O,
-     debug_fail_io_after_doc},
-    {"_file_remove_temporaries", file_remove_temporaries, METH_NOARGS,
-     file_remove_temporaries_doc},
-    {"_debug_live_allocs", debug_live_allocs, METH_NOARGS,
-     debug_live_allocs_doc},
-    {"_debug_fail_alloc_after", debug_fail_alloc_after, METH_O,
-     debug_fail_alloc_after_doc},
+     METH_FASTCALL, NULL},
+    {"_register_dtype", register_dtype, METH_O, NULL},
+    {"_debug_fail_io_after", debug_fail_io_after, METH_O, NULL},
+    {"_file_remove_temporaries", file_remove_temporaries, METH_NOARGS, NULL},
+    {"_debug_live_allocs", debug_live_allocs, METH_NOARGS, NULL},
+    {"_debug_fail_alloc_after", debug_fail_alloc_after, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -303,7 +219,7 @@ static int module_exec(PyObject *module) {
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
         return -1;
     }
-    return 0;
+    return swpy_docs_apply(module);
 }
 
 static int module_traverse(PyObject *module, visitproc visit, void *arg) {
@@ -455,18 +371,15 @@ static PyModuleDef_Slot module_slots[] = {
 #pragma GCC diagnostic pop
 #endif
 
-PyDoc_STRVAR(
-    module_doc,
-    "The C extension behind strideweave: layouts, carriers, tensors and "
-    "operations.\n\n"
-    "Import the public names from strideweave or its submodules; "
-    "this module is an implementation detail.");
-
 struct PyModuleDef swpy_module_def = {
-    PyModuleDef_HEAD_INIT,         .m_name = "strideweave._native",
-    .m_doc = module_doc,           .m_size = sizeof(swpy_state),
-    .m_methods = module_methods,   .m_slots = module_slots,
-    .m_traverse = module_traverse, .m_clear = module_clear,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "strideweave._native",
+    .m_doc = NULL,
+    .m_size = sizeof(swpy_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
     .m_free = module_free,
 };
 

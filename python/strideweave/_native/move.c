@@ -882,300 +882,6 @@ static PyObject *fn_move_pending(PyObject *module, PyObject *unused) {
     return PyLong_FromLongLong(sw_move_pending_count());
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    move_doc,
-    "move(tensor, destination)\n--\n\n"
-    "Moves tensor's values into destination and releases the source "
-    "carrier: move_async(tensor, destination).wait().\n\n"
-    "The operation class comes from the move registry for the exact pair "
-    "(type(tensor.carrier), type(destination)); the result is a Tensor "
-    "over destination at offset 0 with tensor's layout. The destination "
-    "needs the layout's cosize slots (an empty FileBacked grows to it). "
-    "The source carrier is released only after the copy succeeded; a "
-    "failed move leaves both carriers as they were. With grad mode on, "
-    "the result's autograd context is the move and backward returns the "
-    "gradient in fresh storage of the source carrier's class.\n\n"
-    "Args:\n"
-    "    tensor: the Tensor to move.\n"
-    "    destination: a live, mutable Carrier of tensor's dtype, not "
-    "tensor's own carrier.\n\n"
-    "Returns:\n"
-    "    Tensor: the moved tensor, backed by destination.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave import FileBacked, Generic, Layout, Shape, "
-    "Stride, Tensor, move\n"
-    "    >>> t = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> m = move(t, FileBacked())\n"
-    "    >>> m[1], t.carrier.is_released()\n"
-    "    (2.0, True)\n");
-
-PyDoc_STRVAR(
-    register_doc,
-    "register_move_operation(source_class, destination_class, "
-    "operation_class)\n--\n\n"
-    "Registers operation_class for the exact carrier class pair in the "
-    "process-global move registry.\n\n"
-    "The entry applies to these two classes only, not to subclasses. A "
-    "pair that already has an entry (built-in ones included) is refused "
-    "and keeps it.\n\n"
-    "Args:\n"
-    "    source_class: a Carrier subclass.\n"
-    "    destination_class: a Carrier subclass.\n"
-    "    operation_class: a MoveOperation subclass.\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave import Generic\n"
-    "    >>> from strideweave.carriers.move import ElementwiseMoveOperation, "
-    "dispatch_move, register_move_operation, unregister_move_operation\n"
-    "    >>> class Mine(Generic): ...\n"
-    "    >>> class MyMove(ElementwiseMoveOperation): ...\n"
-    "    >>> register_move_operation(Mine, Generic, MyMove)\n"
-    "    >>> dispatch_move(Mine, Generic) is MyMove\n"
-    "    True\n"
-    "    >>> unregister_move_operation(Mine, Generic) is MyMove\n"
-    "    True\n");
-
-PyDoc_STRVAR(unregister_doc,
-             "unregister_move_operation(source_class, destination_class)\n--"
-             "\n\n"
-             "Removes the registry entry of the exact carrier class pair.\n\n"
-             "Args:\n"
-             "    source_class: a Carrier subclass.\n"
-             "    destination_class: a Carrier subclass.\n\n"
-             "Returns:\n"
-             "    type: the operation class that was registered.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import Generic\n"
-             "    >>> from strideweave.carriers.move import "
-             "unregister_move_operation\n"
-             "    >>> unregister_move_operation(Generic, Generic)\n"
-             "    Traceback (most recent call last):\n"
-             "    KeyError: 'no move operation is registered for (Generic, "
-             "Generic)'\n");
-
-PyDoc_STRVAR(dispatch_doc,
-             "dispatch_move(source_class, destination_class)\n--\n\n"
-             "The move operation class for the exact carrier class pair.\n\n"
-             "Matches classes by identity: a subclass does not inherit its "
-             "parent's entry. Pairs without an entry use "
-             "ElementwiseMoveOperation.\n\n"
-             "Args:\n"
-             "    source_class: a Carrier subclass.\n"
-             "    destination_class: a Carrier subclass.\n\n"
-             "Returns:\n"
-             "    type: a MoveOperation subclass.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU, FileBacked\n"
-             "    >>> from strideweave.carriers.move import dispatch_move\n"
-             "    >>> dispatch_move(CPU, FileBacked).__name__\n"
-             "    'CpuToFileBackedMoveOperation'\n"
-             "    >>> dispatch_move(CPU, CPU).__name__\n"
-             "    'ElementwiseMoveOperation'\n");
-
-PyDoc_STRVAR(
-    move_op_doc,
-    "MoveOperation()\n--\n\n"
-    "The base of the operations that move a tensor into another "
-    "carrier.\n\n"
-    "forward(tensor, destination) validates the move, makes the result "
-    "Tensor over destination, runs _copy(tensor, destination, output, "
-    "element_count) and releases the source carrier once it returned. "
-    "Subclasses implement _copy; the class attributes source_class and "
-    "destination_class, when not None, pin the exact carrier classes the "
-    "operation accepts. They are read when the class is first "
-    "instantiated or registered.\n\n"
-    "Returns:\n"
-    "    MoveOperation: the operation.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave import Generic, Layout, Shape, Stride, "
-    "Tensor\n"
-    "    >>> from strideweave.carriers.move import MoveOperation\n"
-    "    >>> class Copy(MoveOperation):\n"
-    "    ...     def _copy(self, tensor, destination, output, "
-    "element_count):\n"
-    "    ...         for i in range(tensor.size()):\n"
-    "    ...             output[i] = tensor[i]\n"
-    "    >>> t = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> Copy().forward(t, Generic([0.0, 0.0]))[1]\n"
-    "    2.0\n");
-
-PyDoc_STRVAR(move_op_copy_doc,
-             "_copy($self, tensor, destination, output, element_count, /)\n"
-             "--\n\n"
-             "Performs one move's transfer: fills destination so that "
-             "output holds tensor's values.\n\n"
-             "The base raises NotImplementedError; the built-in classes "
-             "run their native copy.\n\n"
-             "Args:\n"
-             "    tensor: the Tensor being moved.\n"
-             "    destination: the receiving carrier.\n"
-             "    output: the result Tensor over destination.\n"
-             "    element_count: the layout's cosize, the slots covered.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave.carriers.move import MoveOperation\n"
-             "    >>> MoveOperation()._copy(None, None, None, 0)\n"
-             "    Traceback (most recent call last):\n"
-             "    NotImplementedError: MoveOperation._copy must be "
-             "implemented\n");
-
-PyDoc_STRVAR(elementwise_doc,
-             "ElementwiseMoveOperation()\n--\n\n"
-             "The move of every pair without a registered operation: "
-             "output[i] = tensor[i] for every logical index.\n\n"
-             "Holes of the destination keep their values; the "
-             "destination's version rises once per element.\n\n"
-             "Returns:\n"
-             "    ElementwiseMoveOperation: the operation.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU\n"
-             "    >>> from strideweave.carriers.move import dispatch_move\n"
-             "    >>> dispatch_move(CPU, CPU) is ElementwiseMoveOperation\n"
-             "    True\n");
-
-PyDoc_STRVAR(cpu_to_file_doc,
-             "CpuToFileBackedMoveOperation()\n--\n\n"
-             "The bulk move from CPU to FileBacked: the layout's whole "
-             "physical span, holes included, written to the file in large "
-             "pieces.\n\n"
-             "Pinned to exactly CPU sources and FileBacked destinations; "
-             "the destination's version is unchanged.\n\n"
-             "Returns:\n"
-             "    CpuToFileBackedMoveOperation: the operation.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU, FileBacked\n"
-             "    >>> CpuToFileBackedMoveOperation.source_class is CPU\n"
-             "    True\n");
-
-PyDoc_STRVAR(file_to_cpu_doc,
-             "FileBackedToCpuMoveOperation()\n--\n\n"
-             "The bulk move from FileBacked to CPU: the layout's whole "
-             "physical span read from the file in large pieces.\n\n"
-             "Pinned to exactly FileBacked sources and CPU destinations; "
-             "the destination's version is unchanged.\n\n"
-             "Returns:\n"
-             "    FileBackedToCpuMoveOperation: the operation.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU, FileBacked\n"
-             "    >>> FileBackedToCpuMoveOperation.destination_class is CPU\n"
-             "    True\n");
-
-PyDoc_STRVAR(
-    move_async_doc,
-    "move_async(tensor, destination)\n--\n\n"
-    "Starts moving tensor's values into destination and returns a "
-    "completion handle.\n\n"
-    "Validation (the checks of move, in the same order) happens now and "
-    "raises directly. A bulk CPU/FileBacked transfer of 1 MiB or more then "
-    "runs on a worker thread, and the call returns at once; until it ends, "
-    "both carriers refuse writes, release and other moves with "
-    "RuntimeError('Carrier has a pending move'). Every other move "
-    "completes before move_async returns. wait() gives the moved Tensor "
-    "or raises the move's failure; the source carrier is released only "
-    "when the move succeeds. Dropping the handle neither waits for nor "
-    "cancels the move.\n\n"
-    "Args:\n"
-    "    tensor: the Tensor to move (one Tensor, not a sequence).\n"
-    "    destination: a live, mutable Carrier of tensor's dtype (one "
-    "carrier, not a sequence).\n\n"
-    "Returns:\n"
-    "    AwaitMove: the handle of the move.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave import CPU, FileBacked, Layout, Shape, "
-    "Stride, Tensor\n"
-    "    >>> from strideweave.carriers.move import move_async\n"
-    "    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))\n"
-    "    >>> handle = move_async(t, FileBacked(dtype=t.carrier.dtype()))\n"
-    "    >>> m = handle.wait()\n"
-    "    >>> handle.done, handle.wait() is m, t.carrier.is_released()\n"
-    "    (True, True, True)\n");
-
-PyDoc_STRVAR(
-    await_result_doc,
-    "The completion handle of work the framework started.\n\n"
-    "done tells whether the work reached its terminal outcome; wait() "
-    "blocks until then and returns the value or raises the failure, the "
-    "same on every call and from every thread. Handles are not "
-    "awaitables: there is no __await__. Only the framework makes them.\n\n"
-    "Returns:\n"
-    "    AwaitResult: not constructible from Python.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave.carriers.move import AwaitMove, AwaitResult\n"
-    "    >>> issubclass(AwaitMove, AwaitResult), hasattr(AwaitResult, "
-    "'__await__')\n"
-    "    (True, False)\n");
-
-PyDoc_STRVAR(await_move_doc,
-             "The handle of one move_async call; wait() returns the moved "
-             "Tensor.\n\n"
-             "Returns:\n"
-             "    AwaitMove: not constructible from Python.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave.carriers.move import AwaitMove\n"
-             "    >>> AwaitMove()\n"
-             "    Traceback (most recent call last):\n"
-             "    TypeError: cannot create "
-             "'strideweave.carriers.move.AwaitMove' instances\n");
-
-PyDoc_STRVAR(await_wait_doc,
-             "wait($self, /)\n--\n\n"
-             "Blocks until the work has its terminal outcome, then returns "
-             "the value or raises the failure.\n\n"
-             "Every call returns the identical object or raises the same "
-             "exception. The GIL is released while waiting.\n\n"
-             "Returns:\n"
-             "    object: the completed value (the moved Tensor for "
-             "AwaitMove).\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
-             "Tensor\n"
-             "    >>> from strideweave.carriers.move import move_async\n"
-             "    >>> h = move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
-             "Stride(1))), CPU(1))\n"
-             "    >>> h.wait() is h.wait()\n"
-             "    True\n");
-
-PyDoc_STRVAR(await_done_doc,
-             "True once the work has a terminal outcome (success or "
-             "failure).\n\n"
-             "Returns:\n"
-             "    bool: whether wait() would return at once.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import CPU, Layout, Shape, Stride, "
-             "Tensor\n"
-             "    >>> from strideweave.carriers.move import move_async\n"
-             "    >>> move_async(Tensor(CPU(1), 0, Layout(Shape(1), "
-             "Stride(1))), CPU(1)).done\n"
-             "    True\n");
-
-PyDoc_STRVAR(move_wait_idle_doc,
-             "_move_wait_idle($module, /)\n--\n\n"
-             "Blocks until no asynchronous move is running (registered with "
-             "atexit by strideweave.carriers.move).\n\n"
-             "Returns:\n"
-             "    None.\n");
-
-PyDoc_STRVAR(move_hold_doc,
-             "_debug_move_hold($module, hold, /)\n--\n\n"
-             "Test hook: while hold is true, asynchronous move workers wait "
-             "before transferring.\n\n"
-             "Args:\n"
-             "    hold: hold (true) or let the workers go (false).\n\n"
-             "Returns:\n"
-             "    None.\n");
-
-PyDoc_STRVAR(move_pending_doc,
-             "_move_pending_count($module, /)\n--\n\n"
-             "The number of asynchronous moves running now.\n\n"
-             "Returns:\n"
-             "    int: the running moves.\n");
-
 /* ------------------------------------------------------------ type specs */
 
 #if defined(__GNUC__)
@@ -1186,45 +892,40 @@ PyDoc_STRVAR(move_pending_doc,
 #define FC(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef move_op_methods[] = {
-    {"_copy", FC(move_op_copy), METH_FASTCALL, move_op_copy_doc},
+    {"_copy", FC(move_op_copy), METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot move_op_slots[] = {
-    {Py_tp_doc, (void *)move_op_doc},
     {Py_tp_new, move_op_tp_new},
     {Py_tp_methods, move_op_methods},
     {0, NULL},
 };
 
 static PyType_Slot elementwise_slots[] = {
-    {Py_tp_doc, (void *)elementwise_doc},
     {0, NULL},
 };
 
 static PyType_Slot cpu_to_file_slots[] = {
-    {Py_tp_doc, (void *)cpu_to_file_doc},
     {0, NULL},
 };
 
 static PyType_Slot file_to_cpu_slots[] = {
-    {Py_tp_doc, (void *)file_to_cpu_doc},
     {0, NULL},
 };
 
 static PyMethodDef await_methods[] = {
-    {"wait", await_wait, METH_NOARGS, await_wait_doc},
+    {"wait", await_wait, METH_NOARGS, NULL},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS, "See PEP 585."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef await_getset[] = {
-    {"done", await_get_done, NULL, await_done_doc, NULL},
+    {"done", await_get_done, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot await_result_slots[] = {
-    {Py_tp_doc, (void *)await_result_doc},
     {Py_tp_new, await_tp_new},
     {Py_tp_dealloc, await_dealloc},
     {Py_tp_traverse, await_traverse},
@@ -1235,25 +936,22 @@ static PyType_Slot await_result_slots[] = {
 };
 
 static PyType_Slot await_move_slots[] = {
-    {Py_tp_doc, (void *)await_move_doc},
     {Py_tp_traverse, await_traverse},
     {Py_tp_clear, await_clear},
     {0, NULL},
 };
 
 static PyMethodDef move_functions[] = {
-    {"move_async", FC(fn_move_async), METH_VARARGS | METH_KEYWORDS,
-     move_async_doc},
-    {"_move_wait_idle", fn_move_wait_idle, METH_NOARGS, move_wait_idle_doc},
-    {"_debug_move_hold", fn_move_hold, METH_O, move_hold_doc},
-    {"_move_pending_count", fn_move_pending, METH_NOARGS, move_pending_doc},
-    {"move", FC(fn_move), METH_VARARGS | METH_KEYWORDS, move_doc},
+    {"move_async", FC(fn_move_async), METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_move_wait_idle", fn_move_wait_idle, METH_NOARGS, NULL},
+    {"_debug_move_hold", fn_move_hold, METH_O, NULL},
+    {"_move_pending_count", fn_move_pending, METH_NOARGS, NULL},
+    {"move", FC(fn_move), METH_VARARGS | METH_KEYWORDS, NULL},
     {"register_move_operation", FC(fn_register), METH_VARARGS | METH_KEYWORDS,
-     register_doc},
+     NULL},
     {"unregister_move_operation", FC(fn_unregister),
-     METH_VARARGS | METH_KEYWORDS, unregister_doc},
-    {"dispatch_move", FC(fn_dispatch), METH_VARARGS | METH_KEYWORDS,
-     dispatch_doc},
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"dispatch_move", FC(fn_dispatch), METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1495,277 +1495,6 @@ PyObject *swpy_backend_dispatch_hook(PyObject *self, PyObject *name) {
 }
 
 /* ------------------------------------------------------- documentation */
-
-const char swpy_carrier_dispatch_op_doc[] =
-    "dispatch_op($self, operation_name, /)\n--\n\n"
-    "A fresh operation for a canonical name, tagged with the name and this "
-    "carrier's exact class.\n\n"
-    "Calls the _dispatch_op hook (a Python override when the class has one; "
-    "CPU and Generic have native tables), requires an Operation that was "
-    "never dispatched, and records _operation_name and "
-    "_dispatch_carrier_class on it. An instance method only.\n\n"
-    "Args:\n"
-    "    operation_name: the canonical name, such as 'add' or 'relu'.\n\n"
-    "Returns:\n"
-    "    Operation: the fresh operation.\n\n"
-    "Raises:\n"
-    "    NotImplementedError: \"Carrier class does not support operation "
-    "'<name>'\" (or the backend's own message).\n"
-    "    TypeError: 'Carrier._dispatch_op must return an Operation', "
-    "'Carrier._dispatch_op must return a fresh Operation instance'.\n\n"
-    "Examples:\n"
-    "    >>> op = Generic([1.0]).dispatch_op('relu')\n"
-    "    >>> type(op).__name__, op._operation_name, "
-    "op._dispatch_carrier_class is Generic\n"
-    "    ('GenericReLUOperation', 'relu', True)\n";
-
-const char swpy_generic_dispatch_hook_doc[] =
-    "_dispatch_op($self, name, /)\n--\n\n"
-    "A fresh operation from the Generic table (a hook: subclasses may "
-    "override it and reach this table through super()).\n\n"
-    "Args:\n"
-    "    name: the canonical operation name.\n\n"
-    "Returns:\n"
-    "    Operation: a fresh, undispatched operation.\n\n"
-    "Raises:\n"
-    "    NotImplementedError: \"Generic carrier does not support operation "
-    "'<name>'\".\n\n"
-    "Examples:\n"
-    "    >>> type(Generic([])._dispatch_op('add')).__name__\n"
-    "    'GenericAddOperation'\n";
-
-const char swpy_cpu_dispatch_hook_doc[] =
-    "_dispatch_op($self, name, /)\n--\n\n"
-    "A fresh operation from the CPU table (a hook: subclasses may override "
-    "it and reach this table through super()).\n\n"
-    "Args:\n"
-    "    name: the canonical operation name.\n\n"
-    "Returns:\n"
-    "    Operation: a fresh, undispatched operation.\n\n"
-    "Raises:\n"
-    "    NotImplementedError: \"CPU carrier does not support operation "
-    "'<name>'\".\n\n"
-    "Examples:\n"
-    "    >>> type(CPU(1)._dispatch_op('view')).__name__\n"
-    "    'GenericViewOperation'\n";
-
-const char swpy_execute_lowered_operation_doc[] =
-    "execute_lowered_operation($module, operation, /, *inputs)\n--\n\n"
-    "Runs operation._forward(*inputs) the way a composite carrier runs an "
-    "inner operation: no saved inputs, no autograd context.\n\n"
-    "Sealed: a Python override of _execute_lowered is not consulted.\n\n"
-    "Args:\n"
-    "    operation: the Operation to run.\n"
-    "    *inputs: its forward arguments.\n\n"
-    "Returns:\n"
-    "    Tensor: the result.\n\n"
-    "Raises:\n"
-    "    TypeError: 'Operation._forward must return a Tensor'.\n\n"
-    "Examples:\n"
-    "    >>> from strideweave.carriers.operation_helpers import "
-    "execute_lowered_operation\n"
-    "    >>> x = Tensor(Generic([-1.0, 2.0]), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> op = GenericReLUOperation()\n"
-    "    >>> y = execute_lowered_operation(op, x)\n"
-    "    >>> y[0], y[1], y.autograd_ctx is None, op.inputs()\n"
-    "    (0, 2.0, True, ())\n";
-
-PyDoc_STRVAR(
-    operation_doc,
-    "Operation()\n--\n\n"
-    "An operation object: forward runs it and records the autograd context; "
-    "backward returns one gradient per saved input.\n\n"
-    "Subclass it in Python and implement _forward(*inputs) (returning a "
-    "Tensor) and backward(gradient) (returning one Tensor or None per "
-    "entry of inputs()). forward(*inputs) saves the Tensor inputs and "
-    "their versions when grad mode is on and some input is differentiable, "
-    "runs _forward, and makes a differentiable result's autograd_ctx this "
-    "operation. ctx is a dict for the operation's own state.\n\n"
-    "Returns:\n"
-    "    Operation: an operation whose hooks are its Python methods.\n\n"
-    "Examples:\n"
-    "    >>> class Double(Operation):\n"
-    "    ...     def _forward(self, x):\n"
-    "    ...         return Tensor(x.carrier.new_like([2 * x[i] for i in "
-    "range(x.size())]), 0, x.layout)\n"
-    "    ...     def backward(self, gradient):\n"
-    "    ...         return [gradient * 2]\n"
-    "    >>> x = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), Stride(1)))\n"
-    "    >>> op = Double()\n"
-    "    >>> y = op.forward(x)\n"
-    "    >>> y[1], y.autograd_ctx is op, op.inputs()[0] is x\n"
-    "    (4.0, True, True)\n");
-
-PyDoc_STRVAR(operation_forward_doc,
-             "forward($self, /, *inputs)\n--\n\n"
-             "Runs the operation and records the autograd context.\n\n"
-             "When grad mode is on and some input is a differentiable "
-             "Tensor, every Tensor input is saved with its version; a "
-             "differentiable result gets this operation as its "
-             "autograd_ctx. Positional arguments only.\n\n"
-             "Args:\n"
-             "    *inputs: the operation's arguments.\n\n"
-             "Returns:\n"
-             "    Tensor: the result.\n\n"
-             "Raises:\n"
-             "    TypeError: 'Operation._forward must return a Tensor', "
-             "'Operation._forward must be implemented'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([1.0, -1.0]), 0, Layout(Shape(2), "
-             "Stride(1)))\n"
-             "    >>> op = GenericReLUOperation()\n"
-             "    >>> y = op.forward(x)\n"
-             "    >>> y[0], y[1], y.autograd_ctx is op\n"
-             "    (1.0, 0, True)\n");
-
-PyDoc_STRVAR(operation_forward_hook_doc,
-             "_forward($self, /, *inputs)\n--\n\n"
-             "The computation (a hook: Python subclasses implement it).\n\n"
-             "On a native operation it runs the computation without "
-             "recording anything.\n\n"
-             "Args:\n"
-             "    *inputs: the operation's arguments.\n\n"
-             "Returns:\n"
-             "    Tensor: the result.\n\n"
-             "Raises:\n"
-             "    TypeError: 'Operation._forward must be implemented' when a "
-             "Python subclass has none.\n\n"
-             "Examples:\n"
-             "    >>> Operation()._forward()\n"
-             "    Traceback (most recent call last):\n"
-             "    ...\n"
-             "    TypeError: Operation._forward must be implemented\n");
-
-PyDoc_STRVAR(operation_backward_doc,
-             "backward($self, gradient, /)\n--\n\n"
-             "One gradient per saved input (a hook: Python subclasses "
-             "implement it).\n\n"
-             "Args:\n"
-             "    gradient: the gradient of the result, a Tensor with the "
-             "result's layout.\n\n"
-             "Returns:\n"
-             "    tuple: one Tensor (laid out like that input) or None per "
-             "entry of inputs().\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'Tried to call pure virtual function "
-             "\"Operation::backward\"' when a Python subclass has none.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> op = GenericScalarMulOperation()\n"
-             "    >>> y = op.forward(x, 2)\n"
-             "    >>> g = Tensor(Generic([1.0]), 0, y.layout)\n"
-             "    >>> op.backward(g)[0][0]\n"
-             "    2.0\n");
-
-PyDoc_STRVAR(operation_execute_lowered_doc,
-             "_execute_lowered($self, /, *inputs)\n--\n\n"
-             "Runs _forward(*inputs) without touching the saved inputs or "
-             "attaching an autograd context.\n\n"
-             "Args:\n"
-             "    *inputs: the operation's arguments.\n\n"
-             "Returns:\n"
-             "    Tensor: the result.\n\n"
-             "Raises:\n"
-             "    TypeError: 'Operation._forward must return a Tensor'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([2.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> y = GenericExpOperation()._execute_lowered(x)\n"
-             "    >>> round(y[0], 4), y.autograd_ctx\n"
-             "    (7.3891, None)\n");
-
-PyDoc_STRVAR(operation_store_inputs_doc,
-             "store_inputs($self, /, *inputs)\n--\n\n"
-             "Replaces the saved inputs with exactly these tensors (the "
-             "saved versions are kept).\n\n"
-             "Args:\n"
-             "    *inputs: Tensors.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    TypeError: 'Operation inputs must be Tensors'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> op = Operation()\n"
-             "    >>> op.store_inputs(x)\n"
-             "    >>> op.inputs()[0] is x\n"
-             "    True\n");
-
-PyDoc_STRVAR(operation_inputs_doc,
-             "inputs($self, /)\n--\n\n"
-             "The saved inputs (empty when no graph was recorded).\n\n"
-             "Returns:\n"
-             "    tuple: the saved Tensors, in argument order.\n\n"
-             "Examples:\n"
-             "    >>> Operation().inputs()\n"
-             "    ()\n");
-
-PyDoc_STRVAR(operation_input_versions_doc,
-             "input_versions($self, /)\n--\n\n"
-             "The versions of the saved inputs at forward time.\n\n"
-             "Returns:\n"
-             "    tuple[int, ...]: one version per saved input.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> op = GenericExpOperation()\n"
-             "    >>> _ = op.forward(x)\n"
-             "    >>> op.input_versions()\n"
-             "    (0,)\n");
-
-PyDoc_STRVAR(operation_validate_input_versions_doc,
-             "validate_input_versions($self, /)\n--\n\n"
-             "Checks that no saved input was written since forward.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'A tensor needed for gradient computation was "
-             "modified in-place: expected version X, got version Y'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> op = GenericExpOperation()\n"
-             "    >>> _ = op.forward(x)\n"
-             "    >>> x[0] = 2.0\n"
-             "    >>> op.validate_input_versions()\n"
-             "    Traceback (most recent call last):\n"
-             "    ...\n"
-             "    RuntimeError: A tensor needed for gradient computation was "
-             "modified in-place: expected version 0, got version 1\n");
-
-PyDoc_STRVAR(operation_ctx_doc,
-             "The operation's state: a dict, the same object each time.\n\n"
-             "Returns:\n"
-             "    dict: the context (native operations fill it as the "
-             "reference documents, e.g. 'scalar', 'output_layout').\n\n"
-             "Examples:\n"
-             "    >>> op = Operation()\n"
-             "    >>> op.ctx['k'] = 1\n"
-             "    >>> op.ctx\n"
-             "    {'k': 1}\n");
-
-PyDoc_STRVAR(operation_name_doc,
-             "The canonical name the operation was dispatched under, or "
-             "None.\n\n"
-             "Returns:\n"
-             "    str | None: the name.\n\n"
-             "Examples:\n"
-             "    >>> Operation()._operation_name is None\n"
-             "    True\n");
-
-PyDoc_STRVAR(operation_carrier_class_doc,
-             "The exact class of the carrier that dispatched the operation, "
-             "or None.\n\n"
-             "Returns:\n"
-             "    type | None: the carrier class.\n\n"
-             "Examples:\n"
-             "    >>> CPU(1).dispatch_op('view')._dispatch_carrier_class is "
-             "CPU\n"
-             "    True\n");
-
 /* ------------------------------------------------------------ type specs */
 
 #if defined(__GNUC__)
@@ -1776,25 +1505,21 @@ PyDoc_STRVAR(operation_carrier_class_doc,
 #define FC(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef operation_methods[] = {
-    {"forward", FC(operation_forward), METH_FASTCALL, operation_forward_doc},
-    {"_forward", FC(operation_forward_hook), METH_FASTCALL,
-     operation_forward_hook_doc},
-    {"backward", operation_backward, METH_O, operation_backward_doc},
-    {"_execute_lowered", FC(operation_execute_lowered), METH_FASTCALL,
-     operation_execute_lowered_doc},
-    {"store_inputs", FC(operation_store_inputs), METH_FASTCALL,
-     operation_store_inputs_doc},
-    {"inputs", operation_inputs, METH_NOARGS, operation_inputs_doc},
-    {"input_versions", operation_input_versions, METH_NOARGS,
-     operation_input_versions_doc},
+    {"forward", FC(operation_forward), METH_FASTCALL, NULL},
+    {"_forward", FC(operation_forward_hook), METH_FASTCALL, NULL},
+    {"backward", operation_backward, METH_O, NULL},
+    {"_execute_lowered", FC(operation_execute_lowered), METH_FASTCALL, NULL},
+    {"store_inputs", FC(operation_store_inputs), METH_FASTCALL, NULL},
+    {"inputs", operation_inputs, METH_NOARGS, NULL},
+    {"input_versions", operation_input_versions, METH_NOARGS, NULL},
     {"validate_input_versions", operation_validate_input_versions, METH_NOARGS,
-     operation_validate_input_versions_doc},
+     NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef operation_getset[] = {
-    {"ctx", operation_get_ctx, NULL, operation_ctx_doc, NULL},
-    {"_operation_name", operation_get_name, NULL, operation_name_doc, NULL},
+    {"ctx", operation_get_ctx, NULL, NULL, NULL},
+    {"_operation_name", operation_get_name, NULL, NULL, NULL},
     {"_resolved_invocation", operation_get_invocation, NULL,
      "The ResolvedInvocation of a defined operation's autograd node, or "
      "None (any other operation).",
@@ -1803,8 +1528,7 @@ static PyGetSetDef operation_getset[] = {
      "The operands a defined operation's node saved for its VJP, as a "
      "tuple; () for any other operation and after backward.",
      NULL},
-    {"_dispatch_carrier_class", operation_get_carrier_class, NULL,
-     operation_carrier_class_doc, NULL},
+    {"_dispatch_carrier_class", operation_get_carrier_class, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1815,11 +1539,15 @@ static PyMemberDef operation_members[] = {
 };
 
 static PyType_Slot operation_slots[] = {
-    {Py_tp_doc, (void *)operation_doc},   {Py_tp_new, operation_tp_new},
-    {Py_tp_init, operation_tp_init},      {Py_tp_dealloc, operation_dealloc},
-    {Py_tp_traverse, operation_traverse}, {Py_tp_clear, operation_clear},
-    {Py_tp_methods, operation_methods},   {Py_tp_getset, operation_getset},
-    {Py_tp_members, operation_members},   {0, NULL},
+    {Py_tp_new, operation_tp_new},
+    {Py_tp_init, operation_tp_init},
+    {Py_tp_dealloc, operation_dealloc},
+    {Py_tp_traverse, operation_traverse},
+    {Py_tp_clear, operation_clear},
+    {Py_tp_methods, operation_methods},
+    {Py_tp_getset, operation_getset},
+    {Py_tp_members, operation_members},
+    {0, NULL},
 };
 
 static PyType_Spec operation_spec = {
@@ -1830,17 +1558,7 @@ static PyType_Spec operation_spec = {
     .slots = operation_slots,
 };
 
-PyDoc_STRVAR(native_op_doc,
-             "A native operation of a class the binding does not name.\n\n"
-             "Returns:\n"
-             "    NativeOperation: not constructible from Python.\n\n"
-             "Examples:\n"
-             "    >>> from strideweave import _native\n"
-             "    >>> issubclass(_native.NativeOperation, Operation)\n"
-             "    True\n");
-
 static PyType_Slot native_op_slots[] = {
-    {Py_tp_doc, (void *)native_op_doc},
     {Py_tp_traverse, operation_traverse},
     {Py_tp_clear, operation_clear},
     {0, NULL},

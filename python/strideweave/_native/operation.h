@@ -104,15 +104,10 @@ int swpy_carrier_install_dispatch(swpy_state *st, PyObject *self,
 PyObject *swpy_carrier_dispatch_op(PyObject *self, PyObject *name);
 PyObject *swpy_backend_dispatch_hook(PyObject *self, PyObject *name);
 
-extern const char swpy_carrier_dispatch_op_doc[];
-extern const char swpy_cpu_dispatch_hook_doc[];
-extern const char swpy_generic_dispatch_hook_doc[];
-
 /* execute_lowered_operation(operation, *inputs), the sealed lowered call. */
 PyObject *swpy_execute_lowered_operation(PyObject *module,
                                          PyObject *const *args,
                                          Py_ssize_t nargs);
-extern const char swpy_execute_lowered_operation_doc[];
 
 /* ------------------------------------------------------------- profiler */
 

@@ -27,10 +27,4 @@ PyObject *swpy_carrier_unsupported_plan_reason(PyObject *self, PyObject *plan);
 PyObject *swpy_carrier_require_operation_plan(PyObject *self, PyObject *plan);
 PyObject *swpy_carrier_supports_storage_dtype(PyObject *self, PyObject *dtype);
 
-extern const char swpy_carrier_operation_capabilities_doc[];
-extern const char swpy_carrier_supports_operation_plan_doc[];
-extern const char swpy_carrier_unsupported_plan_reason_doc[];
-extern const char swpy_carrier_require_operation_plan_doc[];
-extern const char swpy_carrier_supports_storage_dtype_doc[];
-
 #endif /* SWPY_PLANS_H */

@@ -335,13 +335,6 @@ int swpy_capability_constructed(PyObject *self) {
 
 /* ---------------------------------------------------------- functions */
 
-PyDoc_STRVAR(plan_names_doc,
-             "_plan_names($module, /)\n--\n\n"
-             "The library's name tables of plans.\n\n"
-             "Returns:\n"
-             "    dict: 'arithmetic', 'accumulation' and 'role' to tuples of "
-             "names, in enumerator order.\n");
-
 static PyObject *names_tuple(const char *(*name)(int), int count) {
     PyObject *t = PyTuple_New(count);
     if (t == NULL) {
@@ -374,14 +367,6 @@ static PyObject *plan_names(PyObject *module, PyObject *unused) {
         "accumulation", names_tuple(accum_name, SW_ACCUMULATION_COUNT), "role",
         names_tuple(role_name, SW_OPERAND_ROLE_COUNT));
 }
-
-PyDoc_STRVAR(plan_operations_doc,
-             "_plan_operations($module, /)\n--\n\n"
-             "The registered operations that have plans, in registry "
-             "order.\n\n"
-             "Returns:\n"
-             "    tuple: (plan name, dispatch name, title, ((operand name, "
-             "role name), ...)) per operation.\n");
 
 static PyObject *plan_operations(PyObject *module, PyObject *unused) {
     PyObject *r = PyList_New(0);
@@ -477,18 +462,6 @@ static int input_of(swpy_state *st, PyObject *o, Py_ssize_t i,
     return 0;
 }
 
-PyDoc_STRVAR(resolve_plan_doc,
-             "_resolve_plan($module, name, operands, accumulator_dtype, /)\n"
-             "--\n\n"
-             "Resolves the central plan of a built-in operation.\n\n"
-             "Args:\n"
-             "    name: the operation's plan name ('reduce_sum').\n"
-             "    operands: a tuple of DTypes (tensors) and numbers (weak "
-             "scalars).\n"
-             "    accumulator_dtype: a DType, or None when not given.\n\n"
-             "Returns:\n"
-             "    tuple: the raw plan.\n");
-
 static PyObject *resolve_plan(PyObject *module, PyObject *const *args,
                               Py_ssize_t nargs) {
     swpy_state *st = swpy_module_state(module);
@@ -545,14 +518,6 @@ static PyObject *resolve_plan(PyObject *module, PyObject *const *args,
     return raw_from_plan(st, &p);
 }
 
-PyDoc_STRVAR(describe_plan_doc,
-             "_describe_plan($module, plan, /)\n--\n\n"
-             "The stable description of a raw plan.\n\n"
-             "Returns:\n"
-             "    str: 'add with operands (tensor Int32->Int32, ...), "
-             "int32_exact_checked compute, no accumulation, Int32 "
-             "output'.\n");
-
 static PyObject *describe_plan(PyObject *module, PyObject *raw) {
     sw_op_plan p;
     if (plan_from_raw(swpy_module_state(module), raw, &p) < 0) {
@@ -562,12 +527,6 @@ static PyObject *describe_plan(PyObject *module, PyObject *raw) {
     sw_op_plan_describe(&p, buf, sizeof buf);
     return PyUnicode_FromString(buf);
 }
-
-PyDoc_STRVAR(check_capability_doc,
-             "_check_capability($module, capability, /)\n--\n\n"
-             "Checks a raw capability with the library's rules.\n\n"
-             "Returns:\n"
-             "    None; raises TypeError or ValueError.\n");
 
 static PyObject *check_capability(PyObject *module, PyObject *raw) {
     sw_op_plan p;
@@ -582,18 +541,6 @@ static PyObject *check_capability(PyObject *module, PyObject *raw) {
     }
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(declare_capabilities_doc,
-             "_declare_capabilities($module, cls, name, capabilities, /)\n"
-             "--\n\n"
-             "Declares the complete capability set of carrier class cls "
-             "(atomic).\n\n"
-             "Args:\n"
-             "    cls: the exact class.\n"
-             "    name: its name in messages.\n"
-             "    capabilities: raw capabilities.\n\n"
-             "Returns:\n"
-             "    None.\n");
 
 static PyObject *declare_capabilities(PyObject *module, PyObject *const *args,
                                       Py_ssize_t nargs) {
@@ -625,13 +572,6 @@ static PyObject *declare_capabilities(PyObject *module, PyObject *const *args,
     }
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(class_state_doc,
-             "_class_state($module, cls, /)\n--\n\n"
-             "Where a class's capability set stands, without observing it.\n\n"
-             "Returns:\n"
-             "    int: 0 open, 1 declared, 2 sealed empty by a query, 3 by "
-             "construction, 4 a shipped backend.\n");
 
 static PyObject *class_state(PyObject *module, PyObject *cls) {
     PyTypeObject *type = NULL;
@@ -686,13 +626,6 @@ static int name_arg(PyObject *o, const char **out) {
     return *out != NULL ? 0 : -1;
 }
 
-PyDoc_STRVAR(caps_list_doc,
-             "_caps_list($module, source, name, /)\n--\n\n"
-             "The sorted capabilities of a class (observing it), a snapshot "
-             "or an Evictable carrier.\n\n"
-             "Returns:\n"
-             "    tuple: raw capabilities.\n");
-
 static PyObject *caps_list(PyObject *module, PyObject *const *args,
                            Py_ssize_t nargs) {
     const char *name = NULL;
@@ -708,13 +641,6 @@ static PyObject *caps_list(PyObject *module, PyObject *const *args,
     }
     return raw_list(swpy_module_state(module), l);
 }
-
-PyDoc_STRVAR(caps_match_doc,
-             "_caps_match($module, source, name, plan, /)\n--\n\n"
-             "The index of the capability matching a raw plan in the "
-             "source's list.\n\n"
-             "Returns:\n"
-             "    int: the index, or -1 when none matches.\n");
 
 /* The (source, name, plan) arguments of _caps_match and _caps_reason. */
 static int source_plan_args(PyObject *module, PyObject *const *args,
@@ -746,12 +672,6 @@ static PyObject *caps_match(PyObject *module, PyObject *const *args,
     return PyLong_FromSsize_t(m ? (Py_ssize_t)(m - l.items) : -1);
 }
 
-PyDoc_STRVAR(caps_reason_doc,
-             "_caps_reason($module, source, name, plan, /)\n--\n\n"
-             "Why the source does not execute a raw plan.\n\n"
-             "Returns:\n"
-             "    str | None: the sentence, or None when it does.\n");
-
 static PyObject *caps_reason(PyObject *module, PyObject *const *args,
                              Py_ssize_t nargs) {
     const char *name = NULL;
@@ -773,13 +693,6 @@ static void snapshot_destroy(PyObject *capsule) {
         PyCapsule_GetPointer(capsule, SNAPSHOT_CAPSULE));
 }
 
-PyDoc_STRVAR(snapshot_new_doc,
-             "_snapshot_new($module, /)\n--\n\n"
-             "A fresh, unfinalized capability snapshot for one carrier "
-             "instance (freed with the returned object).\n\n"
-             "Returns:\n"
-             "    object: an opaque snapshot.\n");
-
 static PyObject *snapshot_new(PyObject *module, PyObject *unused) {
     sw_capability_snapshot *s = NULL;
     sw_status st = sw_capability_snapshot_new(&s);
@@ -792,13 +705,6 @@ static PyObject *snapshot_new(PyObject *module, PyObject *unused) {
     }
     return c;
 }
-
-PyDoc_STRVAR(snapshot_finalize_doc,
-             "_snapshot_finalize($module, snapshot, name, capabilities, /)\n"
-             "--\n\n"
-             "Finalizes a snapshot once from raw capabilities.\n\n"
-             "Returns:\n"
-             "    None.\n");
 
 static PyObject *snapshot_finalize(PyObject *module, PyObject *const *args,
                                    Py_ssize_t nargs) {
@@ -829,24 +735,23 @@ static PyObject *snapshot_finalize(PyObject *module, PyObject *const *args,
 }
 
 static PyMethodDef policy_methods[] = {
-    {"_plan_names", plan_names, METH_NOARGS, plan_names_doc},
-    {"_plan_operations", plan_operations, METH_NOARGS, plan_operations_doc},
+    {"_plan_names", plan_names, METH_NOARGS, NULL},
+    {"_plan_operations", plan_operations, METH_NOARGS, NULL},
     {"_resolve_plan", (PyCFunction)(void (*)(void))resolve_plan, METH_FASTCALL,
-     resolve_plan_doc},
-    {"_describe_plan", describe_plan, METH_O, describe_plan_doc},
-    {"_check_capability", check_capability, METH_O, check_capability_doc},
+     NULL},
+    {"_describe_plan", describe_plan, METH_O, NULL},
+    {"_check_capability", check_capability, METH_O, NULL},
     {"_declare_capabilities", (PyCFunction)(void (*)(void))declare_capabilities,
-     METH_FASTCALL, declare_capabilities_doc},
-    {"_class_state", class_state, METH_O, class_state_doc},
-    {"_caps_list", (PyCFunction)(void (*)(void))caps_list, METH_FASTCALL,
-     caps_list_doc},
+     METH_FASTCALL, NULL},
+    {"_class_state", class_state, METH_O, NULL},
+    {"_caps_list", (PyCFunction)(void (*)(void))caps_list, METH_FASTCALL, NULL},
     {"_caps_match", (PyCFunction)(void (*)(void))caps_match, METH_FASTCALL,
-     caps_match_doc},
+     NULL},
     {"_caps_reason", (PyCFunction)(void (*)(void))caps_reason, METH_FASTCALL,
-     caps_reason_doc},
-    {"_snapshot_new", snapshot_new, METH_NOARGS, snapshot_new_doc},
+     NULL},
+    {"_snapshot_new", snapshot_new, METH_NOARGS, NULL},
     {"_snapshot_finalize", (PyCFunction)(void (*)(void))snapshot_finalize,
-     METH_FASTCALL, snapshot_finalize_doc},
+     METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -877,23 +782,6 @@ static PyObject *call_layer(const char *fn, PyObject *self, PyObject *arg) {
     return r;
 }
 
-const char swpy_carrier_operation_capabilities_doc[] =
-    "operation_capabilities($self, /, operation_name=None)\n--\n\n"
-    "The operation plans this carrier executes.\n\n"
-    "An independent carrier reads its exact class's declared set; a "
-    "dependent carrier (Evictable, a DependentCarrier) its instance "
-    "snapshot. The answer never depends on the carrier's current dtype.\n\n"
-    "Args:\n"
-    "    operation_name: only the capabilities of this operation (its plan "
-    "name, such as 'reduce_sum'); None for all.\n\n"
-    "Returns:\n"
-    "    tuple[OperationCapability, ...]: sorted by field values.\n\n"
-    "Examples:\n"
-    "    >>> import strideweave as sw\n"
-    "    >>> caps = sw.CPU(1).operation_capabilities('relu')\n"
-    "    >>> [c.output.value for c in caps]\n"
-    "    ['Float32', 'Int32']\n";
-
 PyObject *swpy_carrier_operation_capabilities(PyObject *self, PyObject *args,
                                               PyObject *kwds) {
     static char *kwlist[] = {"operation_name", NULL};
@@ -905,88 +793,17 @@ PyObject *swpy_carrier_operation_capabilities(PyObject *self, PyObject *args,
     return call_layer("_carrier_capabilities", self, name);
 }
 
-const char swpy_carrier_supports_operation_plan_doc[] =
-    "supports_operation_plan($self, plan, /)\n--\n\n"
-    "Whether this carrier executes exactly this plan.\n\n"
-    "Args:\n"
-    "    plan: an OperationPlan.\n\n"
-    "Returns:\n"
-    "    bool: True when a capability matches it on every field.\n\n"
-    "Examples:\n"
-    "    >>> import strideweave as sw\n"
-    "    >>> from strideweave.carriers.operation_policy import "
-    "resolve_operation_plan\n"
-    "    >>> plan = resolve_operation_plan('add', sw.DType.Int32, "
-    "sw.DType.Int32)\n"
-    "    >>> sw.CPU(1).supports_operation_plan(plan)\n"
-    "    True\n";
-
 PyObject *swpy_carrier_supports_operation_plan(PyObject *self, PyObject *plan) {
     return call_layer("_carrier_supports", self, plan);
 }
-
-const char swpy_carrier_unsupported_plan_reason_doc[] =
-    "unsupported_plan_reason($self, plan, /)\n--\n\n"
-    "Why this carrier does not execute a plan.\n\n"
-    "Args:\n"
-    "    plan: an OperationPlan.\n\n"
-    "Returns:\n"
-    "    str | None: a stable sentence, or None when it is supported.\n\n"
-    "Examples:\n"
-    "    >>> import strideweave as sw\n"
-    "    >>> from strideweave.carriers.operation_policy import "
-    "resolve_operation_plan\n"
-    "    >>> plan = resolve_operation_plan('relu', sw.DType.Float32)\n"
-    "    >>> sw.CPU(1).unsupported_plan_reason(plan) is None\n"
-    "    True\n";
 
 PyObject *swpy_carrier_unsupported_plan_reason(PyObject *self, PyObject *plan) {
     return call_layer("_carrier_reason", self, plan);
 }
 
-const char swpy_carrier_require_operation_plan_doc[] =
-    "require_operation_plan($self, plan, /)\n--\n\n"
-    "The capability of this carrier matching a plan.\n\n"
-    "Args:\n"
-    "    plan: an OperationPlan.\n\n"
-    "Returns:\n"
-    "    OperationCapability: the match.\n\n"
-    "Raises:\n"
-    "    UnsupportedOperationPlan: no capability matches (the message is "
-    "unsupported_plan_reason's).\n\n"
-    "Examples:\n"
-    "    >>> import strideweave as sw\n"
-    "    >>> from strideweave.carriers.operation_policy import "
-    "resolve_operation_plan\n"
-    "    >>> plan = resolve_operation_plan('relu', sw.DType.Int32)\n"
-    "    >>> sw.CPU(1).require_operation_plan(plan).compute.value\n"
-    "    'int32_exact'\n";
-
 PyObject *swpy_carrier_require_operation_plan(PyObject *self, PyObject *plan) {
     return call_layer("_carrier_require", self, plan);
 }
-
-const char swpy_carrier_supports_storage_dtype_doc[] =
-    "supports_storage_dtype($self, dtype, /)\n--\n\n"
-    "Whether this carrier's implementation could allocate homogeneous "
-    "storage of dtype.\n\n"
-    "It never allocates, and the answer does not depend on the current "
-    "dtype, size, mutability, ownership, residency or release state: CPU "
-    "stores Float32, Int32 and Bool; Generic those and Any and Floating; "
-    "FileBacked Float32, Int32 and Floating; Evictable what both tiers "
-    "store; another carrier only the dtype it holds.\n\n"
-    "Args:\n"
-    "    dtype: a DType.\n\n"
-    "Returns:\n"
-    "    bool.\n\n"
-    "Raises:\n"
-    "    TypeError: dtype is not a DType.\n\n"
-    "Examples:\n"
-    "    >>> import strideweave as sw\n"
-    "    >>> sw.CPU(1).supports_storage_dtype(sw.DType.Bool)\n"
-    "    True\n"
-    "    >>> sw.CPU(1).supports_storage_dtype(sw.DType.Floating)\n"
-    "    False\n";
 
 PyObject *swpy_carrier_supports_storage_dtype(PyObject *self, PyObject *dtype) {
     swpy_state *st = swpy_state_of_type(Py_TYPE(self));

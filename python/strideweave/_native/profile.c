@@ -283,20 +283,17 @@ static PyGetSetDef session_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(session_doc,
-             "ProfilerSession(carriers, record_shapes)\n--\n\n"
-             "The library's recording of dispatched operation executions on "
-             "one thread; see strideweave.profiling.");
-
 /* The slot table stores function pointers in void * (the CPython API). */
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
 #endif
 static PyType_Slot session_slots[] = {
-    {Py_tp_doc, (void *)session_doc}, {Py_tp_new, session_new},
-    {Py_tp_dealloc, session_dealloc}, {Py_tp_methods, session_methods},
-    {Py_tp_getset, session_getset},   {0, NULL},
+    {Py_tp_new, session_new},
+    {Py_tp_dealloc, session_dealloc},
+    {Py_tp_methods, session_methods},
+    {Py_tp_getset, session_getset},
+    {0, NULL},
 };
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

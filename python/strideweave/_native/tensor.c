@@ -840,275 +840,6 @@ static PyObject *tensor_nb_negative(PyObject *a) {
     return st == NULL ? NULL : swpy_fn_neg(st, a);
 }
 
-/* ------------------------------------------------------- documentation */
-
-PyDoc_STRVAR(
-    tensor_doc,
-    "Tensor(carrier, offset, layout)\n--\n\n"
-    "A view of a carrier: element i is carrier[offset + layout(i)].\n\n"
-    "Several tensors (views) may share one carrier with different offsets "
-    "and layouts; all of them see the carrier's one version counter. "
-    "Element access takes an int (a logical index) or a tuple/list "
-    "coordinate, nested for nested modes; missing trailing coordinates are "
-    "0 and extra ones are ignored; a key with a slice anywhere is a view "
-    "(strideweave.view). The operators + - * / ** @ and unary - call add, "
-    "sub, mul, div, pow, matmul and neg (o * t is mul(t, o)). Equality and "
-    "hashing are by identity.\n\n"
-    "Args:\n"
-    "    carrier: the Carrier holding the elements.\n"
-    "    offset: the index of the first element in the carrier, >= 0.\n"
-    "    layout: the Layout from logical coordinates to carrier indices.\n\n"
-    "Returns:\n"
-    "    Tensor: the view.\n\n"
-    "Raises:\n"
-    "    TypeError: a carrier that is not a Carrier, an offset that is not "
-    "an int, a layout that is not a Layout.\n"
-    "    ValueError: 'Tensor offset must be non-negative', 'Tensor storage "
-    "exceeds carrier size' (offset + layout.cosize must fit).\n\n"
-    "Examples:\n"
-    "    >>> c = CPU(6)\n"
-    "    >>> t = Tensor(c, 0, Layout(Shape(2, 3), Stride(3, 1)))\n"
-    "    >>> t[1, 2] = 5.0\n"
-    "    >>> c[5], t[1, 2], t[[1, 2]], t.version\n"
-    "    (5.0, 5.0, 5.0, 1)\n"
-    "    >>> t.carrier is c, t.size(), t.dtype()\n"
-    "    (True, 6, <DType.Float32: 'Float32'>)\n");
-
-PyDoc_STRVAR(tensor_carrier_doc,
-             "The carrier object the tensor was made with.\n\n"
-             "Returns:\n"
-             "    Carrier: the same object (tensor.carrier is carrier).\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(1)\n"
-             "    >>> Tensor(c, 0, Layout(Shape(1), Stride(1))).carrier is c\n"
-             "    True\n");
-
-PyDoc_STRVAR(tensor_offset_doc,
-             "The carrier index of the first element.\n\n"
-             "Returns:\n"
-             "    int: the offset, >= 0.\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(3), 2, Layout(Shape(1), Stride(1))).offset\n"
-             "    2\n");
-
-PyDoc_STRVAR(tensor_layout_doc,
-             "The layout object the tensor was made with.\n\n"
-             "Returns:\n"
-             "    Layout: the same object (tensor.layout is layout).\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(3), 0, Layout(Shape(3), Stride(1))).layout\n"
-             "    3:1\n");
-
-PyDoc_STRVAR(tensor_version_doc,
-             "The carrier's version, read on every access.\n\n"
-             "Returns:\n"
-             "    int: the version shared by every view of the carrier.\n\n"
-             "Examples:\n"
-             "    >>> c = CPU(2)\n"
-             "    >>> t = Tensor(c, 0, Layout(Shape(2), Stride(1)))\n"
-             "    >>> c[0] = 1.0\n"
-             "    >>> t.version\n"
-             "    1\n");
-
-PyDoc_STRVAR(tensor_size_doc,
-             "size($self, /)\n--\n\n"
-             "The number of logical elements: the layout's size.\n\n"
-             "Returns:\n"
-             "    int: layout.shape.logical_size.\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(8), 0, Layout(Shape(2, 2), Stride(4, "
-             "1))).size()\n"
-             "    4\n");
-
-PyDoc_STRVAR(tensor_is_mutable_doc,
-             "is_mutable($self, /)\n--\n\n"
-             "Whether the carrier can be written now.\n\n"
-             "Returns:\n"
-             "    bool: carrier.is_mutable().\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(1, mutable=False), 0, Layout(Shape(1), "
-             "Stride(1))).is_mutable()\n"
-             "    False\n");
-
-PyDoc_STRVAR(tensor_dtype_doc,
-             "dtype($self, /)\n--\n\n"
-             "The carrier's element type.\n\n"
-             "Returns:\n"
-             "    DType: carrier.dtype().\n\n"
-             "Examples:\n"
-             "    >>> Tensor(Generic([1]), 0, Layout(Shape(1), "
-             "Stride(1))).dtype()\n"
-             "    <DType.Floating: 'Floating'>\n");
-
-PyDoc_STRVAR(tensor_is_differentiable_doc,
-             "is_differentiable($self, /)\n--\n\n"
-             "Whether the dtype is one autograd works on (Floating or "
-             "Float32).\n\n"
-             "Returns:\n"
-             "    bool: differentiable.\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(1, dtype=DType.Int32), 0, Layout(Shape(1), "
-             "Stride(1))).is_differentiable()\n"
-             "    False\n");
-
-PyDoc_STRVAR(tensor_carrier_type_doc,
-             "carrier_type($self, /)\n--\n\n"
-             "The class of the carrier.\n\n"
-             "Returns:\n"
-             "    type: type(tensor.carrier).\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(1), 0, Layout(Shape(1), "
-             "Stride(1))).carrier_type() is CPU\n"
-             "    True\n");
-
-PyDoc_STRVAR(
-    tensor_autograd_ctx_doc,
-    "The Operation that produced the tensor, or None for a leaf.\n\n"
-    "Setting None is always allowed; setting an Operation on a "
-    "non-differentiable tensor raises RuntimeError('autograd_ctx is "
-    "not available for non-differentiable tensors').\n\n"
-    "Returns:\n"
-    "    Operation | None: the context.\n\n"
-    "Examples:\n"
-    "    >>> x = Tensor(Generic([1.0]), 0, Layout(Shape(1), "
-    "Stride(1)))\n"
-    "    >>> x.autograd_ctx is None, type((x * 2).autograd_ctx).__name__\n"
-    "    (True, 'GenericScalarMulOperation')\n");
-
-PyDoc_STRVAR(tensor_grad_doc,
-             "The accumulated gradient: None until backward reaches this "
-             "tensor as a leaf (or one that retains grad).\n\n"
-             "Reading or setting a gradient on a non-differentiable tensor "
-             "raises RuntimeError('grad is not available for "
-             "non-differentiable tensors'); a gradient is a Tensor or None.\n\n"
-             "Returns:\n"
-             "    Tensor | None: the gradient, laid out like the tensor.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> (x * x).backward()\n"
-             "    >>> x.grad[0]\n"
-             "    6.0\n");
-
-PyDoc_STRVAR(tensor_retain_grad_doc,
-             "retain_grad($self, /, retain=True)\n--\n\n"
-             "Makes backward store .grad on this non-leaf tensor too (or "
-             "stop doing so).\n\n"
-             "Args:\n"
-             "    retain: whether to keep the gradient.\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Raises:\n"
-             "    RuntimeError: 'retain_grad is not available for "
-             "non-differentiable tensors'.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([3.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> y = x * 2\n"
-             "    >>> y.retain_grad()\n"
-             "    >>> (y * y).backward()\n"
-             "    >>> y.grad[0], x.grad[0]\n"
-             "    (12.0, 24.0)\n");
-
-PyDoc_STRVAR(
-    tensor_backward_doc,
-    "backward($self, /, gradient=None)\n--\n\n"
-    "Reverse-mode differentiation from this tensor: every leaf (and every "
-    "tensor that retains grad) reached accumulates its gradient in .grad.\n\n"
-    "The pass is iterative: shared subgraphs sum their gradients before "
-    "their operation runs, and each operation's backward runs once.\n\n"
-    "Args:\n"
-    "    gradient: a Tensor with this tensor's layout; may be omitted only "
-    "for an exact scalar (one flat top-level mode of extent 1).\n\n"
-    "Returns:\n"
-    "    None.\n\n"
-    "Raises:\n"
-    "    RuntimeError: 'backward is not available for non-differentiable "
-    "tensors', 'A tensor needed for gradient computation was modified "
-    "in-place: ...'.\n"
-    "    TypeError: 'Tensor.backward requires a Tensor gradient'.\n"
-    "    ValueError: 'Tensor.backward requires a gradient for non-scalar "
-    "tensors', 'Tensor gradient layout must match tensor layout'.\n\n"
-    "Examples:\n"
-    "    >>> x = Tensor(Generic([1.0, 2.0]), 0, Layout(Shape(2), "
-    "Stride(1)))\n"
-    "    >>> y = x * x\n"
-    "    >>> y.backward(Tensor(Generic([1.0, 1.0]), 0, y.layout))\n"
-    "    >>> x.grad[0], x.grad[1]\n"
-    "    (2.0, 4.0)\n");
-
-PyDoc_STRVAR(tensor_backwards_traversal_doc,
-             "backwards_traversal($type, /, gradient, operation)\n--\n\n"
-             "Runs only the graph propagation from operation, seeded with "
-             "gradient (the root itself accumulates nothing).\n\n"
-             "Args:\n"
-             "    gradient: the gradient of operation's result.\n"
-             "    operation: the Operation to start from, or None (then "
-             "nothing happens).\n\n"
-             "Returns:\n"
-             "    None.\n\n"
-             "Examples:\n"
-             "    >>> x = Tensor(Generic([2.0]), 0, Layout(Shape(1), "
-             "Stride(1)))\n"
-             "    >>> y = x * 3\n"
-             "    >>> Tensor.backwards_traversal(Tensor(Generic([1.0]), 0, "
-             "y.layout), y.autograd_ctx)\n"
-             "    >>> x.grad[0], y.grad\n"
-             "    (3.0, None)\n");
-
-PyDoc_STRVAR(
-    tensor_dlpack_doc,
-    "__dlpack__($self, /, stream=None, *, max_version=None, dl_device=None, "
-    "copy=None)\n--\n\n"
-    "Exports the tensor's storage as a DLPack capsule, without copying.\n\n"
-    "The capsule aliases the carrier's memory: shape and strides are the "
-    "layout's leaf modes (strides in elements, stride 0 kept), byte_offset "
-    "is offset * itemsize. It keeps this tensor alive until the consumer "
-    "lets go, but not released storage. Only carriers whose dlpack_info() "
-    "answers export (CPU), and only Float32 and Int32 tensors.\n\n"
-    "Args:\n"
-    "    stream: accepted and ignored (export does no device work).\n"
-    "    max_version: the consumer's highest DLPack version (major, minor); "
-    "major >= 1 gives a \"dltensor_versioned\" capsule at version 1.0 "
-    "whose read-only flag is set when the tensor is not mutable, None or "
-    "major 0 a legacy \"dltensor\" capsule.\n"
-    "    dl_device: the device the consumer wants; must be the tensor's.\n"
-    "    copy: a true value asks for a copy, which is not supported.\n\n"
-    "Returns:\n"
-    "    A PyCapsule holding the managed tensor.\n\n"
-    "Raises:\n"
-    "    BufferError: 'DLPack copy exports are not supported', 'DLPack is "
-    "not supported for this carrier', 'DLPack data pointer must be "
-    "non-null', 'DLPack cross-device exports are not supported for this "
-    "tensor', 'DLPack export supports only Float32 and Int32 tensors'.\n"
-    "    TypeError: 'DLPack dl_device must be a tuple or list', 'DLPack "
-    "max_version must be a tuple or list'.\n"
-    "    ValueError: 'DLPack dl_device must have two elements', 'DLPack "
-    "max_version must have two elements', 'DLPack max_version elements "
-    "must be non-negative'.\n\n"
-    "Examples:\n"
-    "    >>> t = Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2)))\n"
-    "    >>> type(t.__dlpack__()).__name__\n"
-    "    'PyCapsule'\n"
-    "    >>> t.__dlpack__(copy=True)\n"
-    "    Traceback (most recent call last):\n"
-    "    BufferError: DLPack copy exports are not supported\n");
-
-PyDoc_STRVAR(tensor_dlpack_device_doc,
-             "__dlpack_device__($self, /)\n--\n\n"
-             "The DLPack device of the tensor's carrier.\n\n"
-             "Depends only on the carrier's dlpack_info(), so it answers "
-             "for dtypes __dlpack__ refuses.\n\n"
-             "Returns:\n"
-             "    (device_type, device_id); (1, 0) for CPU.\n\n"
-             "Raises:\n"
-             "    BufferError: 'DLPack is not supported for this carrier', "
-             "'DLPack data pointer must be non-null'.\n\n"
-             "Examples:\n"
-             "    >>> Tensor(CPU(2), 0, Layout(Shape(2), "
-             "Stride(1))).__dlpack_device__()\n"
-             "    (1, 0)\n");
-
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -1117,35 +848,32 @@ PyDoc_STRVAR(tensor_dlpack_device_doc,
 #endif
 
 static PyMethodDef tensor_methods[] = {
-    {"size", tensor_size, METH_NOARGS, tensor_size_doc},
-    {"is_mutable", tensor_is_mutable, METH_NOARGS, tensor_is_mutable_doc},
-    {"dtype", tensor_dtype, METH_NOARGS, tensor_dtype_doc},
-    {"is_differentiable", tensor_is_differentiable, METH_NOARGS,
-     tensor_is_differentiable_doc},
-    {"carrier_type", tensor_carrier_type, METH_NOARGS, tensor_carrier_type_doc},
+    {"size", tensor_size, METH_NOARGS, NULL},
+    {"is_mutable", tensor_is_mutable, METH_NOARGS, NULL},
+    {"dtype", tensor_dtype, METH_NOARGS, NULL},
+    {"is_differentiable", tensor_is_differentiable, METH_NOARGS, NULL},
+    {"carrier_type", tensor_carrier_type, METH_NOARGS, NULL},
     {"retain_grad", (PyCFunction)(void (*)(void))tensor_retain_grad,
-     METH_FASTCALL | METH_KEYWORDS, tensor_retain_grad_doc},
+     METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backward", (PyCFunction)(void (*)(void))tensor_backward,
-     METH_FASTCALL | METH_KEYWORDS, tensor_backward_doc},
+     METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backwards_traversal",
      (PyCFunction)(void (*)(void))tensor_backwards_traversal,
-     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
-     tensor_backwards_traversal_doc},
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS, NULL},
     {"__dlpack__", (PyCFunction)(void (*)(void))swpy_tensor_dlpack,
-     METH_VARARGS | METH_KEYWORDS, tensor_dlpack_doc},
-    {"__dlpack_device__", swpy_tensor_dlpack_device, METH_NOARGS,
-     tensor_dlpack_device_doc},
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__dlpack_device__", swpy_tensor_dlpack_device, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef tensor_getset[] = {
-    {"carrier", tensor_get_carrier, NULL, tensor_carrier_doc, NULL},
-    {"offset", tensor_get_offset, NULL, tensor_offset_doc, NULL},
-    {"layout", tensor_get_layout, NULL, tensor_layout_doc, NULL},
-    {"version", tensor_get_version, NULL, tensor_version_doc, NULL},
-    {"autograd_ctx", tensor_get_autograd_ctx, tensor_set_autograd_ctx,
-     tensor_autograd_ctx_doc, NULL},
-    {"grad", tensor_get_grad, tensor_set_grad, tensor_grad_doc, NULL},
+    {"carrier", tensor_get_carrier, NULL, NULL, NULL},
+    {"offset", tensor_get_offset, NULL, NULL, NULL},
+    {"layout", tensor_get_layout, NULL, NULL, NULL},
+    {"version", tensor_get_version, NULL, NULL, NULL},
+    {"autograd_ctx", tensor_get_autograd_ctx, tensor_set_autograd_ctx, NULL,
+     NULL},
+    {"grad", tensor_get_grad, tensor_set_grad, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1156,7 +884,6 @@ static PyMemberDef tensor_members[] = {
 };
 
 static PyType_Slot tensor_slots[] = {
-    {Py_tp_doc, (void *)tensor_doc},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_init, tensor_tp_init},
     {Py_tp_dealloc, tensor_dealloc},
