@@ -101,11 +101,13 @@ SW_API sw_status sw_capability_list_require(sw_capability_list l,
 
 /* How a class was first touched (sw_capabilities_state). */
 typedef enum sw_capability_state {
-    SW_CAPS_OPEN = 0,        /* never declared nor observed */
-    SW_CAPS_DECLARED = 1,    /* declared, complete */
-    SW_CAPS_OBSERVED = 2,    /* sealed empty by a query */
-    SW_CAPS_CONSTRUCTED = 3, /* sealed empty by constructing an instance */
-    SW_CAPS_SHIPPED = 4      /* a built-in backend's sealed set */
+    SW_CAPS_OPEN = 0,          /* never declared nor observed */
+    SW_CAPS_DECLARED = 1,      /* declared, complete */
+    SW_CAPS_OBSERVED = 2,      /* sealed empty by a query */
+    SW_CAPS_CONSTRUCTED = 3,   /* sealed empty by constructing an instance */
+    SW_CAPS_SHIPPED = 4,       /* a built-in backend's sealed set */
+    SW_CAPS_DEFINED = 5,       /* has a CarrierDefinition, not yet observed */
+    SW_CAPS_DEFINED_SEALED = 6 /* has one, frozen by its first observation */
 } sw_capability_state;
 
 /* sw_capabilities_observe: what observed the class. */

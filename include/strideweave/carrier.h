@@ -154,15 +154,16 @@ struct sw_op;
 struct sw_op_info;
 
 /*
- * A carrier backend. version is SW_CARRIER_CLASS_VERSION (3); classes of
+ * A carrier backend. version is SW_CARRIER_CLASS_VERSION (4); classes of
  * an earlier version are still accepted and end where their version did
- * (version 1 at dispatch_op, version 2 at dlpack_info): the base never
+ * (version 1 at dispatch_op, version 2 at dlpack_info, version 3 at
+ * dispatch): the base never
  * reads a later slot of theirs and treats it as absent. Every slot receives the
  * carrier; sw_carrier_state gives the backend's state. The base has checked
  * release, bounds and mutability before a slot runs. Slots marked
  * optional may be NULL; the comment gives the default.
  */
-#define SW_CARRIER_CLASS_VERSION 3
+#define SW_CARRIER_CLASS_VERSION 4
 typedef struct sw_carrier_class {
     uint32_t version;
     /* A short name for messages: "CPU", "Generic", "FileBacked". */
@@ -211,6 +212,13 @@ typedef struct sw_carrier_class {
      * know. */
     sw_status (*dispatch)(sw_carrier *c, const struct sw_op_info *op,
                           struct sw_op **out);
+    /* Optional (version 4): frees the storage at an explicit release that
+     * finds no pin, instead of release, and may refuse: on failure the
+     * carrier is live again and sw_carrier_release_storage returns the
+     * status (concurrent readers may meanwhile have been told it was
+     * released). A pinned carrier's release, or a destruction, runs
+     * release as usual. */
+    sw_status (*release_now)(sw_carrier *c);
 } sw_carrier_class;
 
 /*

@@ -230,6 +230,15 @@ SW_API sw_status sw_move_register(sw_move_key source, sw_move_key destination,
                                   const sw_move_class *cls);
 SW_API sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
                                     const sw_move_class **out);
+/*
+ * SW_ERUNTIME "(<source>, <destination>) involves a definition-backed
+ * carrier: ..." when either class has a CarrierDefinition (extension.h):
+ * the registry (register, unregister, dispatch) serves definition-free
+ * pairs only; sw_move_register and sw_move_unregister check it
+ * themselves, after their argument checks.
+ */
+SW_API sw_status sw_move_check_pair(sw_move_key source,
+                                    sw_move_key destination);
 SW_API const sw_move_class *sw_move_dispatch(sw_move_key source,
                                              sw_move_key destination);
 

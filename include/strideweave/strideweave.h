@@ -16,6 +16,7 @@
 #include "strideweave/policy.h"
 #include "strideweave/definition.h"
 #include "strideweave/capability.h"
+#include "strideweave/extension.h"
 #include "strideweave/einops.h"
 #include "strideweave/dlpack.h"
 #include "strideweave/interop.h"

@@ -369,8 +369,15 @@ sw_status sw_carrier_release_storage(sw_carrier *c) {
     /* From now on the carrier is released for everyone; its storage goes
      * now, or when the last pin goes. */
     int_fast64_t before = atomic_fetch_or(&c->life, SW_LIFE_RELEASED);
-    if (before == 0)
-        free_storage(c);
+    if (before != 0)
+        return SW_OK;
+    if (c->cls->version >= 4 && c->cls->release_now) {
+        sw_status st = c->cls->release_now(c);
+        if (st)
+            atomic_fetch_and(&c->life, ~SW_LIFE_RELEASED);
+        return st;
+    }
+    free_storage(c);
     return SW_OK;
 }
 

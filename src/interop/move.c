@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
+#include "strideweave/capability.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
 
@@ -49,7 +51,8 @@ sw_move_key sw_move_key_class(const sw_carrier_class *cls) {
 
 sw_move_key sw_move_key_of(const sw_carrier *c) {
     if (c->dispatch_tag) {
-        sw_move_key k = {c->dispatch_tag, c->cls->name};
+        const sw_defn *d = sw_defn_lookup(c->dispatch_tag, 0);
+        sw_move_key k = {c->dispatch_tag, d ? d->def.name : c->cls->name};
         return k;
     }
     if (sw_carrier_is_cpu(c))
@@ -63,6 +66,47 @@ sw_move_key sw_move_key_of(const sw_carrier *c) {
 
 static const char *key_name(sw_move_key k) {
     return k.name ? k.name : "?";
+}
+
+/* The legacy registry serves definition-free pairs only. */
+sw_status sw_move_check_pair(sw_move_key source, sw_move_key destination) {
+    if (sw_carrier_has_definition(source.id) ||
+        sw_carrier_has_definition(destination.id))
+        return sw_fail(SW_ERUNTIME,
+                       "(%s, %s) involves a definition-backed carrier: its "
+                       "moves go through the TransferRoute of its "
+                       "CarrierDefinition, not the move registry",
+                       key_name(source), key_name(destination));
+    return SW_OK;
+}
+
+/*
+ * A definition-backed source moves only through its definition's route to
+ * the exact destination class or, when both classes are definition-backed
+ * and both storage providers allow it, element by element. Routes are
+ * recorded, but executing them is not built yet (extension.h).
+ */
+static sw_status defined_pair(const sw_carrier *src, const sw_carrier *dst) {
+    const void *stag = sw_carrier_class_tag(src);
+    const void *dt = sw_carrier_class_tag(dst);
+    sw_move_key s = sw_move_key_of(src), d = sw_move_key_of(dst);
+    const sw_defn *sd = sw_defn_lookup(stag, 0);
+    if (!sd)
+        return SW_OK;
+    for (int64_t i = 0; i < sd->def.nroutes; ++i)
+        if (sd->def.routes[i].destination == dt)
+            return sw_fail(SW_ENOTIMPL,
+                           "transfer route '%s' of (%s, %s) is declared, "
+                           "but executing transfer routes is not supported "
+                           "yet",
+                           sd->def.routes[i].route_id, key_name(s),
+                           key_name(d));
+    const sw_defn *dd = sw_defn_lookup(dt, 0);
+    if (dd && sd->def.storage.elementwise_fallback &&
+        dd->def.storage.elementwise_fallback)
+        return SW_OK;
+    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s", key_name(s),
+                   key_name(d));
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -327,6 +371,8 @@ sw_status sw_move_register(sw_move_key source, sw_move_key destination,
         return sw_fail(SW_ETYPE,
                        "destination_class must be a Carrier subclass");
     sw_status st = check_class(cls);
+    if (!st)
+        st = sw_move_check_pair(source, destination);
     if (st)
         return st;
     const char *sn = key_name(source), *dn = key_name(destination);
@@ -371,6 +417,9 @@ sw_status sw_move_register(sw_move_key source, sw_move_key destination,
 
 sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
                              const sw_move_class **out) {
+    sw_status st = sw_move_check_pair(source, destination);
+    if (st)
+        return st;
     pthread_mutex_lock(&registry_lock);
     entry **p = find(source.id, destination.id);
     entry *e = *p;
@@ -512,7 +561,9 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
         return sw_fail(SW_ETYPE,
                        "destination dtype must match the tensor dtype");
     sw_move_key skey = sw_move_key_of(src), dkey = sw_move_key_of(dst);
-    sw_status st = check_pins(cls, skey, dkey);
+    sw_status st = defined_pair(src, dst);
+    if (!st)
+        st = check_pins(cls, skey, dkey);
     if (st)
         return st;
     int64_t required = t->layout->cosize;
@@ -526,6 +577,12 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
      * gradient home fails here rather than after the transfer. */
     const sw_move_class *reverse = NULL;
     if (sw_grad_enabled() && sw_tensor_is_differentiable(t)) {
+        st = defined_pair(dst, src);
+        if (st) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", sw_errmsg());
+            return sw_fail(st, "move has no reverse route: %s", why);
+        }
         reverse = sw_move_dispatch(dkey, skey);
         st = check_pins(reverse, dkey, skey);
         if (st)

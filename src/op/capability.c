@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
@@ -403,6 +404,10 @@ typedef struct cap_entry {
     sw_capability_state state;
     sw_op_capability *items; /* never changes once the entry exists */
     int64_t count;
+    /* A CarrierDefinition (extension.h): the class's definition, set once
+     * at registration; the class is open (state SW_CAPS_DEFINED) until its
+     * first observation seals it (SW_CAPS_DEFINED_SEALED). */
+    sw_defn *defn;
 } cap_entry;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -468,13 +473,18 @@ static sw_status make_shipped(const void *cls, cap_entry *e) {
  * lock; NULL with an error recorded when memory runs out. */
 static cap_entry *touch_locked(const void *cls, int how) {
     int64_t at = find_locked(cls);
-    if (at >= 0)
+    if (at >= 0) {
+        /* The first observation freezes a definition: its capabilities
+         * are the plans of its kernels, and no kernel is supplied yet. */
+        if (entries[at].state == SW_CAPS_DEFINED)
+            entries[at].state = SW_CAPS_DEFINED_SEALED;
         return &entries[at];
+    }
     at = -at - 1;
     cap_entry e = {cls,
                    how == SW_OBSERVE_CONSTRUCTION ? SW_CAPS_CONSTRUCTED
                                                   : SW_CAPS_OBSERVED,
-                   NULL, 0};
+                   NULL, 0, NULL};
     if (is_shipped(cls) && make_shipped(cls, &e) != SW_OK)
         return NULL;
     if (insert_locked(at, &e) != SW_OK) {
@@ -504,6 +514,11 @@ sw_status sw_capabilities_declare(const void *cls, const char *name, int64_t n,
         sw_capability_state state = entries[at].state;
         pthread_mutex_unlock(&reg_lock);
         sw_free(items);
+        if (state == SW_CAPS_DEFINED || state == SW_CAPS_DEFINED_SEALED)
+            return sw_fail(SW_ETYPE,
+                           "%s has a CarrierDefinition; its operation-plan "
+                           "capabilities come from its providers",
+                           name);
         if (state == SW_CAPS_DECLARED)
             return sw_fail(SW_ETYPE,
                            "%s has already declared its operation-plan "
@@ -520,7 +535,7 @@ sw_status sw_capabilities_declare(const void *cls, const char *name, int64_t n,
                        "operation-plan capabilities are sealed empty",
                        name);
     }
-    cap_entry e = {cls, SW_CAPS_DECLARED, items, n};
+    cap_entry e = {cls, SW_CAPS_DECLARED, items, n, NULL};
     st = insert_locked(-at - 1, &e);
     pthread_mutex_unlock(&reg_lock);
     if (st)
@@ -573,14 +588,57 @@ void sw_capabilities_forget(const void *cls) {
     pthread_mutex_lock(&reg_lock);
     int64_t at = find_locked(cls);
     sw_op_capability *items = NULL;
+    sw_defn *defn = NULL;
     if (at >= 0) {
         items = entries[at].items;
+        defn = entries[at].defn;
         memmove(&entries[at], &entries[at + 1],
                 (size_t)(nentries - at - 1) * sizeof *entries);
         --nentries;
     }
     pthread_mutex_unlock(&reg_lock);
     sw_free(items);
+    sw_defn_free(defn);
+}
+
+/* ---------------------------------------------------------- definitions */
+
+sw_status sw_defn_register(const void *cls, sw_defn *d) {
+    const char *name = d->def.name;
+    if (is_shipped(cls))
+        return sw_fail(SW_ETYPE, "%s is a definition-free shipped carrier",
+                       name);
+    pthread_mutex_lock(&reg_lock);
+    int64_t at = find_locked(cls);
+    sw_status st = SW_OK;
+    if (at >= 0) {
+        sw_capability_state state = entries[at].state;
+        st = state == SW_CAPS_DEFINED || state == SW_CAPS_DEFINED_SEALED
+                 ? sw_fail(SW_ETYPE, "%s already has a CarrierDefinition", name)
+                 : sw_fail(SW_ETYPE,
+                           "%s was already observed without a "
+                           "CarrierDefinition",
+                           name);
+    } else {
+        cap_entry e = {cls, SW_CAPS_DEFINED, NULL, 0, d};
+        st = insert_locked(-at - 1, &e);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return st;
+}
+
+/* Definitions live until their class is forgotten, and a carrier keeps
+ * its class alive, so the pointer stays valid without the lock. */
+const sw_defn *sw_defn_lookup(const void *cls, int observe) {
+    if (!cls)
+        return NULL;
+    pthread_mutex_lock(&reg_lock);
+    int64_t at = find_locked(cls);
+    const sw_defn *d = at >= 0 ? entries[at].defn : NULL;
+    if (d && observe && entries[at].state == SW_CAPS_DEFINED)
+        entries[at].state = SW_CAPS_DEFINED_SEALED;
+    pthread_mutex_unlock(&reg_lock);
+    return d;
 }
 
 /* ------------------------------------------------------------ snapshots */

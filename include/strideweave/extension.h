@@ -1,0 +1,177 @@
+/*
+ * StrideWeave carrier extension: definition-backed carriers.
+ *
+ * A new kind of storage joins the framework by registering one immutable
+ * definition for an exact carrier class, keyed by the same opaque class
+ * tag as capabilities (capability.h): a C program's own tag, or a
+ * binding's type object. The definition supplies a storage provider (the
+ * callbacks that allocate, read, write, size and release the storage of
+ * one instance) and says which other providers the class has. The
+ * framework builds the carrier's vtable from it and checks everything a
+ * provider must not be trusted with: index range, liveness and
+ * mutability before every callback, the size a provider reports after
+ * allocation, and versions (a write bumps the version by exactly one).
+ *
+ * Registration rules, all checked under the capability registry's lock so
+ * that registration and observation are atomic against each other:
+ * - the built-in backends (CPU, Generic, FileBacked, Evictable) are
+ *   definition-free: SW_ETYPE "<name> is a definition-free shipped
+ *   carrier";
+ * - a class has at most one definition: SW_ETYPE "<name> already has a
+ *   CarrierDefinition";
+ * - a class observed without one (a capability query, an instance
+ *   constructed, a capability declaration) stays definition-free: SW_ETYPE
+ *   "<name> was already observed without a CarrierDefinition";
+ * - an independent class must not supply a composite provider, a
+ *   dependent class requires one and must not supply kernels;
+ * - every transfer route's source is exactly the class: SW_ETYPE "route
+ *   '<id>' must have the exact source_class <name>"; two routes to one
+ *   destination: SW_EVALUE "duplicate exact transfer routes".
+ * Lookup is by exact tag: a subclass has no definition unless it
+ * registers its own. Constructing the first instance, or any class-level
+ * capability query, observes the class and freezes its definition.
+ *
+ * What is not built yet, and says so: a definition's kernel provider
+ * (kernel patterns and packs) and composite provider are recorded as
+ * present or absent, but no kernel runs: dispatching an operation on a
+ * definition-backed carrier fails with SW_ENOTIMPL ("storage-only" without
+ * a kernel provider, "has no kernel for" with one). Transfer routes are
+ * recorded and checked; a move from or to a definition-backed carrier
+ * fails with SW_ENOTIMPL until route execution lands.
+ */
+#ifndef STRIDEWEAVE_EXTENSION_H
+#define STRIDEWEAVE_EXTENSION_H
+
+#include "strideweave/carrier.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The storage of a definition-backed class. Every callback gets ctx and
+ * the carrier; per-instance state goes through sw_carrier_defined_data.
+ * The framework has checked release, range and mutability before read,
+ * write and allocate run. A failing callback returns its status with the
+ * message set (sw_set_error); the framework passes it on unchanged and leaves
+ * the carrier as it was.
+ */
+#define SW_STORAGE_PROVIDER_VERSION 1
+typedef struct sw_storage_provider {
+    uint32_t version;
+    void *ctx;
+    /* Whether the class can store dtype (asked at every construction and
+     * every sw_carrier_defined_supports_dtype, released or not). */
+    sw_status (*supports_dtype)(void *ctx, sw_carrier *c, sw_dtype dtype,
+                                int *out);
+    /* Makes storage for slots elements. */
+    sw_status (*allocate)(void *ctx, sw_carrier *c, int64_t slots);
+    /* The number of elements the storage holds: checked once, right after
+     * allocate, against the slots asked for; the carrier's size is that
+     * number from then on (storage of a definition-backed carrier does not
+     * grow or shrink). */
+    sw_status (*physical_size)(void *ctx, sw_carrier *c, int64_t *out);
+    /* Frees the storage. A failure at an explicit release refuses the
+     * release (the carrier stays live); at destruction, or when the last
+     * pin of a released carrier goes, it has no caller and is dropped. */
+    sw_status (*release)(void *ctx, sw_carrier *c);
+    /* Element i (0 <= i < size), owned by the caller. */
+    sw_status (*read)(void *ctx, sw_carrier *c, int64_t i, sw_value *out);
+    /* Writes element i; the framework bumps the version. */
+    sw_status (*write)(void *ctx, sw_carrier *c, int64_t i, const sw_value *v);
+    /* Non-zero: moves between two classes that both allow it may copy
+     * element by element when no transfer route serves them. */
+    int elementwise_fallback;
+} sw_storage_provider;
+
+/* A transfer route's endpoints (see the header comment). */
+typedef struct sw_transfer_route_decl {
+    const void *source;      /* exactly the defined class */
+    const void *destination; /* an exact class tag */
+    const char *route_id;    /* non-empty, copied */
+} sw_transfer_route_decl;
+
+#define SW_CARRIER_DEFINITION_VERSION 1
+typedef struct sw_carrier_definition {
+    uint32_t version;
+    /* The class's name, for messages (copied). */
+    const char *name;
+    sw_storage_provider storage;
+    /* A dependent (composite) class: one built from other carriers. */
+    int dependent;
+    /* Whether a composite provider and a kernel provider are supplied. */
+    int has_composite;
+    int has_kernels;
+    int64_t nroutes;
+    const sw_transfer_route_decl *routes; /* copied */
+    /*
+     * Optional: makes a fresh, allocated carrier of this class for
+     * sw_carrier_allocate_like and new_like on one of its instances (a
+     * binding makes its own object). Default: sw_carrier_defined_new and
+     * sw_carrier_defined_allocate.
+     */
+    sw_status (*make)(void *ctx, sw_carrier *like, int64_t slots,
+                      sw_dtype dtype, int mutable_, sw_carrier **out);
+    /* Passed to make; drop(ctx) runs when the class is forgotten (drop
+     * may be NULL). storage.ctx is borrowed: it lives as long as ctx
+     * (usually it is the same object). */
+    void *ctx;
+    void (*drop)(void *ctx);
+} sw_carrier_definition;
+
+/*
+ * Registers def for class tag cls (see the header comment for the
+ * rules). The definition is copied; its ctx is owned by the registry
+ * from success on and dropped (drop) when the class is forgotten
+ * (sw_capabilities_forget). On failure nothing is registered and the
+ * caller keeps it. SW_EVALUE for a NULL tag, an incomplete
+ * provider or a route without an id; SW_ENOMEM.
+ */
+SW_API sw_status sw_carrier_define(const void *cls,
+                                   const sw_carrier_definition *def);
+
+/* Whether cls has a definition (observes nothing). */
+SW_API int sw_carrier_has_definition(const void *cls);
+/* The definition's ctx, or NULL (observes nothing). */
+SW_API void *sw_carrier_definition_ctx(const void *cls);
+/* Whether cls's definition may fall back to elementwise moves. */
+SW_API int sw_carrier_definition_fallback(const void *cls);
+
+/*
+ * A carrier of defined class cls with no storage yet (size 0, so element
+ * access is out of range until sw_carrier_defined_allocate):
+ * observes the class. SW_ETYPE "<name> has no CarrierDefinition" for an
+ * undefined tag; SW_EVALUE for an unknown dtype; SW_ENOMEM.
+ */
+SW_API sw_status sw_carrier_defined_new(const void *cls, sw_dtype dtype,
+                                        int mutable_, sw_carrier **out);
+
+/*
+ * Allocates c's storage, once: asks supports_dtype (SW_ETYPE "<name>
+ * does not support storage dtype <dtype>" on no; allocate is not called),
+ * allocates, then checks physical_size: SW_EVALUE "<name>.physical_size
+ * must not return a negative value", SW_EVALUE "<name>.physical_size
+ * returned N, not the requested physical size M". On failure after
+ * allocate the storage is released again. SW_EVALUE for slots < 0;
+ * SW_ERUNTIME "<name> storage is already allocated".
+ */
+SW_API sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots);
+
+/* Whether c is a definition-backed carrier. */
+SW_API int sw_carrier_is_defined(const sw_carrier *c);
+/* The class tag of a definition-backed carrier (NULL for others). */
+SW_API const void *sw_carrier_defined_class(const sw_carrier *c);
+/* Whether the storage has been allocated. */
+SW_API int sw_carrier_defined_is_allocated(const sw_carrier *c);
+/* The provider's per-instance state (NULL until set). */
+SW_API void *sw_carrier_defined_data(const sw_carrier *c);
+SW_API void sw_carrier_defined_set_data(sw_carrier *c, void *data);
+/* Asks the storage provider whether c's class stores dtype (every time). */
+SW_API sw_status sw_carrier_defined_supports_dtype(sw_carrier *c,
+                                                   sw_dtype dtype, int *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

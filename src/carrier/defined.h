@@ -1,0 +1,27 @@
+/*
+ * Definition-backed carriers (strideweave/extension.h): the registered
+ * definition record, shared by the class registry (src/op/capability.c,
+ * which keeps one per class entry under its lock) and the carrier vtable
+ * (defined.c).
+ */
+#ifndef SW_CARRIER_DEFINED_H
+#define SW_CARRIER_DEFINED_H
+
+#include "strideweave/extension.h"
+
+typedef struct sw_defn {
+    sw_carrier_definition def; /* name and routes point into this record */
+    const void *cls;
+} sw_defn;
+
+/* Frees d and drops its ctx (accepts NULL). */
+void sw_defn_free(sw_defn *d);
+
+/* Publishes d for cls under the registry's rules (extension.h); on
+ * failure the caller keeps d. */
+sw_status sw_defn_register(const void *cls, sw_defn *d);
+
+/* The definition of cls or NULL; observe non-zero seals it. */
+const sw_defn *sw_defn_lookup(const void *cls, int observe);
+
+#endif

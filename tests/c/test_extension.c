@@ -1,0 +1,459 @@
+/*
+ * Definition-backed carriers (include/strideweave/extension.h): the
+ * registration rules, sealing by observation, construction with the
+ * size checks, element access with the base's checks, factories, a
+ * refusable release, dispatch refusals, and the move rules for pairs
+ * with a definition-backed class. The storage provider here keeps
+ * doubles in a malloc'd array and counts its callbacks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "strideweave/strideweave.h"
+
+/* Tags for classes: addresses nothing else uses. */
+static char tags[16];
+#define TAG(i) ((const void *)&tags[i])
+
+typedef struct store {
+    int64_t n;
+    double *v;
+} store;
+
+typedef struct counts {
+    int supports, allocate, size, release, read, write;
+    int refuse_dtype;    /* supports_dtype says no */
+    int64_t size_offset; /* physical_size lies by this much */
+    int negative_size;
+    int fail_release; /* release fails this many times */
+    int dropped;
+} counts;
+
+static counts K;
+
+static sw_status p_supports(void *ctx, sw_carrier *c, sw_dtype d, int *out) {
+    (void)ctx;
+    (void)c;
+    K.supports++;
+    *out = !K.refuse_dtype && (d == SW_DTYPE_FLOAT32 || d == SW_DTYPE_FLOATING);
+    return SW_OK;
+}
+
+static sw_status p_allocate(void *ctx, sw_carrier *c, int64_t slots) {
+    (void)ctx;
+    K.allocate++;
+    store *s = calloc(1, sizeof *s);
+    s->n = slots;
+    s->v = calloc((size_t)(slots ? slots : 1), sizeof(double));
+    sw_carrier_defined_set_data(c, s);
+    return SW_OK;
+}
+
+static sw_status p_size(void *ctx, sw_carrier *c, int64_t *out) {
+    (void)ctx;
+    K.size++;
+    store *s = sw_carrier_defined_data(c);
+    *out = K.negative_size ? -1 : s->n + K.size_offset;
+    return SW_OK;
+}
+
+static sw_status p_release(void *ctx, sw_carrier *c) {
+    (void)ctx;
+    K.release++;
+    if (K.fail_release > 0) {
+        K.fail_release--;
+        return sw_set_error(SW_ERUNTIME, "release refused by the provider");
+    }
+    store *s = sw_carrier_defined_data(c);
+    if (s) {
+        free(s->v);
+        free(s);
+    }
+    sw_carrier_defined_set_data(c, NULL);
+    return SW_OK;
+}
+
+static sw_status p_read(void *ctx, sw_carrier *c, int64_t i, sw_value *out) {
+    (void)ctx;
+    K.read++;
+    store *s = sw_carrier_defined_data(c);
+    *out = sw_value_f64(s->v[i]);
+    return SW_OK;
+}
+
+static sw_status p_write(void *ctx, sw_carrier *c, int64_t i,
+                         const sw_value *v) {
+    (void)ctx;
+    K.write++;
+    store *s = sw_carrier_defined_data(c);
+    s->v[i] = v->kind == SW_VALUE_I64 ? (double)v->as.i : v->as.f;
+    return SW_OK;
+}
+
+static void p_drop(void *ctx) {
+    (void)ctx;
+    K.dropped++;
+}
+
+static sw_carrier_definition definition(const char *name) {
+    sw_carrier_definition d;
+    memset(&d, 0, sizeof d);
+    d.version = SW_CARRIER_DEFINITION_VERSION;
+    d.name = name;
+    d.storage.version = SW_STORAGE_PROVIDER_VERSION;
+    d.storage.supports_dtype = p_supports;
+    d.storage.allocate = p_allocate;
+    d.storage.physical_size = p_size;
+    d.storage.release = p_release;
+    d.storage.read = p_read;
+    d.storage.write = p_write;
+    d.drop = p_drop;
+    return d;
+}
+
+static sw_carrier *make(const void *tag, int64_t n, int mutable_) {
+    sw_carrier *c = NULL;
+    if (sw_carrier_defined_new(tag, SW_DTYPE_FLOAT32, mutable_, &c) ||
+        sw_carrier_defined_allocate(c, n))
+        bail_out(sw_errmsg());
+    return c;
+}
+
+/* --------------------------------------------------------- registration */
+
+static void test_registration(void) {
+    sw_carrier_definition d = definition("Store");
+    expect_fail(sw_carrier_define(NULL, &d), SW_EVALUE,
+                "carrier class tag must not be NULL", "a NULL tag");
+    expect_fail(sw_carrier_define(sw_cpu_class(), &d), SW_ETYPE,
+                "Store is a definition-free shipped carrier", "CPU");
+    sw_carrier_definition bad = d;
+    bad.storage.read = NULL;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_EVALUE,
+                "Store: the storage provider is incomplete or of an "
+                "unsupported version",
+                "an incomplete provider");
+    bad = d;
+    bad.dependent = 1;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_ETYPE,
+                "Store is a DependentCarrier: its CarrierDefinition requires "
+                "composite",
+                "a dependent class without a composite");
+    bad.has_composite = 1;
+    bad.has_kernels = 1;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_ETYPE,
+                "Store is a DependentCarrier: its CarrierDefinition forbids "
+                "kernels",
+                "a dependent class with kernels");
+    bad = d;
+    bad.has_composite = 1;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_ETYPE,
+                "Store is an independent carrier: its CarrierDefinition must "
+                "not supply a composite",
+                "an independent class with a composite");
+    sw_transfer_route_decl routes[2] = {{TAG(1), sw_cpu_class(), "to-cpu"},
+                                        {TAG(0), sw_cpu_class(), "again"}};
+    bad = d;
+    bad.nroutes = 1;
+    bad.routes = routes;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_ETYPE,
+                "route 'to-cpu' must have the exact source_class Store",
+                "a route from another class");
+    routes[0].source = TAG(0);
+    bad.nroutes = 2;
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_EVALUE,
+                "duplicate exact transfer routes", "two routes to CPU");
+    routes[1].route_id = "";
+    expect_fail(sw_carrier_define(TAG(0), &bad), SW_EVALUE,
+                "route_id must not be empty", "an empty route id");
+    is_int(K.dropped, 0, "rejected definitions drop nothing");
+    ok(!sw_carrier_has_definition(TAG(0)), "and register nothing");
+
+    is_int(sw_capabilities_state(TAG(0)), SW_CAPS_OPEN, "the class is open");
+    expect_ok(sw_carrier_define(TAG(0), &d), "a definition");
+    ok(sw_carrier_has_definition(TAG(0)), "is registered");
+    is_int(sw_capabilities_state(TAG(0)), SW_CAPS_DEFINED,
+           "and leaves the class open until observed");
+    expect_fail(sw_carrier_define(TAG(0), &d), SW_ETYPE,
+                "Store already has a CarrierDefinition", "a second one");
+    sw_op_capability none[1];
+    expect_fail(sw_capabilities_declare(TAG(0), "Store", 0, none), SW_ETYPE,
+                "Store has a CarrierDefinition; its operation-plan "
+                "capabilities come from its providers",
+                "declaring capabilities by hand");
+
+    expect_ok(sw_capabilities_observe(TAG(2), SW_OBSERVE_QUERY), "observe");
+    sw_carrier_definition late = definition("Late");
+    expect_fail(sw_carrier_define(TAG(2), &late), SW_ETYPE,
+                "Late was already observed without a CarrierDefinition",
+                "a definition after observation");
+
+    sw_capability_list l;
+    expect_ok(sw_capabilities_of_class(TAG(0), &l), "a class query");
+    is_int(l.count, 0, "a storage-only class has no capabilities");
+    is_int(sw_capabilities_state(TAG(0)), SW_CAPS_DEFINED_SEALED,
+           "and the query sealed it");
+
+    sw_carrier *c = NULL;
+    expect_fail(sw_carrier_defined_new(TAG(3), SW_DTYPE_FLOAT32, 1, &c),
+                SW_ETYPE, "carrier class has no CarrierDefinition",
+                "constructing an undefined class");
+}
+
+/* ----------------------------------------------------------- lifecycle */
+
+static void test_construction(void) {
+    memset(&K, 0, sizeof K);
+    sw_carrier *c = NULL;
+    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
+    ok(sw_carrier_is_defined(c), "a definition-backed carrier");
+    ok(sw_carrier_defined_class(c) == TAG(0), "of its class");
+    ok(sw_carrier_class_tag(c) == TAG(0), "keyed by its class's tag");
+    is_int(sw_carrier_size(c), 0, "without storage yet");
+    is_int(K.supports + K.allocate, 0, "no callback has run");
+    expect_fail(sw_carrier_defined_allocate(c, -1), SW_EVALUE,
+                "Store slots must be non-negative", "negative slots");
+    expect_ok(sw_carrier_defined_allocate(c, 4), "allocate 4");
+    is_int(K.supports, 1, "supports_dtype asked once");
+    is_int(K.allocate, 1, "allocate called once");
+    is_int(sw_carrier_size(c), 4, "size from physical_size");
+    expect_fail(sw_carrier_defined_allocate(c, 4), SW_ERUNTIME,
+                "Store storage is already allocated", "a second allocate");
+    sw_carrier_unref(c);
+    is_int(K.release, 1, "destruction releases the storage");
+
+    memset(&K, 0, sizeof K);
+    K.refuse_dtype = 1;
+    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
+    expect_fail(sw_carrier_defined_allocate(c, 2), SW_ETYPE,
+                "Store does not support storage dtype Float32",
+                "an unsupported dtype");
+    is_int(K.allocate, 0, "allocate is never called then");
+    sw_carrier_unref(c);
+    is_int(K.release, 0, "and nothing is released");
+
+    memset(&K, 0, sizeof K);
+    K.size_offset = 1;
+    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
+    expect_fail(sw_carrier_defined_allocate(c, 3), SW_EVALUE,
+                "Store.physical_size returned 4, not the requested physical "
+                "size 3",
+                "a size mismatch");
+    is_int(K.release, 1, "the storage is given back");
+    ok(!sw_carrier_defined_is_allocated(c), "and the carrier has none");
+    K.size_offset = 0;
+    K.negative_size = 1;
+    expect_fail(sw_carrier_defined_allocate(c, 3), SW_EVALUE,
+                "Store.physical_size must not return a negative value",
+                "a negative size");
+    sw_carrier_unref(c);
+    is_int(K.release, 2, "given back again, and not at destruction");
+}
+
+static void test_access(void) {
+    memset(&K, 0, sizeof K);
+    sw_carrier *c = make(TAG(0), 3, 1);
+    sw_value v = sw_value_f64(2.5);
+    expect_ok(sw_carrier_set(c, 1, &v), "a write");
+    is_int(sw_carrier_version(c), 1, "bumps the version by one");
+    sw_value r;
+    expect_ok(sw_carrier_get(c, 1, &r), "a read");
+    ok(r.kind == SW_VALUE_F64 && r.as.f == 2.5, "reads the value back");
+    int reads = K.read, writes = K.write;
+    expect_fail(sw_carrier_get(c, 3, &r), SW_EINDEX,
+                "Carrier index out of range", "a read past the end");
+    expect_fail(sw_carrier_set(c, -1, &v), SW_EINDEX,
+                "Carrier index out of range", "a negative write");
+    is_int(K.read - reads + K.write - writes, 0,
+           "out-of-range access never reaches the provider");
+    int yes = 0;
+    expect_ok(sw_carrier_defined_supports_dtype(c, SW_DTYPE_INT32, &yes),
+              "supports_dtype");
+    ok(!yes, "Int32 is not stored");
+
+    sw_carrier *frozen = make(TAG(0), 2, 0);
+    ok(!sw_carrier_is_mutable(frozen), "mutable=0 is immutable");
+    writes = K.write;
+    expect_fail(sw_carrier_set(frozen, 0, &v), SW_ERUNTIME, NULL,
+                "a write to an immutable carrier");
+    is_int(K.write, writes, "never reaches the provider");
+    sw_carrier_unref(frozen);
+
+    /* Factories: the same class, version 0, filled through writes. */
+    sw_carrier *like = NULL;
+    expect_ok(sw_carrier_allocate_like(c, 5, 1, SW_DTYPE_COUNT, 0, &like),
+              "allocate_like");
+    ok(sw_carrier_defined_class(like) == TAG(0), "of the same class");
+    is_int(sw_carrier_size(like), 5, "of the size asked");
+    is_int(sw_carrier_version(like), 0, "at version 0");
+    sw_carrier_unref(like);
+    sw_value vals[2] = {sw_value_f64(7), sw_value_f64(8)};
+    expect_ok(sw_carrier_new_like(c, 2, vals, 0, SW_DTYPE_COUNT, &like),
+              "new_like");
+    is_int(sw_carrier_version(like), 0, "filled without version bumps");
+    ok(!sw_carrier_is_mutable(like), "with the mutability asked");
+    expect_ok(sw_carrier_get(like, 1, &r), "read");
+    ok(r.as.f == 8.0, "holding the values");
+    sw_carrier_unref(like);
+
+    /* Dispatch: storage-only, then released. */
+    sw_op *op = NULL;
+    expect_fail(sw_carrier_dispatch_id(c, SW_OP_RELU, &op), SW_ENOTIMPL,
+                "Store is storage-only: its CarrierDefinition has no "
+                "KernelProvider, so it runs no 'relu'",
+                "dispatching relu");
+
+    /* A refused release leaves the carrier live. */
+    K.fail_release = 1;
+    expect_fail(sw_carrier_release_storage(c), SW_ERUNTIME,
+                "release refused by the provider", "a refused release");
+    ok(!sw_carrier_is_released(c), "the carrier is still live");
+    expect_ok(sw_carrier_get(c, 1, &r), "and readable");
+    int released = K.release;
+    expect_ok(sw_carrier_release_storage(c), "a release");
+    ok(sw_carrier_is_released(c), "releases");
+    is_int(sw_carrier_size(c), 0, "size 0 after release");
+    expect_ok(sw_carrier_release_storage(c), "a second release");
+    is_int(K.release, released + 1, "calls the provider once");
+    expect_fail(sw_carrier_dispatch_op(c, "no such op", &op), SW_ERUNTIME,
+                "Store is released", "dispatch after release");
+    sw_carrier_unref(c);
+    is_int(K.release, released + 1, "destruction does not release again");
+}
+
+/* ---------------------------------------------------------------- moves */
+
+static sw_tensor *tensor_on(sw_carrier *c, int64_t n) {
+    sw_layout *l = NULL;
+    if (sw_layout_leaf(n, 1, &l))
+        bail_out(sw_errmsg());
+    sw_tensor *t = NULL;
+    if (sw_tensor_new(c, 0, l, &t))
+        bail_out(sw_errmsg());
+    sw_layout_release(l);
+    return t;
+}
+
+static void test_moves(void) {
+    memset(&K, 0, sizeof K);
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    sw_carrier *c = make(TAG(0), 3, 1);
+    sw_tensor *t = tensor_on(c, 3);
+    sw_carrier *cpu = NULL;
+    if (sw_cpu_new(3, SW_DTYPE_FLOAT32, 1, 0, &cpu))
+        bail_out(sw_errmsg());
+    sw_tensor *out = NULL;
+    expect_fail(sw_move(t, cpu, &out), SW_ENOTIMPL,
+                "no transfer route for Store, CPU",
+                "a definition-backed source without a route");
+
+    /* A class with a route: declared, and refused as not executable. */
+    sw_transfer_route_decl route = {TAG(4), sw_cpu_class(), "to-cpu"};
+    sw_carrier_definition routed = definition("Routed");
+    routed.nroutes = 1;
+    routed.routes = &route;
+    routed.storage.elementwise_fallback = 1;
+    expect_ok(sw_carrier_define(TAG(4), &routed), "a definition with a route");
+    sw_carrier *rc = make(TAG(4), 3, 1);
+    sw_tensor *rt = tensor_on(rc, 3);
+    expect_fail(sw_move(rt, cpu, &out), SW_ENOTIMPL,
+                "transfer route 'to-cpu' of (Routed, CPU) is declared, but "
+                "executing transfer routes is not supported yet",
+                "a route");
+
+    /* Store has no fallback, Routed has: no elementwise copy between. */
+    sw_carrier *rc2 = make(TAG(4), 3, 1);
+    expect_fail(sw_move(t, rc2, &out), SW_ENOTIMPL,
+                "no transfer route for Store, Routed",
+                "fallback allowed by one side only");
+
+    /* Two classes that both allow it copy element by element. */
+    sw_carrier_definition other = definition("Other");
+    other.storage.elementwise_fallback = 1;
+    expect_ok(sw_carrier_define(TAG(5), &other), "a second fallback class");
+    sw_carrier *oc = make(TAG(5), 3, 1);
+    sw_value v = sw_value_f64(4.0);
+    if (sw_carrier_set(rc, 2, &v))
+        bail_out(sw_errmsg());
+    expect_ok(sw_move(rt, oc, &out), "a fallback move");
+    sw_value r;
+    expect_ok(sw_carrier_get(sw_tensor_carrier(out), 2, &r), "read");
+    ok(r.as.f == 4.0, "carries the values");
+    ok(sw_carrier_is_released(rc), "and releases the source");
+    sw_tensor_unref(out);
+
+    /* A definition-free source moves to a definition-backed class by
+     * elementwise copy; recording needs a route back. */
+    sw_tensor *ct = tensor_on(cpu, 3);
+    sw_carrier *c2 = make(TAG(0), 3, 1);
+    expect_ok(sw_move(ct, c2, &out), "CPU to Store");
+    sw_tensor_unref(out);
+    sw_carrier *cpu2 = NULL, *c3 = make(TAG(0), 3, 1);
+    if (sw_cpu_new(3, SW_DTYPE_FLOAT32, 1, 0, &cpu2))
+        bail_out(sw_errmsg());
+    sw_tensor *ct2 = tensor_on(cpu2, 3);
+    sw_set_grad_enabled(1);
+    expect_fail(sw_move(ct2, c3, &out), SW_ENOTIMPL,
+                "move has no reverse route: no transfer route for Store, CPU",
+                "a recorded move without a route back");
+    sw_set_grad_enabled(0);
+
+    /* The legacy registry serves definition-free pairs only. */
+    sw_move_key sk = {TAG(0), "Store"}, ck = sw_move_key_cpu();
+    expect_fail(sw_move_register(sk, ck, sw_move_elementwise()), SW_ERUNTIME,
+                "(Store, CPU) involves a definition-backed carrier: its moves "
+                "go through the TransferRoute of its CarrierDefinition, not "
+                "the move registry",
+                "registering a legacy move");
+    expect_fail(sw_move_unregister(ck, sk, NULL), SW_ERUNTIME, NULL,
+                "unregistering one");
+
+    sw_tensor_unref(ct2);
+    sw_carrier_unref(cpu2);
+    sw_carrier_unref(c3);
+    sw_tensor_unref(ct);
+    sw_carrier_unref(c2);
+    sw_carrier_unref(oc);
+    sw_carrier_unref(rc2);
+    sw_tensor_unref(rt);
+    sw_carrier_unref(rc);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(cpu);
+    sw_set_grad_enabled(grad);
+}
+
+/* ------------------------------------------------- memory and forgetting */
+
+static void test_memory(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_carrier_definition d = definition("Oom");
+    int64_t n = 0;
+    sw_status st;
+    do {
+        sw_debug_fail_alloc_after(n++);
+        st = sw_carrier_define(TAG(6), &d);
+        sw_debug_fail_alloc_after(-1);
+        if (st)
+            is_int(st, SW_ENOMEM, "allocation %lld fails cleanly",
+                   (long long)n - 1);
+        sw_clear_error();
+    } while (st);
+    ok(sw_carrier_has_definition(TAG(6)), "defined once memory allows");
+    int dropped = K.dropped;
+    sw_capabilities_forget(TAG(6));
+    ok(!sw_carrier_has_definition(TAG(6)), "forgetting drops the definition");
+    is_int(K.dropped, dropped + 1, "and its ctx");
+    leak_check(base, "define and forget");
+}
+
+int main(void) {
+    test_registration();
+    test_construction();
+    test_access();
+    test_moves();
+    test_memory();
+    return done_testing();
+}
