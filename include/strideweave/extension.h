@@ -139,23 +139,25 @@ SW_API int sw_carrier_definition_fallback(const void *cls);
 
 /*
  * A carrier of defined class cls with no storage yet (size 0, so element
- * access is out of range until sw_carrier_defined_allocate):
- * observes the class. SW_ETYPE "<name> has no CarrierDefinition" for an
- * undefined tag; SW_EVALUE for an unknown dtype; SW_ENOMEM.
+ * access is out of range until sw_carrier_defined_allocate): observes the
+ * class. The binding makes its object here and configures it (a subclass
+ * sets its attributes) before allocating. SW_ETYPE "carrier class has no
+ * CarrierDefinition" for an undefined tag; SW_ENOMEM.
  */
-SW_API sw_status sw_carrier_defined_new(const void *cls, sw_dtype dtype,
-                                        int mutable_, sw_carrier **out);
+SW_API sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out);
 
 /*
- * Allocates c's storage, once: asks supports_dtype (SW_ETYPE "<name>
- * does not support storage dtype <dtype>" on no; allocate is not called),
- * allocates, then checks physical_size: SW_EVALUE "<name>.physical_size
- * must not return a negative value", SW_EVALUE "<name>.physical_size
- * returned N, not the requested physical size M". On failure after
- * allocate the storage is released again. SW_EVALUE for slots < 0;
+ * Gives c its dtype and mutability and allocates its storage, once: asks
+ * supports_dtype (SW_ETYPE "<name> does not support storage dtype
+ * <dtype>" on no; allocate is not called), allocates, then checks
+ * physical_size: SW_EVALUE "<name>.physical_size must not return a
+ * negative value", SW_EVALUE "<name>.physical_size returned N, not the
+ * requested physical size M". On failure after allocate the storage is
+ * released again. SW_EVALUE for slots < 0 or an unknown dtype;
  * SW_ERUNTIME "<name> storage is already allocated".
  */
-SW_API sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots);
+SW_API sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
+                                             sw_dtype dtype, int mutable_);
 
 /* Whether c is a definition-backed carrier. */
 SW_API int sw_carrier_is_defined(const sw_carrier *c);

@@ -7,6 +7,20 @@ from strideweave.carriers import DType as DType
 from strideweave.carriers import Evictable as Evictable
 from strideweave.carriers import FileBacked as FileBacked
 from strideweave.carriers import Generic as Generic
+from strideweave.carriers.extension import CarrierDefinition as CarrierDefinition
+from strideweave.carriers.extension import CarrierFacet as CarrierFacet
+from strideweave.carriers.extension import CompositeProvider as CompositeProvider
+from strideweave.carriers.extension import KernelExecutionInterface as KernelExecutionInterface
+from strideweave.carriers.extension import KernelPack as KernelPack
+from strideweave.carriers.extension import KernelPattern as KernelPattern
+from strideweave.carriers.extension import KernelProvider as KernelProvider
+from strideweave.carriers.extension import StorageProvider as StorageProvider
+from strideweave.carriers.extension import TransferRoute as TransferRoute
+from strideweave.carriers.extension import Unsupported as Unsupported
+from strideweave.carriers.extension import (
+    register_carrier_definition as register_carrier_definition,
+)
+from strideweave.carriers.extension import register_kernel_pack as register_kernel_pack
 from strideweave.carriers.move import AwaitMove as AwaitMove
 from strideweave.carriers.move import AwaitResult as AwaitResult
 from strideweave.carriers.move import move_async as move_async

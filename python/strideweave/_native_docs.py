@@ -520,6 +520,47 @@ Examples:
     >>> CPU(3).dtype()
     <DType.Float32: 'Float32'>
 """,
+    "Carrier.facet": """facet($self, kind, /)
+--
+
+The facet registered under exactly kind in this class's CarrierDefinition.
+
+Args:
+    kind: a CarrierFacet subclass.
+
+Returns:
+    CarrierFacet | None: the facet, or None (always None for a definition-free carrier).
+
+Raises:
+    TypeError: 'facet type must be a CarrierFacet subclass'.
+
+Examples:
+    >>> import strideweave as sw
+    >>> sw.CPU(1).facet(sw.CarrierFacet) is None
+    True
+""",
+    "Carrier.require_facet": """require_facet($self, kind, /)
+--
+
+The facet registered under exactly kind, or NotImplementedError naming kind.
+
+Args:
+    kind: a CarrierFacet subclass.
+
+Returns:
+    CarrierFacet: the facet.
+
+Raises:
+    TypeError: 'facet type must be a CarrierFacet subclass'.
+    NotImplementedError: '<Class> has no <kind> facet'.
+
+Examples:
+    >>> import strideweave as sw
+    >>> sw.CPU(1).require_facet(sw.CarrierFacet)
+    Traceback (most recent call last):
+    ...
+    NotImplementedError: CPU has no CarrierFacet facet
+""",
     "Carrier.get_value": """get_value($self, index, /)
 --
 
@@ -3054,6 +3095,46 @@ Examples:
     >>> _axpy(w, -0.5, g)
     >>> F.to_list(w)
     [-1.0, -2.0]
+""",
+    "_carrier_definition": """_carrier_definition($module, cls, /)
+--
+
+The CarrierDefinition registered for exactly cls, or None; observes nothing.
+
+Args:
+    cls: a class.
+
+Returns:
+    CarrierDefinition | None: the definition.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _carrier_definition
+    >>> _carrier_definition(sw.CPU) is None
+    True
+""",
+    "_define_carrier": """_define_carrier($module, cls, definition, storage, routes, dependent, has_kernels, has_composite, fallback, /)
+--
+
+Registers a CarrierDefinition with the library (see strideweave.carriers.extension).
+
+Args:
+    cls: the exact class.
+    definition: the CarrierDefinition (kept until the class goes).
+    storage: its StorageProvider.
+    routes: (source class, destination class, route id) per TransferRoute.
+    dependent: whether cls is a DependentCarrier.
+    has_kernels: whether a KernelProvider is supplied.
+    has_composite: whether a CompositeProvider is supplied.
+    fallback: the storage provider's elementwise_fallback.
+
+Returns:
+    None.
+
+Examples:
+    >>> from strideweave._native import _define_carrier
+    >>> callable(_define_carrier)
+    True
 """,
     "_caps_list": """_caps_list($module, source, name, /)
 --

@@ -40,8 +40,8 @@ static const sw_storage_provider *storage_of(const defined_state *s) {
 
 /* ----------------------------------------------------------- the record */
 
-void sw_defn_free(sw_defn *d) {
-    if (!d)
+void sw_defn_release(sw_defn *d) {
+    if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
         return;
     if (d->def.drop)
         d->def.drop(d->def.ctx);
@@ -110,6 +110,7 @@ static sw_status copy_definition(const void *cls,
     sw_defn *d = (sw_defn *)block;
     d->def = *def;
     d->cls = cls;
+    atomic_init(&d->refs, 1);
     sw_transfer_route_decl *routes =
         (sw_transfer_route_decl *)(block + routes_at);
     char *text = block + strings_at;
@@ -152,7 +153,7 @@ sw_status sw_carrier_define(const void *cls, const sw_carrier_definition *def) {
     st = sw_defn_register(cls, d);
     if (st) {
         d->def.drop = NULL; /* the caller keeps ctx */
-        sw_defn_free(d);
+        sw_defn_release(d);
     }
     return st;
 }
@@ -216,7 +217,9 @@ static void defined_release(sw_carrier *c) {
 }
 
 static void defined_destroy(sw_carrier *c) {
-    sw_free(sw_carrier_state(c));
+    defined_state *s = sw_carrier_state(c);
+    sw_defn_release((sw_defn *)s->defn);
+    sw_free(s);
 }
 
 static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
@@ -226,9 +229,9 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
     if (def->make)
         return def->make(def->ctx, c, size, dtype, mutable_, out);
     sw_carrier *r = NULL;
-    sw_status st = sw_carrier_defined_new(s->defn->cls, dtype, mutable_, &r);
+    sw_status st = sw_carrier_defined_new(s->defn->cls, &r);
     if (!st)
-        st = sw_carrier_defined_allocate(r, size);
+        st = sw_carrier_defined_allocate(r, size, dtype, mutable_);
     if (st) {
         sw_carrier_unref(r);
         return st;
@@ -316,22 +319,21 @@ static const sw_carrier_class defined_class = {
 
 /* ------------------------------------------------------------ instances */
 
-sw_status sw_carrier_defined_new(const void *cls, sw_dtype dtype, int mutable_,
-                                 sw_carrier **out) {
-    if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
-        return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
+sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out) {
     const sw_defn *d = sw_defn_lookup(cls, 1);
     if (!d)
         return sw_fail(SW_ETYPE, "carrier class has no CarrierDefinition");
     defined_state *s = sw_calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        sw_defn_release((sw_defn *)d);
         return sw_oom();
+    }
     s->defn = d;
-    s->dtype = dtype;
-    s->mutable_ = mutable_ != 0;
+    s->dtype = SW_DTYPE_FLOAT32;
     sw_carrier *c = NULL;
-    sw_status st = sw_carrier_new(&defined_class, s, dtype, &c);
+    sw_status st = sw_carrier_new(&defined_class, s, s->dtype, &c);
     if (st) {
+        sw_defn_release((sw_defn *)d);
         sw_free(s);
         return st;
     }
@@ -356,15 +358,20 @@ sw_status sw_carrier_defined_supports_dtype(sw_carrier *c, sw_dtype dtype,
     return st;
 }
 
-sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots) {
+sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
+                                      sw_dtype dtype, int mutable_) {
     defined_state *s = c ? state_of(c) : NULL;
     if (!s)
         return sw_fail(SW_EVALUE, "not a definition-backed carrier");
     const char *name = s->defn->def.name;
     if (slots < 0)
         return sw_fail(SW_EVALUE, "%s slots must be non-negative", name);
+    if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
+        return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
     if (s->allocated || sw_carrier_is_released(c))
         return sw_fail(SW_ERUNTIME, "%s storage is already allocated", name);
+    s->dtype = dtype;
+    s->mutable_ = mutable_ != 0;
     int yes = 0;
     sw_status st = sw_carrier_defined_supports_dtype(c, s->dtype, &yes);
     if (st)
@@ -398,6 +405,11 @@ sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots) {
     s->size = slots;
     s->allocated = 1;
     return SW_OK;
+}
+
+const sw_defn *sw_carrier_defn(const sw_carrier *c) {
+    defined_state *s = c ? state_of(c) : NULL;
+    return s ? s->defn : NULL;
 }
 
 int sw_carrier_is_defined(const sw_carrier *c) {

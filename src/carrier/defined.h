@@ -9,19 +9,29 @@
 
 #include "strideweave/extension.h"
 
+#include <stdatomic.h>
+
 typedef struct sw_defn {
     sw_carrier_definition def; /* name and routes point into this record */
     const void *cls;
+    /* The registry's reference and one per carrier of the class: a class
+     * forgotten while instances live keeps its definition until they go. */
+    atomic_long refs;
 } sw_defn;
 
-/* Frees d and drops its ctx (accepts NULL). */
-void sw_defn_free(sw_defn *d);
+/* Drops a reference; the last frees d and drops its ctx (accepts NULL). */
+void sw_defn_release(sw_defn *d);
 
 /* Publishes d for cls under the registry's rules (extension.h); on
  * failure the caller keeps d. */
 sw_status sw_defn_register(const void *cls, sw_defn *d);
 
-/* The definition of cls or NULL; observe non-zero seals it. */
+/* The definition of cls or NULL; observe non-zero seals it, and then the
+ * caller gets a reference (sw_defn_release). */
 const sw_defn *sw_defn_lookup(const void *cls, int observe);
+
+/* The definition of a definition-backed carrier (borrowed: the carrier
+ * holds a reference), NULL for other carriers. */
+const sw_defn *sw_carrier_defn(const sw_carrier *c);
 
 #endif

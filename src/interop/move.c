@@ -51,7 +51,7 @@ sw_move_key sw_move_key_class(const sw_carrier_class *cls) {
 
 sw_move_key sw_move_key_of(const sw_carrier *c) {
     if (c->dispatch_tag) {
-        const sw_defn *d = sw_defn_lookup(c->dispatch_tag, 0);
+        const sw_defn *d = sw_carrier_defn(c);
         sw_move_key k = {c->dispatch_tag, d ? d->def.name : c->cls->name};
         return k;
     }
@@ -87,10 +87,9 @@ sw_status sw_move_check_pair(sw_move_key source, sw_move_key destination) {
  * recorded, but executing them is not built yet (extension.h).
  */
 static sw_status defined_pair(const sw_carrier *src, const sw_carrier *dst) {
-    const void *stag = sw_carrier_class_tag(src);
     const void *dt = sw_carrier_class_tag(dst);
     sw_move_key s = sw_move_key_of(src), d = sw_move_key_of(dst);
-    const sw_defn *sd = sw_defn_lookup(stag, 0);
+    const sw_defn *sd = sw_carrier_defn(src);
     if (!sd)
         return SW_OK;
     for (int64_t i = 0; i < sd->def.nroutes; ++i)
@@ -101,7 +100,7 @@ static sw_status defined_pair(const sw_carrier *src, const sw_carrier *dst) {
                            "yet",
                            sd->def.routes[i].route_id, key_name(s),
                            key_name(d));
-    const sw_defn *dd = sw_defn_lookup(dt, 0);
+    const sw_defn *dd = sw_carrier_defn(dst);
     if (dd && sd->def.storage.elementwise_fallback &&
         dd->def.storage.elementwise_fallback)
         return SW_OK;

@@ -598,7 +598,7 @@ void sw_capabilities_forget(const void *cls) {
     }
     pthread_mutex_unlock(&reg_lock);
     sw_free(items);
-    sw_defn_free(defn);
+    sw_defn_release(defn);
 }
 
 /* ---------------------------------------------------------- definitions */
@@ -634,9 +634,12 @@ const sw_defn *sw_defn_lookup(const void *cls, int observe) {
         return NULL;
     pthread_mutex_lock(&reg_lock);
     int64_t at = find_locked(cls);
-    const sw_defn *d = at >= 0 ? entries[at].defn : NULL;
-    if (d && observe && entries[at].state == SW_CAPS_DEFINED)
-        entries[at].state = SW_CAPS_DEFINED_SEALED;
+    sw_defn *d = at >= 0 ? entries[at].defn : NULL;
+    if (d && observe) {
+        if (entries[at].state == SW_CAPS_DEFINED)
+            entries[at].state = SW_CAPS_DEFINED_SEALED;
+        atomic_fetch_add(&d->refs, 1);
+    }
     pthread_mutex_unlock(&reg_lock);
     return d;
 }
@@ -728,6 +731,13 @@ int sw_carrier_supports_storage_dtype(sw_carrier *c, sw_dtype dtype) {
     if (sw_carrier_is_file(c))
         return dtype == SW_DTYPE_FLOAT32 || dtype == SW_DTYPE_INT32 ||
                dtype == SW_DTYPE_FLOATING;
+    if (sw_carrier_is_defined(c)) {
+        /* The provider answers every time; a failure reads as "no" with
+         * the error left for the caller. */
+        int yes = 0;
+        return sw_carrier_defined_supports_dtype(c, dtype, &yes) == SW_OK &&
+               yes;
+    }
     if (sw_carrier_is_evictable(c))
         return sw_carrier_supports_storage_dtype(sw_evictable_primary(c),
                                                  dtype) &&

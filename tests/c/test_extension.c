@@ -114,8 +114,8 @@ static sw_carrier_definition definition(const char *name) {
 
 static sw_carrier *make(const void *tag, int64_t n, int mutable_) {
     sw_carrier *c = NULL;
-    if (sw_carrier_defined_new(tag, SW_DTYPE_FLOAT32, mutable_, &c) ||
-        sw_carrier_defined_allocate(c, n))
+    if (sw_carrier_defined_new(tag, &c) ||
+        sw_carrier_defined_allocate(c, n, SW_DTYPE_FLOAT32, mutable_))
         bail_out(sw_errmsg());
     return c;
 }
@@ -196,8 +196,8 @@ static void test_registration(void) {
            "and the query sealed it");
 
     sw_carrier *c = NULL;
-    expect_fail(sw_carrier_defined_new(TAG(3), SW_DTYPE_FLOAT32, 1, &c),
-                SW_ETYPE, "carrier class has no CarrierDefinition",
+    expect_fail(sw_carrier_defined_new(TAG(3), &c), SW_ETYPE,
+                "carrier class has no CarrierDefinition",
                 "constructing an undefined class");
 }
 
@@ -206,28 +206,31 @@ static void test_registration(void) {
 static void test_construction(void) {
     memset(&K, 0, sizeof K);
     sw_carrier *c = NULL;
-    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
+    expect_ok(sw_carrier_defined_new(TAG(0), &c), "new");
     ok(sw_carrier_is_defined(c), "a definition-backed carrier");
     ok(sw_carrier_defined_class(c) == TAG(0), "of its class");
     ok(sw_carrier_class_tag(c) == TAG(0), "keyed by its class's tag");
     is_int(sw_carrier_size(c), 0, "without storage yet");
     is_int(K.supports + K.allocate, 0, "no callback has run");
-    expect_fail(sw_carrier_defined_allocate(c, -1), SW_EVALUE,
-                "Store slots must be non-negative", "negative slots");
-    expect_ok(sw_carrier_defined_allocate(c, 4), "allocate 4");
+    expect_fail(sw_carrier_defined_allocate(c, -1, SW_DTYPE_FLOAT32, 1),
+                SW_EVALUE, "Store slots must be non-negative",
+                "negative slots");
+    expect_ok(sw_carrier_defined_allocate(c, 4, SW_DTYPE_FLOAT32, 1),
+              "allocate 4");
     is_int(K.supports, 1, "supports_dtype asked once");
     is_int(K.allocate, 1, "allocate called once");
     is_int(sw_carrier_size(c), 4, "size from physical_size");
-    expect_fail(sw_carrier_defined_allocate(c, 4), SW_ERUNTIME,
-                "Store storage is already allocated", "a second allocate");
+    expect_fail(sw_carrier_defined_allocate(c, 4, SW_DTYPE_FLOAT32, 1),
+                SW_ERUNTIME, "Store storage is already allocated",
+                "a second allocate");
     sw_carrier_unref(c);
     is_int(K.release, 1, "destruction releases the storage");
 
     memset(&K, 0, sizeof K);
     K.refuse_dtype = 1;
-    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
-    expect_fail(sw_carrier_defined_allocate(c, 2), SW_ETYPE,
-                "Store does not support storage dtype Float32",
+    expect_ok(sw_carrier_defined_new(TAG(0), &c), "new");
+    expect_fail(sw_carrier_defined_allocate(c, 2, SW_DTYPE_FLOAT32, 1),
+                SW_ETYPE, "Store does not support storage dtype Float32",
                 "an unsupported dtype");
     is_int(K.allocate, 0, "allocate is never called then");
     sw_carrier_unref(c);
@@ -235,8 +238,9 @@ static void test_construction(void) {
 
     memset(&K, 0, sizeof K);
     K.size_offset = 1;
-    expect_ok(sw_carrier_defined_new(TAG(0), SW_DTYPE_FLOAT32, 1, &c), "new");
-    expect_fail(sw_carrier_defined_allocate(c, 3), SW_EVALUE,
+    expect_ok(sw_carrier_defined_new(TAG(0), &c), "new");
+    expect_fail(sw_carrier_defined_allocate(c, 3, SW_DTYPE_FLOAT32, 1),
+                SW_EVALUE,
                 "Store.physical_size returned 4, not the requested physical "
                 "size 3",
                 "a size mismatch");
@@ -244,7 +248,8 @@ static void test_construction(void) {
     ok(!sw_carrier_defined_is_allocated(c), "and the carrier has none");
     K.size_offset = 0;
     K.negative_size = 1;
-    expect_fail(sw_carrier_defined_allocate(c, 3), SW_EVALUE,
+    expect_fail(sw_carrier_defined_allocate(c, 3, SW_DTYPE_FLOAT32, 1),
+                SW_EVALUE,
                 "Store.physical_size must not return a negative value",
                 "a negative size");
     sw_carrier_unref(c);

@@ -22,6 +22,8 @@
 #endif
 
 #include "errors.h"
+#include "py_extension.h"
+#include "strideweave/extension.h"
 #include "gc.h"
 #include "gil.h"
 #include "operation.h"
@@ -294,6 +296,10 @@ void swpy_values_free(swpy_values *vals) {
 
 /* The hooks take the GIL back when the library runs without it. */
 static const sw_peer_hooks peer_hooks = {swpy_peer_incref, swpy_peer_decref};
+
+const sw_peer_hooks *swpy_peer_hooks(void) {
+    return &peer_hooks;
+}
 
 /* ---------------------------------------------- Python-implemented hooks */
 
@@ -1011,6 +1017,31 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
 }
 
 /* Lets go of the carrier: the object stops being its peer. */
+/*
+ * A definition-backed carrier going with its object gives its storage
+ * back through the provider while the object (and the attributes the
+ * provider keeps on it) still exists: the finalizer runs before a
+ * subclass's instance dictionary is cleared. Only when the object holds
+ * the last reference: storage the library still uses stays.
+ */
+static void carrier_finalize(PyObject *self) {
+    sw_carrier *c = CARRIER(self);
+    if (c == NULL || !sw_carrier_is_defined(c) ||
+        !sw_carrier_defined_is_allocated(c) || sw_carrier_is_released(c) ||
+        sw_carrier_refcount(c) > 1) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (sw_carrier_release_storage(c) != SW_OK) {
+        if (!PyErr_Occurred()) {
+            swpy_raise(sw_errcode());
+        }
+        PyErr_WriteUnraisable(self);
+    }
+    PyErr_Restore(type, value, tb);
+}
+
 static void carrier_drop(PyObject *self) {
     sw_carrier *c = CARRIER(self);
     if (c == NULL) {
@@ -1072,6 +1103,9 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
                      type->tp_name, type->tp_name);
         return NULL;
     }
+    if (swpy_carrier_defined_tag(st, type)) {
+        return swpy_carrier_defined_new(st, type);
+    }
     PyObject *self = type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
@@ -1100,9 +1134,17 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
 }
 
 static int carrier_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    sw_carrier *c = ((CarrierObject *)self)->carrier;
+    if (c != NULL && sw_carrier_is_defined(c)) {
+        return swpy_carrier_defined_init(self, args, kwds);
+    }
     if (PyTuple_GET_SIZE(args) != 0 ||
         (kwds != NULL && PyDict_GET_SIZE(kwds))) {
-        PyErr_SetString(PyExc_TypeError, "Carrier() takes no arguments");
+        PyErr_Format(PyExc_TypeError,
+                     "Carrier() takes no arguments: %.200s has no "
+                     "CarrierDefinition of its own (definition-free Carrier "
+                     "construction)",
+                     Py_TYPE(self)->tp_name);
         return -1;
     }
     return 0;
@@ -1149,23 +1191,46 @@ static PyObject *pure_virtual(const char *name) {
     return NULL;
 }
 
+/* A definition-backed carrier's storage is the library's: the base
+ * methods serve it; for other Python subclasses they are pure virtual. */
+static int is_defined(PyObject *self) {
+    sw_carrier *c = ((CarrierObject *)self)->carrier;
+    return c != NULL && sw_carrier_is_defined(c);
+}
+
+static const swpy_backend defined_backend = {"Carrier", sw_carrier_is_defined,
+                                             0, 1, SWPY_GIL_KEEP};
+
 static PyObject *carrier_size(PyObject *self, PyObject *args, PyObject *kw) {
-    return pure_virtual("size");
+    return is_defined(self) ? swpy_carrier_size(self, NULL)
+                            : pure_virtual("size");
 }
 static PyObject *carrier_dtype(PyObject *self, PyObject *args, PyObject *kw) {
-    return pure_virtual("dtype");
+    return is_defined(self) ? swpy_carrier_dtype(self, NULL)
+                            : pure_virtual("dtype");
 }
 static PyObject *carrier_get_value(PyObject *self, PyObject *args,
                                    PyObject *kw) {
-    return pure_virtual("get_value");
+    if (!is_defined(self)) {
+        return pure_virtual("get_value");
+    }
+    PyObject *index;
+    if (!PyArg_ParseTuple(args, "O:get_value", &index)) {
+        return NULL;
+    }
+    return swpy_carrier_get_value(self, index);
 }
 static PyObject *carrier_new_like(PyObject *self, PyObject *args,
                                   PyObject *kw) {
-    return pure_virtual("new_like");
+    return is_defined(self)
+               ? swpy_backend_new_like(&defined_backend, self, args, kw)
+               : pure_virtual("new_like");
 }
 static PyObject *carrier_allocate_like(PyObject *self, PyObject *args,
                                        PyObject *kw) {
-    return pure_virtual("allocate_like");
+    return is_defined(self)
+               ? swpy_backend_allocate_like(&defined_backend, self, args, kw)
+               : pure_virtual("allocate_like");
 }
 static PyObject *carrier_scatter(PyObject *self, PyObject *args, PyObject *kw) {
     return pure_virtual("scatter");
@@ -1406,7 +1471,30 @@ PyObject *swpy_carrier_set_value(PyObject *self, PyObject *const *args,
 
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
+/* facet(T) / require_facet(T): the definition's facets are Python
+ * values, found by the extension layer. */
+static PyObject *facet_lookup(PyObject *self, PyObject *kind, int required) {
+    PyObject *mod = PyImport_ImportModule("strideweave.carriers.extension");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, "_carrier_facet", "OOO", self, kind,
+                                      required ? Py_True : Py_False);
+    Py_DECREF(mod);
+    return r;
+}
+
+static PyObject *carrier_facet(PyObject *self, PyObject *kind) {
+    return facet_lookup(self, kind, 0);
+}
+
+static PyObject *carrier_require_facet(PyObject *self, PyObject *kind) {
+    return facet_lookup(self, kind, 1);
+}
+
 static PyMethodDef carrier_methods[] = {
+    {"facet", carrier_facet, METH_O, NULL},
+    {"require_facet", carrier_require_facet, METH_O, NULL},
     {"size", KW(carrier_size), METH_VARARGS | METH_KEYWORDS, NULL},
     {"dtype", KW(carrier_dtype), METH_VARARGS | METH_KEYWORDS, NULL},
     {"get_value", KW(carrier_get_value), METH_VARARGS | METH_KEYWORDS, NULL},
@@ -1455,6 +1543,7 @@ static PyType_Slot carrier_slots[] = {
     {Py_tp_new, carrier_tp_new},
     {Py_tp_init, carrier_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},
+    {Py_tp_finalize, carrier_finalize},
     {Py_tp_traverse, swpy_carrier_traverse},
     {Py_tp_clear, swpy_carrier_clear},
     {Py_tp_methods, carrier_methods},

@@ -10,6 +10,7 @@
 #include "py_carrier.h"
 #include "docs.h"
 #include "errors.h"
+#include "py_extension.h"
 #include "py_evictable.h"
 #include "gil.h"
 #include "py_einops.h"
@@ -213,7 +214,8 @@ static int module_exec(PyObject *module) {
         swpy_functional_init(module, st) < 0 ||
         swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0 ||
         swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0 ||
-        swpy_definition_init(module, st) < 0) {
+        swpy_definition_init(module, st) < 0 ||
+        swpy_extension_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {

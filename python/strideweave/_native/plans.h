@@ -18,6 +18,10 @@ int swpy_policy_init(PyObject *module, swpy_state *st);
  * with an exception set.
  */
 int swpy_capability_constructed(PyObject *self);
+/* The tag the library keeps a class's capabilities and definition under. */
+const void *swpy_capability_tag(swpy_state *st, PyTypeObject *type);
+/* Makes sure the library forgets type's class tag when type goes. */
+int swpy_capability_guard(PyObject *module, swpy_state *st, PyTypeObject *type);
 
 /* The Carrier methods, one block of carrier.c's method table. */
 PyObject *swpy_carrier_operation_capabilities(PyObject *self, PyObject *args,

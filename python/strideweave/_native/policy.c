@@ -307,6 +307,15 @@ done:
     return rc;
 }
 
+const void *swpy_capability_tag(swpy_state *st, PyTypeObject *type) {
+    return class_tag(st, type);
+}
+
+int swpy_capability_guard(PyObject *module, swpy_state *st,
+                          PyTypeObject *type) {
+    return ensure_guard(module, st, type);
+}
+
 static int type_arg(PyObject *o, PyTypeObject **out) {
     if (!PyType_Check(o)) {
         PyErr_SetString(PyExc_TypeError, "must be a carrier class");

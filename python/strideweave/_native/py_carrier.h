@@ -79,6 +79,8 @@ PyObject *swpy_carrier_wrap(swpy_state *st, sw_carrier *owned);
 
 /* Non-zero for carriers whose hooks are Python methods. */
 int swpy_carrier_is_python(const sw_carrier *c);
+/* The peer hooks of every carrier object. */
+const sw_peer_hooks *swpy_peer_hooks(void);
 
 /* ---------------------------------------------------------------- values */
 

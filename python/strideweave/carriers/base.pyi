@@ -1,7 +1,7 @@
 """The carrier base class: storage plus the shared carrier policy."""
 
 from collections.abc import Iterable
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, TypeVar
 
 from typing_extensions import disjoint_base
 
@@ -13,6 +13,8 @@ from strideweave.core.layout import Layout
 from strideweave.tensor import Tensor
 
 __all__ = ["Carrier"]
+
+_F = TypeVar("_F")
 
 @disjoint_base
 class Carrier:
@@ -63,5 +65,7 @@ class Carrier:
     def unsupported_plan_reason(self, plan: OperationPlan, /) -> str | None: ...
     def require_operation_plan(self, plan: OperationPlan, /) -> OperationCapability: ...
     def supports_storage_dtype(self, dtype: DType, /) -> bool: ...
+    def facet(self, kind: type[_F], /) -> _F | None: ...
+    def require_facet(self, kind: type[_F], /) -> _F: ...
     def __getitem__(self, index: SupportsIndex, /) -> Any: ...
     def __setitem__(self, index: SupportsIndex, value: Any, /) -> None: ...

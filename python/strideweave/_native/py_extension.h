@@ -1,0 +1,18 @@
+/*
+ * Definition-backed carriers from Python (see extension.c).
+ */
+#ifndef SWPY_EXTENSION_H
+#define SWPY_EXTENSION_H
+
+#include "module.h"
+
+int swpy_extension_init(PyObject *module, swpy_state *st);
+
+/* Whether the exact class type has a CarrierDefinition. */
+int swpy_carrier_defined_tag(swpy_state *st, PyTypeObject *type);
+/* Carrier.__new__ for a defined class: the object, without storage. */
+PyObject *swpy_carrier_defined_new(swpy_state *st, PyTypeObject *type);
+/* Carrier.__init__(slots, *, dtype, mutable=True) for a defined class. */
+int swpy_carrier_defined_init(PyObject *self, PyObject *args, PyObject *kwds);
+
+#endif
