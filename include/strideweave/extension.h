@@ -31,13 +31,22 @@
  * registers its own. Constructing the first instance, or any class-level
  * capability query, observes the class and freezes its definition.
  *
+ * Moves (sw_move, sw_move_async): a definition-backed source moves
+ * through its definition's route to the destination's exact class; with
+ * none, or when the route's prepare refuses, two definition-backed classes
+ * whose providers both allow it copy element by element, and any other
+ * pair fails with SW_ENOTIMPL "no transfer route for <source>,
+ * <destination>" (with the refusal's reason). A recorded move (grad mode
+ * on, a differentiable dtype) needs a route or fallback back, checked
+ * before any work. A definition-free source moves into a definition-backed
+ * class through the move registry's rules (element by element), which
+ * refuses registrations for pairs with a definition-backed class.
+ *
  * What is not built yet, and says so: a definition's kernel provider
  * (kernel patterns and packs) and composite provider are recorded as
  * present or absent, but no kernel runs: dispatching an operation on a
  * definition-backed carrier fails with SW_ENOTIMPL ("storage-only" without
- * a kernel provider, "has no kernel for" with one). Transfer routes are
- * recorded and checked; a move from or to a definition-backed carrier
- * fails with SW_ENOTIMPL until route execution lands.
+ * a kernel provider, "has no kernel for" with one).
  */
 #ifndef STRIDEWEAVE_EXTENSION_H
 #define STRIDEWEAVE_EXTENSION_H
@@ -84,11 +93,43 @@ typedef struct sw_storage_provider {
     int elementwise_fallback;
 } sw_storage_provider;
 
-/* A transfer route's endpoints (see the header comment). */
+/*
+ * One move through a transfer route, as its provider sees it: copy
+ * physical_span slots from offset in the tensor's carrier to 0 in the
+ * destination (holes included). Everything is borrowed for the call.
+ */
+typedef struct sw_transfer_request {
+    sw_tensor *tensor;
+    sw_carrier *destination;
+    sw_dtype dtype;
+    const sw_layout *layout;
+    int64_t offset;
+    int64_t physical_span; /* layout's cosize */
+} sw_transfer_request;
+
+/*
+ * A transfer route: a move from exactly the defined class to exactly the
+ * destination class. The framework runs prepare, then run once, then
+ * finish, with graph construction off, after its own checks of the pair
+ * and while both carriers are held by the move.
+ */
 typedef struct sw_transfer_route_decl {
     const void *source;      /* exactly the defined class */
     const void *destination; /* an exact class tag */
     const char *route_id;    /* non-empty, copied */
+    void *ctx;               /* borrowed: lives as long as the definition */
+    /* Prepares one move: SW_OK with *work set (any value, NULL included)
+     * and *unsupported 0, or SW_OK with *unsupported non-zero and a reason
+     * written to reason (size bytes) to refuse; then an elementwise copy
+     * is used where both classes allow it, else the move fails with
+     * SW_ENOTIMPL naming the pair and the reason. */
+    sw_status (*prepare)(void *ctx, const sw_transfer_request *request,
+                         void **work, int *unsupported, char *reason,
+                         size_t size);
+    /* Submits the prepared work and waits for its terminal outcome. */
+    sw_status (*run)(void *ctx, void *work);
+    /* Optional: frees work (after run, or when run fails or is skipped). */
+    void (*finish)(void *ctx, void *work);
 } sw_transfer_route_decl;
 
 #define SW_CARRIER_DEFINITION_VERSION 1
@@ -158,6 +199,18 @@ SW_API sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out);
  */
 SW_API sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
                                              sw_dtype dtype, int mutable_);
+
+/*
+ * The move class for moving a tensor on src to dst: src's route to dst's
+ * exact class, the elementwise copy for two definition-backed classes
+ * that allow it, or else the move registry's class for the pair (whose
+ * move then fails its checks where no route serves a definition-backed
+ * source). Never NULL.
+ */
+SW_API const struct sw_move_class *
+sw_move_dispatch_carriers(const sw_carrier *src, const sw_carrier *dst);
+/* Whether cls is the move class of a transfer route. */
+SW_API int sw_move_class_is_route(const struct sw_move_class *cls);
 
 /* Whether c is a definition-backed carrier. */
 SW_API int sw_carrier_is_defined(const sw_carrier *c);

@@ -15,6 +15,7 @@
 #include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "strideweave/capability.h"
+#include "strideweave/interop.h"
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
 
@@ -86,6 +87,9 @@ static sw_status check_definition(const void *cls,
         if (!r->destination)
             return sw_fail(SW_EVALUE, "route '%s' has no destination",
                            r->route_id);
+        if (!r->prepare || !r->run)
+            return sw_fail(SW_EVALUE, "route '%s' needs prepare and run",
+                           r->route_id);
         for (int64_t j = 0; j < i; ++j)
             if (def->routes[j].destination == r->destination)
                 return sw_fail(SW_EVALUE, "duplicate exact transfer routes");
@@ -100,6 +104,8 @@ static sw_status copy_definition(const void *cls,
     size_t bytes = sizeof(sw_defn), name_len = strlen(def->name) + 1;
     size_t routes_at = bytes;
     bytes += (size_t)def->nroutes * sizeof(sw_transfer_route_decl);
+    size_t classes_at = bytes;
+    bytes += (size_t)def->nroutes * sizeof(sw_move_class);
     size_t strings_at = bytes;
     bytes += name_len;
     for (int64_t i = 0; i < def->nroutes; ++i)
@@ -125,6 +131,14 @@ static sw_status copy_definition(const void *cls,
         text += n;
     }
     d->def.routes = def->nroutes ? routes : NULL;
+    sw_move_class *classes = (sw_move_class *)(block + classes_at);
+    for (int64_t i = 0; i < def->nroutes; ++i) {
+        classes[i].version = SW_MOVE_CLASS_VERSION;
+        classes[i].name = routes[i].route_id;
+        classes[i].copy = sw_route_copy;
+        classes[i].ctx = &routes[i];
+    }
+    d->route_classes = def->nroutes ? classes : NULL;
     *out = d;
     return SW_OK;
 }
@@ -156,6 +170,13 @@ sw_status sw_carrier_define(const void *cls, const sw_carrier_definition *def) {
         sw_defn_release(d);
     }
     return st;
+}
+
+const sw_move_class *sw_defn_route(const sw_defn *d, const void *destination) {
+    for (int64_t i = 0; d && i < d->def.nroutes; ++i)
+        if (d->def.routes[i].destination == destination)
+            return &d->route_classes[i];
+    return NULL;
 }
 
 int sw_carrier_has_definition(const void *cls) {

@@ -8,6 +8,7 @@
 #define SW_CARRIER_DEFINED_H
 
 #include "strideweave/extension.h"
+#include "strideweave/interop.h"
 
 #include <stdatomic.h>
 
@@ -17,7 +18,18 @@ typedef struct sw_defn {
     /* The registry's reference and one per carrier of the class: a class
      * forgotten while instances live keeps its definition until they go. */
     atomic_long refs;
+    /* One move class per route (route i's ctx is &def.routes[i]). */
+    struct sw_move_class *route_classes;
 } sw_defn;
+
+/* The copy hook of route classes (src/interop/move.c): ctx is the route. */
+sw_status sw_route_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
+                        sw_tensor *output, int64_t element_count);
+
+/* The move class of d's route to exactly destination (a class tag), or
+ * NULL when d has none. */
+const struct sw_move_class *sw_defn_route(const sw_defn *d,
+                                          const void *destination);
 
 /* Drops a reference; the last frees d and drops its ctx (accepts NULL). */
 void sw_defn_release(sw_defn *d);

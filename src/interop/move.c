@@ -81,31 +81,29 @@ sw_status sw_move_check_pair(sw_move_key source, sw_move_key destination) {
 }
 
 /*
- * A definition-backed source moves only through its definition's route to
- * the exact destination class or, when both classes are definition-backed
- * and both storage providers allow it, element by element. Routes are
- * recorded, but executing them is not built yet (extension.h).
+ * The move class for a pair with a definition-backed source
+ * (extension.h): its route to the destination's exact class, else the
+ * elementwise copy when both classes allow it. *cls is NULL for a
+ * definition-free source (the registry decides).
  */
-static sw_status defined_pair(const sw_carrier *src, const sw_carrier *dst) {
-    const void *dt = sw_carrier_class_tag(dst);
-    sw_move_key s = sw_move_key_of(src), d = sw_move_key_of(dst);
+static sw_status defined_route(const sw_carrier *src, const sw_carrier *dst,
+                               const sw_move_class **cls) {
+    *cls = NULL;
     const sw_defn *sd = sw_carrier_defn(src);
     if (!sd)
         return SW_OK;
-    for (int64_t i = 0; i < sd->def.nroutes; ++i)
-        if (sd->def.routes[i].destination == dt)
-            return sw_fail(SW_ENOTIMPL,
-                           "transfer route '%s' of (%s, %s) is declared, "
-                           "but executing transfer routes is not supported "
-                           "yet",
-                           sd->def.routes[i].route_id, key_name(s),
-                           key_name(d));
+    *cls = sw_defn_route(sd, sw_carrier_class_tag(dst));
+    if (*cls)
+        return SW_OK;
     const sw_defn *dd = sw_carrier_defn(dst);
     if (dd && sd->def.storage.elementwise_fallback &&
-        dd->def.storage.elementwise_fallback)
+        dd->def.storage.elementwise_fallback) {
+        *cls = sw_move_elementwise();
         return SW_OK;
-    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s", key_name(s),
-                   key_name(d));
+    }
+    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s",
+                   key_name(sw_move_key_of(src)),
+                   key_name(sw_move_key_of(dst)));
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -277,6 +275,40 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
             atomic_fetch_add(&destination->version, 1);
     }
     return st;
+}
+
+/* A route's move: prepare, run, finish, with the graph off. A refusal
+ * falls back to the elementwise copy where both classes allow it. */
+sw_status sw_route_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
+                        sw_tensor *output, int64_t element_count) {
+    const sw_transfer_route_decl *r = sw_move_op_class(op)->ctx;
+    sw_transfer_request req = {
+        tensor,         destination,    sw_carrier_dtype(tensor->carrier),
+        tensor->layout, tensor->offset, tensor->layout->cosize};
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    void *work = NULL;
+    int unsupported = 0;
+    char reason[256] = "";
+    sw_status st =
+        r->prepare(r->ctx, &req, &work, &unsupported, reason, sizeof reason);
+    if (!st && !unsupported) {
+        st = r->run(r->ctx, work);
+        if (r->finish)
+            r->finish(r->ctx, work);
+    }
+    sw_set_grad_enabled(grad);
+    if (st || !unsupported)
+        return st;
+    const sw_defn *sd = sw_carrier_defn(tensor->carrier);
+    const sw_defn *dd = sw_carrier_defn(destination);
+    if (sd && dd && sd->def.storage.elementwise_fallback &&
+        dd->def.storage.elementwise_fallback)
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s: %s",
+                   key_name(sw_move_key_of(tensor->carrier)),
+                   key_name(sw_move_key_of(destination)),
+                   reason[0] ? reason : "the route refused");
 }
 
 static const sw_move_class elementwise_class = {
@@ -560,7 +592,13 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
         return sw_fail(SW_ETYPE,
                        "destination dtype must match the tensor dtype");
     sw_move_key skey = sw_move_key_of(src), dkey = sw_move_key_of(dst);
-    sw_status st = defined_pair(src, dst);
+    const sw_move_class *routed = NULL;
+    sw_status st = defined_route(src, dst, &routed);
+    if (!st && routed && cls != routed)
+        st = sw_fail(SW_ETYPE,
+                     "(%s, %s) moves through %s, not through the move "
+                     "operation given",
+                     key_name(skey), key_name(dkey), routed->name);
     if (!st)
         st = check_pins(cls, skey, dkey);
     if (st)
@@ -576,13 +614,14 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
      * gradient home fails here rather than after the transfer. */
     const sw_move_class *reverse = NULL;
     if (sw_grad_enabled() && sw_tensor_is_differentiable(t)) {
-        st = defined_pair(dst, src);
+        st = defined_route(dst, src, &reverse);
         if (st) {
             char why[400];
             snprintf(why, sizeof why, "%s", sw_errmsg());
             return sw_fail(st, "move has no reverse route: %s", why);
         }
-        reverse = sw_move_dispatch(dkey, skey);
+        if (!reverse)
+            reverse = sw_move_dispatch(dkey, skey);
         st = check_pins(reverse, dkey, skey);
         if (st)
             return st;
@@ -731,12 +770,28 @@ sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
 }
 
 /* The class registered for the pair of tensor's carrier and destination. */
+const sw_move_class *sw_move_dispatch_carriers(const sw_carrier *src,
+                                               const sw_carrier *dst) {
+    sw_move_key dkey = {NULL, NULL};
+    if (dst) {
+        /* A definition-backed source's route (its failure is reported by
+         * the move's checks, which run the same resolution). */
+        const sw_move_class *routed = NULL;
+        if (defined_route(src, dst, &routed) == SW_OK && routed)
+            return routed;
+        sw_clear_error();
+        dkey = sw_move_key_of(dst);
+    }
+    return sw_move_dispatch(sw_move_key_of(src), dkey);
+}
+
+int sw_move_class_is_route(const sw_move_class *cls) {
+    return cls && cls->copy == sw_route_copy;
+}
+
 static const sw_move_class *dispatch_pair(sw_tensor *tensor,
                                           sw_carrier *destination) {
-    sw_move_key dkey = {NULL, NULL};
-    if (destination)
-        dkey = sw_move_key_of(destination);
-    return sw_move_dispatch(sw_move_key_of(tensor->carrier), dkey);
+    return sw_move_dispatch_carriers(tensor->carrier, destination);
 }
 
 sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {

@@ -6,6 +6,7 @@
  * with a definition-backed class. The storage provider here keeps
  * doubles in a malloc'd array and counts its callbacks.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,56 @@ static void p_drop(void *ctx) {
     K.dropped++;
 }
 
+/* A route to CPU: copies the store's doubles into the CPU floats. */
+static int route_refuse, route_fail, route_runs, route_finished;
+
+typedef struct route_work {
+    sw_carrier *src, *dst;
+    int64_t offset, span;
+} route_work;
+
+static sw_status r_prepare(void *ctx, const sw_transfer_request *r, void **work,
+                           int *unsupported, char *reason, size_t size) {
+    (void)ctx;
+    if (route_refuse) {
+        *unsupported = 1;
+        snprintf(reason, size, "alignment");
+        return SW_OK;
+    }
+    route_work *w = malloc(sizeof *w);
+    w->src = sw_tensor_carrier(r->tensor);
+    w->dst = r->destination;
+    w->offset = r->offset;
+    w->span = r->physical_span;
+    *work = w;
+    return SW_OK;
+}
+
+static sw_status r_run(void *ctx, void *work) {
+    (void)ctx;
+    route_runs++;
+    if (route_fail)
+        return sw_set_error(SW_EOS, "the device went away");
+    route_work *w = work;
+    store *s = sw_carrier_defined_data(w->src);
+    float *out = sw_cpu_data(w->dst);
+    for (int64_t i = 0; i < w->span; ++i)
+        out[i] = (float)s->v[w->offset + i];
+    return SW_OK;
+}
+
+static void r_finish(void *ctx, void *work) {
+    (void)ctx;
+    route_finished++;
+    free(work);
+}
+
+static sw_transfer_route_decl route_to_cpu(const void *src, const char *id) {
+    sw_transfer_route_decl r = {src,       sw_cpu_class(), id,      NULL,
+                                r_prepare, r_run,          r_finish};
+    return r;
+}
+
 static sw_carrier_definition definition(const char *name) {
     sw_carrier_definition d;
     memset(&d, 0, sizeof d);
@@ -152,8 +203,8 @@ static void test_registration(void) {
                 "Store is an independent carrier: its CarrierDefinition must "
                 "not supply a composite",
                 "an independent class with a composite");
-    sw_transfer_route_decl routes[2] = {{TAG(1), sw_cpu_class(), "to-cpu"},
-                                        {TAG(0), sw_cpu_class(), "again"}};
+    sw_transfer_route_decl routes[2] = {route_to_cpu(TAG(1), "to-cpu"),
+                                        route_to_cpu(TAG(0), "again")};
     bad = d;
     bad.nroutes = 1;
     bad.routes = routes;
@@ -346,7 +397,7 @@ static void test_moves(void) {
     sw_set_grad_enabled(0);
     sw_carrier *c = make(TAG(0), 3, 1);
     sw_tensor *t = tensor_on(c, 3);
-    sw_carrier *cpu = NULL;
+    sw_carrier *cpu = NULL, *cpu_b = NULL;
     if (sw_cpu_new(3, SW_DTYPE_FLOAT32, 1, 0, &cpu))
         bail_out(sw_errmsg());
     sw_tensor *out = NULL;
@@ -354,19 +405,41 @@ static void test_moves(void) {
                 "no transfer route for Store, CPU",
                 "a definition-backed source without a route");
 
-    /* A class with a route: declared, and refused as not executable. */
-    sw_transfer_route_decl route = {TAG(4), sw_cpu_class(), "to-cpu"};
+    /* A class with a route to CPU. */
+    sw_transfer_route_decl route = route_to_cpu(TAG(4), "to-cpu");
     sw_carrier_definition routed = definition("Routed");
     routed.nroutes = 1;
     routed.routes = &route;
     routed.storage.elementwise_fallback = 1;
     expect_ok(sw_carrier_define(TAG(4), &routed), "a definition with a route");
+    sw_carrier *via = make(TAG(4), 3, 1);
+    sw_value three = sw_value_f64(3.0);
+    if (sw_carrier_set(via, 1, &three))
+        bail_out(sw_errmsg());
+    sw_tensor *vt = tensor_on(via, 3);
+    route_refuse = 1;
+    expect_fail(sw_move(vt, cpu, &out), SW_ENOTIMPL,
+                "no transfer route for Routed, CPU: alignment",
+                "a route that refuses");
+    is_int(route_runs, 0, "and nothing ran");
+    route_refuse = 0;
+    route_fail = 1;
+    expect_fail(sw_move(vt, cpu, &out), SW_EOS, NULL, "a route that fails");
+    ok(!sw_carrier_is_released(via), "the source stays live");
+    is_int(route_finished, 1, "the work is finished after a failed run");
+    route_fail = 0;
+    expect_ok(sw_move(vt, cpu, &out), "a move through the route");
+    ok(sw_tensor_carrier(out) == cpu, "onto the destination");
+    ok(((float *)sw_cpu_data(cpu))[1] == 3.0f, "with the values");
+    ok(sw_carrier_is_released(via), "releasing the source");
+    is_int(route_runs, 2, "run once per move");
+    sw_tensor_unref(out);
+    sw_tensor_unref(vt);
+    sw_carrier_unref(via);
+    if (sw_cpu_new(3, SW_DTYPE_FLOAT32, 1, 0, &cpu_b))
+        bail_out(sw_errmsg());
     sw_carrier *rc = make(TAG(4), 3, 1);
     sw_tensor *rt = tensor_on(rc, 3);
-    expect_fail(sw_move(rt, cpu, &out), SW_ENOTIMPL,
-                "transfer route 'to-cpu' of (Routed, CPU) is declared, but "
-                "executing transfer routes is not supported yet",
-                "a route");
 
     /* Store has no fallback, Routed has: no elementwise copy between. */
     sw_carrier *rc2 = make(TAG(4), 3, 1);
@@ -427,6 +500,7 @@ static void test_moves(void) {
     sw_tensor_unref(t);
     sw_carrier_unref(c);
     sw_carrier_unref(cpu);
+    sw_carrier_unref(cpu_b);
     sw_set_grad_enabled(grad);
 }
 

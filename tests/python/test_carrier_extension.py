@@ -18,11 +18,12 @@ Checklist (later-api.md sections 4.1 to 4.4 and 4.6; what is built so far):
   ``test_facets``, ``test_storage_only_dispatch``,
   ``test_garbage_collection_releases``.
 - 4.6 shipped carriers are definition-free: ``test_shipped_are_definition_free``.
-- 6.4 route resolution for what exists: ``test_moves``.
+- 6.4/6.5 route resolution and execution: ``test_moves``,
+  ``test_moves_through_routes``, ``test_route_autograd``.
 
 Not built yet, and tested as refused: kernel patterns and packs
 (``test_kernel_execution_not_built``), composite providers
-(``test_composite_not_built``), executing transfer routes (``test_moves``).
+(``test_composite_not_built``).
 """
 
 from __future__ import annotations
@@ -663,18 +664,103 @@ def test_composite_not_built():
 # ------------------------------------------------------------------ 6.4
 
 
+def routed_class(name, log, *, refuse=None, submit_result=None, completion=None):
+    """A storage class with a route to CPU that copies physical_span slots."""
+    cls = type(name, (sw.Carrier,), {})
+
+    def prepare(request):
+        log.calls.append(("prepare", sw.is_grad_enabled(), request.physical_span))
+        if refuse:
+            return E.Unsupported(refuse)
+
+        def submit():
+            log.calls.append(("submit",))
+            src, dst = request.tensor.carrier, request.destination
+            for i in range(request.physical_span):
+                dst[i] = src.values[request.tensor.offset + i]
+            if completion is not None:
+                return completion
+            return submit_result
+
+        return E.PreparedTransfer(submit)
+
+    route = E.TransferRoute(cls, sw.CPU, "to-cpu", E.TransferProvider(prepare))
+    E.register_carrier_definition(cls, E.CarrierDefinition(provider(), transfers=[route]))
+    return cls
+
+
+def test_moves_through_routes():
+    log = Log()
+    cls = routed_class("ViaRoute", log)
+    src = cls(5, dtype=F32)
+    src[2], src[4] = 2.0, 4.0
+    t = sw.Tensor(src, 0, sw.Layout.leaf(3, 2))
+    with _grad_off():
+        moved = sw.move(t, sw.CPU(5))
+    assert [moved[i] for i in range(3)] == [0.0, 2.0, 4.0]
+    assert src.is_released()
+    assert log.calls[0] == ("prepare", False, 5), "prepare runs with the graph off"
+    assert ("submit",) in log.calls
+
+    refusing = routed_class("Refuses", Log(), refuse="alignment")
+    x = sw.Tensor(refusing(2, dtype=F32), 0, sw.Layout.leaf(2, 1))
+    with _grad_off(), pytest.raises(NotImplementedError, match="Refuses, CPU: alignment"):
+        sw.move(x, sw.CPU(2))
+    assert not x.carrier.is_released()
+
+    bad = routed_class("BadSubmit", Log(), submit_result=object())
+    y = sw.Tensor(bad(2, dtype=F32), 0, sw.Layout.leaf(2, 1))
+    with _grad_off(), pytest.raises(TypeError):
+        sw.move(y, sw.CPU(2))
+    assert not y.carrier.is_released(), "a failed transfer leaves the source live"
+
+    class Completion:
+        def __init__(self, value):
+            self.value, self.waits = value, 0
+
+        @property
+        def done(self):
+            return True
+
+        def wait(self):
+            self.waits += 1
+            return self.value
+
+    good = Completion(None)
+    waited = routed_class("Waited", Log(), completion=good)
+    z = sw.Tensor(waited(2, dtype=F32), 0, sw.Layout.leaf(2, 1))
+    with _grad_off():
+        sw.move(z, sw.CPU(2))
+    assert good.waits == 1, "a completion is waited exactly once"
+    wrong = routed_class("WrongYield", Log(), completion=Completion(3))
+    w = sw.Tensor(wrong(2, dtype=F32), 0, sw.Layout.leaf(2, 1))
+    with _grad_off(), pytest.raises(TypeError, match="must yield None"):
+        sw.move(w, sw.CPU(2))
+
+
+def test_route_autograd():
+    # CPU -> ViaGrad copies element by element (a definition-free source);
+    # the gradient comes back through ViaGrad's route to CPU.
+    cls = routed_class("ViaGrad", Log())
+    x = sw.Tensor(sw.CPU(3), 0, sw.Layout.leaf(3, 1))
+    for i in range(3):
+        x.carrier[i] = float(i)
+    moved = sw.move(x, cls(3, dtype=F32))
+    assert type(moved.carrier) is cls
+    g = sw.Tensor(cls(3, dtype=F32), 0, sw.Layout.leaf(3, 1))
+    for i in range(3):
+        g.carrier[i] = 1.0 + i
+    moved.backward(g)
+    assert type(x.grad.carrier) is sw.CPU
+    assert [x.grad[i] for i in range(3)] == [1.0, 2.0, 3.0]
+
+
 def test_moves():
     store = defined("MoveStore")
     tensor = sw.Tensor(store(3, dtype=F32), 0, sw.Layout.leaf(3, 1))
-    with sw.no_grad() if hasattr(sw, "no_grad") else _grad_off():
+    with _grad_off():
         with pytest.raises(NotImplementedError, match="no transfer route for MoveStore, CPU"):
             sw.move(tensor, sw.CPU(3))
-        routed = type("MoveRouted", (sw.Carrier,), {})
-        route = E.TransferRoute(routed, sw.CPU, "to-cpu", E.TransferProvider(lambda r: None))
-        E.register_carrier_definition(routed, E.CarrierDefinition(provider(), transfers=[route]))
-        t = sw.Tensor(routed(3, dtype=F32), 0, sw.Layout.leaf(3, 1))
-        with pytest.raises(NotImplementedError, match="not supported yet"):
-            sw.move(t, sw.CPU(3))
         # Both sides allow elementwise copies.
         a = defined("FallA", fallback=True)
         b = defined("FallB", fallback=True)

@@ -85,7 +85,9 @@ def built(name):
     return found[-1]
 
 
-@pytest.mark.parametrize("name", ["layout_divide", "autograd_cpu", "evictable_profile"])
+@pytest.mark.parametrize(
+    "name", ["layout_divide", "autograd_cpu", "evictable_profile", "custom_carrier"]
+)
 def test_c_example_output_is_shown(name):
     run = subprocess.run([built(name)], capture_output=True, text=True, check=True)
     shown = [text for lang, text in BLOCKS if lang == "text"]

@@ -20,13 +20,20 @@
 #include "operation.h"
 #include "plans.h"
 #include "py_carrier.h"
+#include "py_tensor.h"
 #include "strideweave/extension.h"
 
 #define FAILED SW_ERUNTIME /* a Python exception is set (see swpy_raise) */
 
 typedef struct {
+    PyObject *provider; /* TransferProvider (borrowed from definition) */
+    swpy_state *st;
+} py_route;
+
+typedef struct {
     PyObject *definition; /* CarrierDefinition */
     PyObject *storage;    /* StorageProvider (borrowed from definition) */
+    py_route *routes;     /* one per TransferRoute */
 } py_definition;
 
 static PyObject *peer_of(sw_carrier *c) {
@@ -211,9 +218,9 @@ static sw_status make_body(void *ctx, sw_carrier *like, int64_t slots,
 #define ADAPT(name, body, params, args)                                        \
     static sw_status name params {                                             \
         swpy_gil g = swpy_gil_ensure();                                        \
-        sw_status r = body args;                                               \
+        sw_status rc_ = body args;                                             \
         swpy_gil_release(g);                                                   \
-        return r;                                                              \
+        return rc_;                                                            \
     }
 ADAPT(py_supports, supports_body,
       (void *ctx, sw_carrier *c, sw_dtype d, int *out), (ctx, c, d, out))
@@ -231,10 +238,81 @@ ADAPT(py_make, make_body,
        sw_carrier **out),
       (ctx, like, n, d, m, out))
 
+/* ------------------------------------------------------------ routes */
+
+/* extension.<fn>(*args): the Python layer's half of a route. */
+static PyObject *call_layer(const char *fn, PyObject *a, PyObject *b,
+                            PyObject *c) {
+    PyObject *mod = PyImport_ImportModule("strideweave.carriers.extension");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *f = PyObject_GetAttrString(mod, fn);
+    Py_DECREF(mod);
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(f, a, b, c, NULL);
+    Py_DECREF(f);
+    return r;
+}
+
+static sw_status route_prepare_body(void *ctx, const sw_transfer_request *r,
+                                    void **work, int *unsupported, char *reason,
+                                    size_t size) {
+    py_route *pr = ctx;
+    PyObject *tensor = swpy_tensor_wrap(pr->st, sw_tensor_retain(r->tensor));
+    PyObject *dst = sw_carrier_get_peer(r->destination);
+    dst = dst != NULL
+              ? Py_NewRef(dst)
+              : swpy_carrier_wrap(pr->st, sw_carrier_retain(r->destination));
+    PyObject *out =
+        tensor != NULL && dst != NULL
+            ? call_layer("_route_prepare", pr->provider, tensor, dst)
+            : NULL;
+    Py_XDECREF(tensor);
+    Py_XDECREF(dst);
+    if (out == NULL) {
+        return FAILED;
+    }
+    if (PyUnicode_Check(out)) {
+        const char *text = PyUnicode_AsUTF8(out);
+        PyOS_snprintf(reason, size, "%s", text != NULL ? text : "");
+        Py_DECREF(out);
+        PyErr_Clear();
+        *unsupported = 1;
+        return SW_OK;
+    }
+    *work = out; /* the PreparedTransfer, until finish */
+    return SW_OK;
+}
+
+static sw_status route_run_body(void *ctx, void *work) {
+    PyObject *r = call_layer("_route_run", (PyObject *)work, NULL, NULL);
+    if (r == NULL) {
+        return FAILED;
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+static void route_finish(void *ctx, void *work) {
+    swpy_gil g = swpy_gil_ensure();
+    Py_XDECREF((PyObject *)work);
+    swpy_gil_release(g);
+}
+
+ADAPT(py_route_prepare, route_prepare_body,
+      (void *ctx, const sw_transfer_request *r, void **work, int *unsupported,
+       char *reason, size_t size),
+      (ctx, r, work, unsupported, reason, size))
+ADAPT(py_route_run, route_run_body, (void *ctx, void *work), (ctx, work))
+
 static void py_drop(void *ctx) {
     swpy_gil g = swpy_gil_ensure();
     py_definition *d = ctx;
     Py_XDECREF(d->definition);
+    PyMem_RawFree(d->routes);
     PyMem_RawFree(d);
     swpy_gil_release(g);
 }
@@ -271,34 +349,44 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
     Py_ssize_t n = PyTuple_GET_SIZE(routes);
     sw_transfer_route_decl *decls =
         PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof *decls);
-    if (decls == NULL) {
+    py_route *pr = PyMem_RawCalloc((size_t)(n > 0 ? n : 1), sizeof *pr);
+    py_definition *ctx = PyMem_RawMalloc(sizeof *ctx);
+    if (decls == NULL || pr == NULL || ctx == NULL) {
+        PyMem_Free(decls);
+        PyMem_RawFree(pr);
+        PyMem_RawFree(ctx);
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PyTuple_GET_ITEM(routes, i);
         PyTypeObject *src, *dst;
-        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3 ||
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 4 ||
             type_of(PyTuple_GET_ITEM(r, 0), "source_class", &src) < 0 ||
             type_of(PyTuple_GET_ITEM(r, 1), "destination_class", &dst) < 0 ||
             (decls[i].route_id = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 2))) ==
                 NULL) {
             if (!PyErr_Occurred()) {
                 PyErr_SetString(PyExc_TypeError,
-                                "a route is (source, destination, id)");
+                                "a route is (source, destination, id, "
+                                "provider)");
             }
             PyMem_Free(decls);
+            PyMem_RawFree(pr);
+            PyMem_RawFree(ctx);
             return NULL;
         }
         decls[i].source = swpy_capability_tag(st, src);
         decls[i].destination = swpy_capability_tag(st, dst);
-    }
-    py_definition *ctx = PyMem_RawMalloc(sizeof *ctx);
-    if (ctx == NULL) {
-        PyMem_Free(decls);
-        return PyErr_NoMemory();
+        pr[i].provider = PyTuple_GET_ITEM(r, 3);
+        pr[i].st = st;
+        decls[i].ctx = &pr[i];
+        decls[i].prepare = py_route_prepare;
+        decls[i].run = py_route_run;
+        decls[i].finish = route_finish;
     }
     ctx->definition = definition;
     ctx->storage = storage;
+    ctx->routes = pr;
     sw_carrier_definition def = {
         .version = SW_CARRIER_DEFINITION_VERSION,
         .name = cls->tp_name,
@@ -324,12 +412,14 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
     def.name = dot != NULL ? dot + 1 : cls->tp_name;
     if (swpy_capability_guard(module, st, cls) < 0) {
         PyMem_Free(decls);
+        PyMem_RawFree(pr);
         PyMem_RawFree(ctx);
         return NULL;
     }
     sw_status s = sw_carrier_define(swpy_capability_tag(st, cls), &def);
     PyMem_Free(decls);
     if (s != SW_OK) {
+        PyMem_RawFree(pr);
         PyMem_RawFree(ctx);
         return swpy_raise(s);
     }

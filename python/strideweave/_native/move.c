@@ -2,6 +2,7 @@
  * Moves from Python: see move.h.
  */
 #include "move.h"
+#include "strideweave/extension.h"
 
 #include <string.h>
 
@@ -115,7 +116,8 @@ PyTypeObject *swpy_move_type_of_class(swpy_state *st,
     if (cls == sw_move_file_to_cpu()) {
         return st->move_types[MOVE_FILE_TO_CPU];
     }
-    if (cls == &base_class || cls == NULL || cls->ctx == NULL) {
+    if (cls == &base_class || cls == NULL || cls->ctx == NULL ||
+        sw_move_class_is_route(cls)) {
         return st->move_op_type;
     }
     return (PyTypeObject *)cls->ctx;
@@ -411,8 +413,8 @@ static void keep_reverse(swpy_state *st, sw_op *op, sw_tensor *t,
     if (self == NULL || dst == NULL) {
         return;
     }
-    const sw_move_class *rev = sw_move_dispatch(
-        sw_move_key_of(dst), sw_move_key_of(sw_tensor_carrier(t)));
+    const sw_move_class *rev =
+        sw_move_dispatch_carriers(dst, sw_tensor_carrier(t));
     PyTypeObject *type = swpy_move_type_of_class(st, rev);
     /* The classes made here live as long as the module. */
     if (type == st->move_op_type) {
@@ -464,12 +466,17 @@ PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
  * tensor's carrier and destination (an owned reference). */
 static PyObject *dispatched_instance(swpy_state *st, sw_tensor *t,
                                      sw_carrier *dst) {
-    sw_move_key dkey = {NULL, NULL};
-    if (dst != NULL) {
-        dkey = sw_move_key_of(dst);
-    }
     const sw_move_class *cls =
-        sw_move_dispatch(sw_move_key_of(sw_tensor_carrier(t)), dkey);
+        sw_move_dispatch_carriers(sw_tensor_carrier(t), dst);
+    if (sw_move_class_is_route(cls)) {
+        /* A transfer route: a MoveOperation over the route's class. */
+        sw_op *op = NULL;
+        sw_status s = sw_move_op_new(cls, &op);
+        if (s != SW_OK) {
+            return swpy_raise(s);
+        }
+        return swpy_op_new_object(st->move_op_type, op);
+    }
     return PyObject_CallNoArgs((PyObject *)swpy_move_type_of_class(st, cls));
 }
 

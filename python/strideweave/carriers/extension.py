@@ -11,11 +11,12 @@ the library's (``strideweave/extension.h``).
 
 What works today: storage-only carriers (construction ``Cls(slots, *, dtype,
 mutable=True)``, element access, ``new_like``/``allocate_like``, a refusable
-``release``, facets, capability queries), transfer routes as declarations,
-and elementwise moves between two definition-backed classes whose providers
-both allow it. Not built yet, and refused with NotImplementedError where it
-would be needed: executing kernel patterns and packs, composite providers
-(definition-backed DependentCarrier classes), and executing transfer routes.
+``release``, facets, capability queries), moves through transfer routes
+(with autograd through the route back), and elementwise moves between two
+definition-backed classes whose providers both allow it. Not built yet, and
+refused with NotImplementedError where it would be needed: executing kernel
+patterns and packs, and composite providers (definition-backed
+DependentCarrier classes).
 
 Examples:
     >>> import strideweave as sw
@@ -705,7 +706,9 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
                 f"{cls.__name__} derives from {base.__name__}, a definition-free shipped carrier"
             )
     dependent = issubclass(cls, DependentCarrier)
-    routes = tuple((t.source_class, t.destination_class, t.route_id) for t in definition.transfers)
+    routes = tuple(
+        (t.source_class, t.destination_class, t.route_id, t.provider) for t in definition.transfers
+    )
     # What is not executed yet, for a definition the library would accept
     # (its own refusals come first for a class that is shipped or defined).
     fresh = cls not in _shipped() and _native._carrier_definition(cls) is None
@@ -780,6 +783,30 @@ def register_kernel_pack(pack: KernelPack) -> None:
     if pack.execution_interface.compatibility_identity != mine:
         raise TypeError("the pack's execution_interface does not match the KernelProvider's")
     raise NotImplementedError("kernel packs are not executed yet")
+
+
+def _route_prepare(provider: TransferProvider, tensor: Any, destination: Carrier) -> Any:
+    """A route's prepare: its PreparedTransfer, or an Unsupported's reason."""
+    carrier = tensor.carrier
+    request = TransferRequest(
+        tensor, destination, type(carrier), type(destination), carrier.dtype(), tensor.layout
+    )
+    prepared = provider.prepare(request)
+    if isinstance(prepared, Unsupported):
+        return prepared.reason
+    if not isinstance(prepared, PreparedTransfer):
+        raise TypeError("prepare must return a PreparedTransfer or an Unsupported")
+    return prepared
+
+
+def _route_run(prepared: PreparedTransfer) -> None:
+    """Submits a prepared transfer and waits for it exactly once."""
+    result = prepared._take()()
+    if result is None:
+        return
+    completion = _require_provider_completion(result)
+    if completion.wait() is not None:
+        raise TypeError("a transfer completion must yield None")
 
 
 def _peek_carrier_definition(cls: type) -> CarrierDefinition | None:
