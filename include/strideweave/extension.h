@@ -209,6 +209,11 @@ SW_API sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
  */
 SW_API const struct sw_move_class *
 sw_move_dispatch_carriers(const sw_carrier *src, const sw_carrier *dst);
+/* sw_move_dispatch_carriers with the refusal as a status: SW_ENOTIMPL "no
+ * transfer route for <source>, <destination>" where no route, fallback
+ * or registry entry serves the pair. */
+SW_API sw_status sw_move_resolve(const sw_carrier *src, const sw_carrier *dst,
+                                 const struct sw_move_class **out);
 /* Whether cls is the move class of a transfer route. */
 SW_API int sw_move_class_is_route(const struct sw_move_class *cls);
 

@@ -18,6 +18,7 @@
 #include "op/internal.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
+#include "strideweave/extension.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
 
@@ -130,9 +131,13 @@ static void dispose_tier(sw_carrier *tier, int64_t token) {
     drop_tier(tier, token);
 }
 
-/* The move class of an exact pair must accept it (its pins). */
-static sw_status check_route(sw_move_key src, sw_move_key dst) {
-    const sw_move_class *cls = sw_move_dispatch(src, dst);
+/* The move class of a pair must exist and accept it (its pins). */
+static sw_status check_route(const sw_carrier *sc, const sw_carrier *dc) {
+    const sw_move_class *cls = NULL;
+    sw_status st = sw_move_resolve(sc, dc, &cls);
+    if (st)
+        return st;
+    sw_move_key src = sw_move_key_of(sc), dst = sw_move_key_of(dc);
     if (cls->source_pin.id && cls->source_pin.id != src.id)
         return sw_fail(SW_ETYPE, "%s requires a %s source", cls->name,
                        cls->source_pin.name ? cls->source_pin.name : "?");
@@ -157,8 +162,7 @@ static sw_status transfer(sw_carrier *src, int64_t src_token, sw_carrier *dst,
     if (!st)
         st = sw_tensor_new(src, 0, flat, &t);
     if (!st)
-        st = sw_move_op_new(
-            sw_move_dispatch(sw_move_key_of(src), sw_move_key_of(dst)), &op);
+        st = sw_move_op_new(sw_move_dispatch_carriers(src, dst), &op);
     if (!st)
         st = sw_carrier_begin_owner_access(src, src_token);
     if (!st) {
@@ -416,10 +420,9 @@ sw_status sw_evictable_new(sw_carrier *primary, sw_carrier *secondary,
     if (size <= 0)
         return sw_fail(SW_EVALUE,
                        "primary carrier must contain at least one element");
-    sw_move_key pk = sw_move_key_of(primary), sk = sw_move_key_of(secondary);
-    sw_status st = check_route(pk, sk);
+    sw_status st = check_route(primary, secondary);
     if (!st)
-        st = check_route(sk, pk);
+        st = check_route(secondary, primary);
     if (st)
         return st;
     ev_state *s = sw_malloc(sizeof *s);

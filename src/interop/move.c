@@ -770,18 +770,28 @@ sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
 }
 
 /* The class registered for the pair of tensor's carrier and destination. */
+sw_status sw_move_resolve(const sw_carrier *src, const sw_carrier *dst,
+                          const sw_move_class **out) {
+    const sw_move_class *routed = NULL;
+    sw_status st = defined_route(src, dst, &routed);
+    if (st)
+        return st;
+    *out = routed ? routed
+                  : sw_move_dispatch(sw_move_key_of(src), sw_move_key_of(dst));
+    return SW_OK;
+}
+
 const sw_move_class *sw_move_dispatch_carriers(const sw_carrier *src,
                                                const sw_carrier *dst) {
+    /* A refused pair's failure is reported by the move's checks, which run
+     * the same resolution. */
+    const sw_move_class *cls = NULL;
+    if (dst && sw_move_resolve(src, dst, &cls) == SW_OK)
+        return cls;
+    sw_clear_error();
     sw_move_key dkey = {NULL, NULL};
-    if (dst) {
-        /* A definition-backed source's route (its failure is reported by
-         * the move's checks, which run the same resolution). */
-        const sw_move_class *routed = NULL;
-        if (defined_route(src, dst, &routed) == SW_OK && routed)
-            return routed;
-        sw_clear_error();
+    if (dst)
         dkey = sw_move_key_of(dst);
-    }
     return sw_move_dispatch(sw_move_key_of(src), dkey);
 }
 

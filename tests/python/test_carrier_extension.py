@@ -18,7 +18,7 @@ Checklist (later-api.md sections 4.1 to 4.4 and 4.6; what is built so far):
   ``test_facets``, ``test_storage_only_dispatch``,
   ``test_garbage_collection_releases``.
 - 4.6 shipped carriers are definition-free: ``test_shipped_are_definition_free``.
-- 6.4/6.5 route resolution and execution: ``test_moves``,
+- 6.4/6.5 route resolution and execution: ``test_moves``, ``test_evictable_tier``,
   ``test_moves_through_routes``, ``test_route_autograd``.
 
 Not built yet, and tested as refused: kernel patterns and packs
@@ -788,3 +788,19 @@ class _grad_off:
 
     def __exit__(self, *exc):
         sw.set_grad_enabled(self.before)
+
+
+def test_evictable_tier():
+    # A definition-backed class as the secondary tier: eviction copies into
+    # it element by element, promotion comes back through its route.
+    cls = routed_class("Tier", Log())
+    primary = sw.CPU(3)
+    for i in range(3):
+        primary[i] = float(i) + 0.5
+    hot = sw.Evictable(primary, cls(3, dtype=F32))
+    hot.evict()
+    assert hot.is_evicted() and type(hot.secondary) is cls
+    hot.promote()
+    assert not hot.is_evicted() and [hot[i] for i in range(3)] == [0.5, 1.5, 2.5]
+    with pytest.raises(NotImplementedError, match="no transfer route"):
+        sw.Evictable(sw.CPU(3), defined("NoRouteTier")(3, dtype=F32))
