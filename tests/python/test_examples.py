@@ -115,3 +115,20 @@ def test_c_program_matches_the_python_loss_curve(friendly):
     for epoch, loss in logged.items():
         assert loss == pytest.approx(python[epoch - 1], rel=1e-5)
     assert "final loss" in result.stdout.splitlines()[-1]
+
+
+def test_custom_storage_example():
+    # examples/custom_storage.py: a bytearray-backed definition-backed
+    # carrier moved to CPU, used as an Evictable tier and moved with autograd.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "custom_storage.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.splitlines() == [
+        "moved: [0.0, 3.0, 6.0] source released: True",
+        "evicted into PackedStore ; evicted: True",
+        "promoted: [10.0, 11.0, 12.0, 13.0]",
+        "gradient on CPU: [2.0, 2.0, 2.0]",
+    ]
