@@ -1727,7 +1727,7 @@ static void gemm_square(int64_t M, int64_t N, int64_t Kk, int layout,
     rm(&b);
 }
 
-static void test_gemm(void) {
+static void gemm_suite(void) {
     int64_t base = sw_debug_live_allocs();
     diag("GEMM micro-kernel: %s", sw_kernel_gemm_variant());
     static const int64_t odd[] = {1, 7, 63, 65, 129, 257};
@@ -1886,9 +1886,26 @@ static void test_gemm(void) {
         rm(&ci);
     }
     ok(strcmp(sw_kernel_gemm_variant(), "reference") == 0 ||
-           strcmp(sw_kernel_gemm_variant(), "avx2-fma") == 0,
+           strcmp(sw_kernel_gemm_variant(), "avx2-fma") == 0 ||
+           strcmp(sw_kernel_gemm_variant(), "avx512") == 0,
        "gemm variant is named (%s)", sw_kernel_gemm_variant());
     leak_check(base, "gemm");
+}
+
+/* The suite once per micro-kernel this CPU runs, each against the
+ * double-precision reference. */
+static void test_gemm(void) {
+    static const char *const names[] = {"avx512", "avx2-fma", "reference"};
+    for (int i = 0; i < 3; ++i) {
+        if (sw_kernel_gemm_force(names[i]) != 0) {
+            diag("GEMM micro-kernel %s: not on this build or CPU", names[i]);
+            continue;
+        }
+        gemm_suite();
+    }
+    ok(sw_kernel_gemm_force("no such kernel") == -1,
+       "an unknown kernel is refused");
+    sw_kernel_gemm_force(NULL);
 }
 
 /* --------------------------------------------------------- copy, fill */

@@ -190,6 +190,10 @@ sw_status sw_kernel_gemm(sw_kmat c, sw_kmat a, sw_kmat b);
  * (portable C), "avx2-fma" or "avx512". For benchmarks and tests.
  */
 const char *sw_kernel_gemm_variant(void);
+/* Tests: runs GEMM with the named micro-kernel ("avx512", "avx2-fma",
+ * "reference"; NULL: the best the CPU runs again). -1 if the CPU cannot
+ * run it. Process-wide; not for concurrent use. */
+int sw_kernel_gemm_force(const char *name);
 
 /* -------------------------------------------------------------- copy.c */
 
