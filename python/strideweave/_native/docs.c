@@ -90,7 +90,8 @@ static int set_type_doc(PyTypeObject *type, const char *text) {
         body = end + 6;
     }
     PyObject *doc = PyUnicode_FromString(body);
-    if (doc == NULL || PyDict_SetItemString(type->tp_dict, "__doc__", doc) < 0) {
+    if (doc == NULL ||
+        PyDict_SetItemString(type->tp_dict, "__doc__", doc) < 0) {
         Py_XDECREF(doc);
         PyObject_Free(copy);
         return -1;
@@ -104,13 +105,13 @@ static int set_type_doc(PyTypeObject *type, const char *text) {
 
 /* The object a path names: a module attribute, then a type's own entry. */
 static PyObject *target_of(PyObject *module, PyObject *path) {
-    Py_ssize_t dot = PyUnicode_FindChar(path, '.', 0,
-                                        PyUnicode_GetLength(path), 1);
+    Py_ssize_t dot =
+        PyUnicode_FindChar(path, '.', 0, PyUnicode_GetLength(path), 1);
     if (dot == -2) {
         return NULL;
     }
-    PyObject *head = dot < 0 ? Py_NewRef(path)
-                             : PyUnicode_Substring(path, 0, dot);
+    PyObject *head =
+        dot < 0 ? Py_NewRef(path) : PyUnicode_Substring(path, 0, dot);
     if (head == NULL) {
         return NULL;
     }
@@ -119,8 +120,8 @@ static PyObject *target_of(PyObject *module, PyObject *path) {
     if (o == NULL || dot < 0) {
         return o;
     }
-    PyObject *member = PyUnicode_Substring(path, dot + 1,
-                                           PyUnicode_GetLength(path));
+    PyObject *member =
+        PyUnicode_Substring(path, dot + 1, PyUnicode_GetLength(path));
     PyObject *entry = NULL;
     if (member != NULL && PyType_Check(o)) {
         entry = PyDict_GetItemWithError(((PyTypeObject *)o)->tp_dict, member);
@@ -142,8 +143,7 @@ static int apply_one(PyObject *module, PyObject *path, PyObject *text) {
     const char *utf8 = PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : NULL;
     if (utf8 == NULL) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_TypeError, "docstring of %R is not a str",
-                         path);
+            PyErr_Format(PyExc_TypeError, "docstring of %R is not a str", path);
         }
         return -1;
     }
