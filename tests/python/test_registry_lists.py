@@ -26,7 +26,8 @@ from strideweave.carriers.operation_policy import registered_operations
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the operations are listed: the registry and its backends' tables.
-REGISTRY = {"src/op/registry.c"}
+# The extension's docstring file is prose keyed by the objects it documents.
+REGISTRY = {"src/op/registry.c", "python/strideweave/_native_docs.py"}
 # More distinct operation names than any one function needs.
 LIST_SIZE = 8
 
