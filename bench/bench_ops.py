@@ -8,6 +8,10 @@ project tracks:
 * Float32 add, mul and relu on 4M compact elements, on a transposed view
   and on a hierarchical tiled layout: at least 0.8x NumPy;
 * matmul 1024x1024 Float32: at least 0.25x NumPy;
+* add, mul, relu, exp and a sum over one mode at 1e6, 4e6 and 1.6e7
+  elements, at 1 and 2 threads (``sw.set_num_threads``) beside NumPy and
+  PyTorch at 1 and 2 threads (``torch.set_num_threads``): add / relu /
+  sum at 4e6 were 0.53x PyTorch on two cores when the kernels ran on one;
 * the Python cost of ``sw.add`` on two 4-element tensors without grad:
   at most 1.2x NumPy's ``np.add`` on the same arrays;
 * the same call with autograd on (differentiable Float32 inputs, grad
@@ -93,6 +97,93 @@ def elementwise_rows():
     return rows
 
 
+THREAD_SIZES = (1_000_000, 4_000_000, 16_000_000)
+
+
+def _sum_shape(n):
+    """A near-square (rows, cols) of n elements for the sum over mode 1."""
+    r = int(round(n**0.5))
+    while n % r:
+        r -= 1
+    return r, n // r
+
+
+def thread_rows():
+    """Per op and size: ours at 1 and 2 threads, NumPy, PyTorch at 1 and 2."""
+    rng = np.random.default_rng(2)
+    rows = []
+    before = sw.get_num_threads()
+    tbefore = torch.get_num_threads() if torch is not None else None
+    for n in THREAD_SIZES:
+        a = rng.standard_normal(n, dtype=np.float32)
+        b = rng.standard_normal(n, dtype=np.float32)
+        flat = layout([n], [1])
+        r, c = _sum_shape(n)
+        # Mode 0 contiguous, summed over mode 1 (as np.sum(axis=0) of the
+        # (c, r) row-major array): a column sum of a column-major matrix.
+        cols = layout([r, c], [1, r])
+        ta, tb, ts = wrap(a, flat), wrap(b, flat), wrap(a, cols)
+        na2 = a.reshape(c, r)
+        ops = {
+            "add": (partial(sw.add, ta, tb), partial(np.add, a, b)),
+            "mul": (partial(sw.elementwise_mul, ta, tb), partial(np.multiply, a, b)),
+            "relu": (partial(sw.relu, ta), partial(np.maximum, a, 0)),
+            "exp": (partial(sw.exp, ta), partial(np.exp, a)),
+            "sum": (partial(sw.reduce, ts), partial(np.sum, na2, axis=0)),
+        }
+        peers = {}
+        if torch is not None:
+            xa, xb = torch.from_numpy(a), torch.from_numpy(b)
+            xs = xa.view(c, r)
+            peers = {
+                "add": partial(torch.add, xa, xb),
+                "mul": partial(torch.mul, xa, xb),
+                "relu": partial(torch.relu, xa),
+                "exp": partial(torch.exp, xa),
+                "sum": partial(torch.sum, xs, 0),
+            }
+        reps = 7 if n < 10_000_000 else 5
+        number = 3 if n < 10_000_000 else 1
+        with sw.no_grad():
+            for op, (ours, peer) in ops.items():
+                t = {}
+                for k in (1, 2):
+                    sw.set_num_threads(k)
+                    t[f"ours{k}"] = best(ours, reps, number)
+                t["numpy"] = best(peer, reps, number)
+                if op in peers:
+                    with torch.no_grad():
+                        for k in (1, 2):
+                            torch.set_num_threads(k)
+                            t[f"torch{k}"] = best(peers[op], reps, number)
+                rows.append((op, n, t))
+    sw.set_num_threads(before)
+    if tbefore is not None:
+        torch.set_num_threads(tbefore)
+    return rows
+
+
+def print_thread_rows(rows):
+    print(
+        f"\n{'op':5} {'n':>10} {'ours 1t':>9} {'ours 2t':>9} {'numpy':>9} {'torch 1t':>9} "
+        f"{'torch 2t':>9}   (ms)  {'2t/1t':>6} {'vs np':>6} {'vs torch 2t':>11}"
+    )
+    for op, n, t in rows:
+        tt1 = t.get("torch1")
+        tt2 = t.get("torch2")
+
+        def ms(x):
+            return f"{x * 1e3:9.3f}" if x is not None else f"{'-':>9}"
+
+        vs_torch = f"{tt2 / t['ours2']:10.2f}x" if tt2 is not None else f"{'-':>11}"
+        print(
+            f"{op:5} {n:10.1e} {ms(t['ours1'])} {ms(t['ours2'])} {ms(t['numpy'])} {ms(tt1)} "
+            f"{ms(tt2)}        {t['ours1'] / t['ours2']:5.2f}x {t['numpy'] / t['ours2']:5.2f}x "
+            f"{vs_torch}"
+        )
+    print("(ratios: 2t/1t is our speed-up; vs np and vs torch 2t are peer time / ours at 2t)")
+
+
 def matmul_row():
     rng = np.random.default_rng(1)
     m = 1024
@@ -144,6 +235,7 @@ def main():
     print(f"\n{'op':6} {'layout':11} {'ours ms':>9} {'numpy ms':>9} {'ours/numpy':>11}")
     for op, name, t_ours, t_np, ratio in elementwise_rows():
         print(f"{op:6} {name:11} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {ratio:11.2f}x")
+    print_thread_rows(thread_rows())
     t_ours, t_np = matmul_row()
     print(
         f"\nmatmul 1024x1024 float32: ours {t_ours * 1e3:.2f} ms, numpy "

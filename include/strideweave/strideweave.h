@@ -22,5 +22,6 @@
 #include "strideweave/interop.h"
 #include "strideweave/evictable.h"
 #include "strideweave/profile.h"
+#include "strideweave/threads.h"
 
 #endif /* STRIDEWEAVE_H */

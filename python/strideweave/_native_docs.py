@@ -3213,6 +3213,55 @@ Args:
 Returns:
     None.
 """,
+    "get_num_threads": """get_num_threads($module, /)
+--
+
+The number of threads large CPU kernels use, the calling one included.
+
+It is what set_num_threads last stored; before that, the environment variable
+STRIDEWEAVE_NUM_THREADS when it is an integer from 1 to 1024 (read once, at first use),
+otherwise the number of cores the process may run on.
+
+Returns:
+    int: the thread count, at least 1.
+
+Examples:
+    >>> from strideweave import get_num_threads
+    >>> get_num_threads() >= 1
+    True
+""",
+    "set_num_threads": """set_num_threads($module, n, /)
+--
+
+Sets the number of threads large CPU kernels use, the calling one included.
+
+The setting is process-wide. Kernels of at least about 128K elements split their work into
+chunks that do not depend on the thread count, so results are bit-identical for every
+setting, sums included; smaller ones always run on the calling thread. The kernels run
+without the GIL, so several Python threads can run them at once (one of them uses the pool,
+the others run on their own thread).
+
+Args:
+    n: an int from 1 to 1024 (1 runs everything on the calling thread).
+
+Returns:
+    None.
+
+Raises:
+    TypeError: 'set_num_threads() argument must be an int, not str'.
+    ValueError: 'the number of threads must be between 1 and 1024, not 0'.
+
+Examples:
+    >>> from strideweave import get_num_threads, set_num_threads
+    >>> before = get_num_threads()
+    >>> set_num_threads(2)
+    >>> get_num_threads()
+    2
+    >>> set_num_threads(0)
+    Traceback (most recent call last):
+    ValueError: the number of threads must be between 1 and 1024, not 0
+    >>> set_num_threads(before)
+""",
     "_debug_live_allocs": """_debug_live_allocs($module, /)
 --
 

@@ -26,6 +26,13 @@ sw_status sw_fail(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
 sw_status sw_fail_os(int err, const char *fmt, ...) SW_PRINTF(2, 3);
 
 /*
+ * Records a failure exactly as another thread recorded it: its status, its
+ * message (verbatim) and its errno (sw_errno), so work done on a worker
+ * thread fails on the thread that asked for it. Returns status.
+ */
+sw_status sw_restore_error(sw_status status, int err, const char *message);
+
+/*
  * The library allocator. Every allocation in the library goes through these,
  * so that the fault-injection hook and the live counter see all of them.
  * sw_malloc and friends do not record an error on failure; callers return

@@ -42,6 +42,13 @@ sw_status sw_fail_os(int err, const char *fmt, ...) {
     return SW_EOS;
 }
 
+sw_status sw_restore_error(sw_status status, int err, const char *message) {
+    snprintf(errmsg, sizeof errmsg, "%s", message ? message : "");
+    errcode = status;
+    errnum = status == SW_EOS ? err : 0;
+    return status;
+}
+
 sw_status sw_set_error(sw_status status, const char *message) {
     return sw_fail(status, "%s", message ? message : "");
 }

@@ -517,6 +517,81 @@ sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
     return sw_plan_run(&plan, base, elsize, loop, ctx);
 }
 
+/* ---------------------------------------------------------- splitting */
+
+sw_plan_split sw_plan_split_mode(const sw_plan *plan, int32_t d,
+                                 int64_t target) {
+    sw_plan_split s = {d, 1, 1};
+    int64_t e = plan->extent[d];
+    if (e < 2)
+        return s;
+    int64_t per = plan->size / e; /* elements per index of mode d */
+    int64_t block = per >= target ? 1 : (target + per - 1) / per;
+    if (d == 1 && plan_is_crossed(plan) && block % SW_PLAN_BLOCK1 != 0)
+        block = (block / SW_PLAN_BLOCK1 + 1) * SW_PLAN_BLOCK1;
+    if (block > e)
+        block = e;
+    s.block = block;
+    s.count = (e + block - 1) / block;
+    return s;
+}
+
+sw_plan_split sw_plan_split_choose(const sw_plan *plan, int64_t target) {
+    sw_plan_split best = {0, plan->extent[0], 1};
+    for (int32_t d = plan->ndim - 1; d >= 0; --d) {
+        sw_plan_split s = sw_plan_split_mode(plan, d, target);
+        if (s.count >= SW_PLAN_SPLIT_MIN)
+            return s;
+        if (s.count > best.count)
+            best = s;
+    }
+    return best;
+}
+
+void sw_plan_chunk(const sw_plan *plan, sw_plan_split s, int64_t c,
+                   sw_plan *out) {
+    *out = *plan;
+    int32_t d = s.mode;
+    int64_t lo = c * s.block, n = plan->extent[d] - lo;
+    if (n > s.block)
+        n = s.block;
+    out->extent[d] = n;
+    out->size = plan->size / plan->extent[d] * n;
+    for (int32_t k = 0; k < plan->nops; ++k)
+        out->offset[k] += lo * plan->stride[k][d];
+}
+
+int sw_plan_injective(const sw_plan *plan, int32_t k, int skip_zero) {
+    int64_t ext[SW_PLAN_MAX_DIMS], str[SW_PLAN_MAX_DIMS];
+    int32_t n = 0;
+    for (int32_t d = 0; d < plan->ndim; ++d) {
+        if (plan->extent[d] < 2)
+            continue;
+        if (plan->stride[k][d] == 0) {
+            if (skip_zero)
+                continue;
+            return 0;
+        }
+        /* Insertion by stride. */
+        int32_t j = n++;
+        while (j > 0 && str[j - 1] > plan->stride[k][d]) {
+            ext[j] = ext[j - 1];
+            str[j] = str[j - 1];
+            --j;
+        }
+        ext[j] = plan->extent[d];
+        str[j] = plan->stride[k][d];
+    }
+    int64_t span = 0; /* the largest offset the modes so far reach */
+    for (int32_t j = 0; j < n; ++j) {
+        if (str[j] <= span)
+            return 0;
+        /* The plan's build checked that these offsets fit int64_t. */
+        span += (ext[j] - 1) * str[j];
+    }
+    return 1;
+}
+
 void sw_plan_leaves_offsets(sw_plan_leaves ops, int64_t start, int64_t count,
                             int64_t *out) {
     int64_t coord[SW_PLAN_MAX_LEAVES];

@@ -245,6 +245,68 @@ sw_status sw_plan_iterate(int32_t nops, const sw_plan_leaves *ops,
                           sw_plan_loop loop, void *ctx);
 
 /*
+ * Splitting a plan into chunks for several threads (base/pool.h). A split
+ * cuts one mode into blocks of `block` indices (the last may be shorter),
+ * and chunk c is the plan restricted to block c of that mode with every
+ * other mode whole: its visits are the plan's visits whose coordinate
+ * along the mode lies in [c*block, (c+1)*block), so the chunks together
+ * visit every element once. A split depends only on the plan and the
+ * target chunk size, never on the number of threads, so a kernel whose
+ * chunks each compute in a fixed order gets the same bits for every
+ * thread count.
+ *
+ * Worked example, with a target of 131072 elements. A compact
+ * 4M-element add (one mode of 4194304): mode 0, block 131072, 32 chunks.
+ * A transposed 2048 x 2048 copy (modes 2048:(1; 2048) and 2048:(2048; 1),
+ * crossed): the outer mode, 2048 indices each worth 2048 elements, in
+ * blocks of 64 rounded up to the 256 of a tile (SW_PLAN_BLOCK1): 8
+ * chunks. A sliced 1000 x 4000 walk (modes 1000:(1) and 4000:(1024)):
+ * mode 1, block 132, 31 chunks.
+ */
+typedef struct sw_plan_split {
+    int32_t mode;  /* the mode cut into blocks */
+    int64_t block; /* indices of the mode per chunk */
+    int64_t count; /* chunks: ceil(extent[mode] / block); 1 means no split */
+} sw_plan_split;
+
+/* A split wants at least this many chunks, for balance across threads. */
+#define SW_PLAN_SPLIT_MIN 8
+
+/*
+ * The split of mode d into blocks of about target elements each (at
+ * least one index per block). When the plan walks in tiles and d is mode
+ * 1, blocks are whole multiples of SW_PLAN_BLOCK1 so that tiles stay
+ * whole. @pre 0 <= d < plan->ndim, target >= 1.
+ */
+sw_plan_split sw_plan_split_mode(const sw_plan *plan, int32_t d,
+                                 int64_t target);
+
+/*
+ * The split a kernel takes by default: of the modes of extent > 1, the
+ * outermost whose split (sw_plan_split_mode) gives at least
+ * SW_PLAN_SPLIT_MIN chunks, so that each chunk covers few separate pieces
+ * of memory; if none does, the one that gives the most chunks (the
+ * outermost of equals). count is 1 when the plan has fewer than two
+ * target-sized pieces.
+ */
+sw_plan_split sw_plan_split_choose(const sw_plan *plan, int64_t target);
+
+/* Chunk c of split s as a plan of its own. @pre 0 <= c < s.count. */
+void sw_plan_chunk(const sw_plan *plan, sw_plan_split s, int64_t c,
+                   sw_plan *out);
+
+/*
+ * Non-zero if operand k reaches a different element at every visit of the
+ * plan (so chunks that write it never write the same element), judged by
+ * a sufficient test: sorted by stride, every mode's stride exceeds the
+ * span of the modes before it. With skip_zero, modes along which operand k
+ * has stride 0 are left out (the question is then whether visits that
+ * differ outside those modes reach different elements: the outputs of a
+ * sum). Zero, conservatively, for anything the test cannot prove.
+ */
+int sw_plan_injective(const sw_plan *plan, int32_t k, int skip_zero);
+
+/*
  * Writes the physical offsets of count consecutive logical indices
  * start, start+1, ... of a leaf list into out (one division per leaf for
  * the first, then an odometer). Used by GEMM to address the rows and

@@ -7,6 +7,8 @@
  */
 #include "module.h"
 
+#include <limits.h>
+
 #include "py_carrier.h"
 #include "docs.h"
 #include "errors.h"
@@ -175,7 +177,41 @@ static PyObject *debug_fail_alloc_after(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* The thread count: the rule (range, default, environment) is the
+ * library's; this only converts the argument. */
+static PyObject *set_num_threads(PyObject *module, PyObject *arg) {
+    if (!PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_num_threads() argument must be an int, not %.200s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(arg, &overflow);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (overflow || n < INT_MIN || n > INT_MAX) {
+        /* Out of the library's int: no valid count is that large. */
+        PyErr_Format(PyExc_ValueError,
+                     "the number of threads must be between 1 and %d, not %S",
+                     SW_MAX_THREADS, arg);
+        return NULL;
+    }
+    sw_status st = sw_set_num_threads((int)n);
+    if (st != SW_OK) {
+        return swpy_raise(st);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *get_num_threads(PyObject *module, PyObject *unused) {
+    return PyLong_FromLong(sw_get_num_threads());
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_num_threads", set_num_threads, METH_O, NULL},
+    {"get_num_threads", get_num_threads, METH_NOARGS, NULL},
     {"_debug_allocate_like",
      (PyCFunction)(void (*)(void))swpy_debug_allocate_like, METH_FASTCALL,
      NULL},

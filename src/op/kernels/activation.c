@@ -204,6 +204,14 @@ static sw_status relu_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
     return SW_OK;
 }
 
+/*
+ * The work per element for the thread pool (kcommon.h): the relus are
+ * memory-bound, the others compute a libm function per element.
+ */
+static int64_t act_weight(sw_kact op) {
+    return op == SW_KACT_RELU || op == SW_KACT_LEAKY_RELU ? 1 : SW_KWEIGHT_MATH;
+}
+
 sw_status sw_kernel_activation(sw_kact op, sw_karg out, sw_karg x) {
     if ((unsigned)op >= SW_KACT_COUNT)
         return sw_fail(SW_EVALUE, "activation: unknown op %d", (int)op);
@@ -216,7 +224,7 @@ sw_status sw_kernel_activation(sw_kact op, sw_karg out, sw_karg x) {
     case SW_DTYPE_FLOAT32:
         if (x.dtype != SW_DTYPE_FLOAT32 && x.dtype != SW_DTYPE_INT32)
             return sw_kbad_dtype(name, "input", x.dtype);
-        return sw_kiterate_f32(2, ops, act_loop, &op);
+        return sw_kiterate_f32_w(2, ops, act_loop, &op, act_weight(op));
     case SW_DTYPE_INT32:
         if (op != SW_KACT_RELU)
             return sw_fail(SW_ETYPE,
@@ -335,5 +343,5 @@ sw_status sw_kernel_activation_backward(sw_kact op, sw_karg out, sw_karg g,
         }
     }
     grad_ctx c = {op, use_y};
-    return sw_kiterate(use_y ? 4 : 3, ops, grad_loop, &c);
+    return sw_kiterate_w(use_y ? 4 : 3, ops, grad_loop, &c, act_weight(op));
 }

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "base/pool.h"
 #include "op/kernels/kcommon.h"
 
 static const char int32_range_msg[] =
@@ -28,6 +29,90 @@ sw_status sw_kbad_dtype(const char *kernel, const char *operand,
                    sw_dtype_name(dtype));
 }
 
+/* ------------------------------------------------------------ threads */
+
+_Thread_local int64_t sw_kstream_walk;
+
+typedef struct split_run {
+    const sw_plan *plan;
+    sw_plan_split split;
+    void *const *base;
+    const int64_t *elsize;
+    sw_plan_loop loop;
+    void *ctx;
+} split_run;
+
+static sw_status split_chunk(void *vctx, int64_t c, int32_t slot) {
+    (void)slot;
+    const split_run *r = vctx;
+    sw_plan sub;
+    sw_plan_chunk(r->plan, r->split, c, &sub);
+    int64_t outer = sw_kstream_walk;
+    sw_kstream_walk = r->plan->size;
+    sw_status st = sw_plan_run(&sub, r->base, r->elsize, r->loop, r->ctx);
+    sw_kstream_walk = outer;
+    return st;
+}
+
+sw_status sw_krun_split(const sw_plan *plan, sw_plan_split s, void *const *base,
+                        const int64_t *elsize, sw_plan_loop loop, void *ctx) {
+    split_run r = {plan, s, base, elsize, loop, ctx};
+    return sw_parallel_for(s.count, 0, split_chunk, &r);
+}
+
+/*
+ * Non-zero if n elements of the given weight are enough work for threads.
+ * A multiplication, not a division: every small operation asks.
+ */
+static inline int enough_work(int64_t n, int64_t weight) {
+    int64_t w;
+    return weight >= 1 && (!sw_mul_ok(n, weight, &w) || w >= SW_KPAR_MIN);
+}
+
+sw_status sw_kwalk(int32_t nops, const sw_plan_leaves *ops,
+                   const int64_t *offsets, void *const *base,
+                   const int64_t *elsize, unsigned flags, unsigned written,
+                   int64_t weight, sw_plan_loop loop, void *ctx) {
+    if (nops < 1 || nops > SW_PLAN_MAX_OPS ||
+        !enough_work(sw_plan_leaves_size(ops[0]), weight) ||
+        sw_pool_threads() < 2)
+        return sw_plan_iterate(nops, ops, offsets, base, elsize, flags, loop,
+                               ctx);
+    sw_plan_reduced red;
+    if (flags & SW_PLAN_SKIP_REPEATS) {
+        sw_status st = sw_plan_drop_repeats(nops, ops, &red);
+        if (st)
+            return st;
+        ops = red.ops;
+    }
+    sw_plan plan;
+    sw_status st = sw_plan_build_leaves(nops, ops, offsets, &plan);
+    if (st == SW_ENOTIMPL) {
+        sw_clear_error();
+        return sw_plan_run_leaves(nops, ops, offsets, base, elsize, loop, ctx);
+    }
+    if (st)
+        return st;
+    return sw_krun_plan(&plan, base, elsize, written, weight, loop, ctx);
+}
+
+sw_status sw_krun_plan(const sw_plan *plan, void *const *base,
+                       const int64_t *elsize, unsigned written, int64_t weight,
+                       sw_plan_loop loop, void *ctx) {
+    int split = enough_work(plan->size, weight) && sw_pool_threads() > 1;
+    for (int32_t k = 0; split && k < plan->nops; ++k)
+        if ((written >> k) & 1u)
+            split = sw_plan_injective(plan, k, 0);
+    sw_plan_split s = {0, plan->extent[0], 1};
+    if (split)
+        s = sw_plan_split_choose(plan, sw_kpar_target(plan->size, weight));
+    if (s.count < 2)
+        return sw_plan_run(plan, base, elsize, loop, ctx);
+    return sw_krun_split(plan, s, base, elsize, loop, ctx);
+}
+
+/* ------------------------------------------------------------ iterate */
+
 /*
  * Whether every operand has the first one's layout and it is compact: then
  * the operands line up element for element in memory order, one run of
@@ -47,9 +132,13 @@ static int one_compact_run(int32_t nops, const sw_karg *ops) {
     return 1;
 }
 
-sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
-                      void *ctx) {
-    if (SW_KERNELS_FAST && one_compact_run(nops, ops)) {
+sw_status sw_kiterate_w(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
+                        void *ctx, int64_t weight) {
+    /* Large compact walks take the planned path, which can split them. */
+    if (SW_KERNELS_FAST &&
+        (!enough_work(sw_layout_size(ops[0].layout), weight) ||
+         sw_pool_threads() < 2) &&
+        one_compact_run(nops, ops)) {
         void *ptr[SW_PLAN_MAX_OPS];
         int64_t step[SW_PLAN_MAX_OPS];
         for (int32_t k = 0; k < nops; ++k) {
@@ -71,8 +160,14 @@ sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
         elsize[k] = sw_kelsize(ops[k].dtype);
         base[k] = ops[k].data;
     }
-    return sw_plan_iterate(nops, leaves, offsets, base, elsize,
-                           SW_PLAN_SKIP_REPEATS, loop, ctx);
+    /* Assignments to operand 0 only. */
+    return sw_kwalk(nops, leaves, offsets, base, elsize, SW_PLAN_SKIP_REPEATS,
+                    1u, weight, loop, ctx);
+}
+
+sw_status sw_kiterate(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
+                      void *ctx) {
+    return sw_kiterate_w(nops, ops, loop, ctx, 1);
 }
 
 sw_status sw_kstage_loop(int64_t n, void *const *ptr, const int64_t *step,
@@ -102,8 +197,8 @@ sw_status sw_kstage_loop(int64_t n, void *const *ptr, const int64_t *step,
     return SW_OK;
 }
 
-sw_status sw_kiterate_f32(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
-                          void *ctx) {
+sw_status sw_kiterate_f32_w(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
+                            void *ctx, int64_t weight) {
     sw_kstage sg = {loop, ctx, nops, {0}};
     int any = 0;
     for (int32_t k = 1; k < nops; ++k) {
@@ -111,8 +206,13 @@ sw_status sw_kiterate_f32(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
         any |= sg.is_i32[k];
     }
     if (!any)
-        return sw_kiterate(nops, ops, loop, ctx);
-    return sw_kiterate(nops, ops, sw_kstage_loop, &sg);
+        return sw_kiterate_w(nops, ops, loop, ctx, weight);
+    return sw_kiterate_w(nops, ops, sw_kstage_loop, &sg, weight);
+}
+
+sw_status sw_kiterate_f32(int32_t nops, const sw_karg *ops, sw_plan_loop loop,
+                          void *ctx) {
+    return sw_kiterate_f32_w(nops, ops, loop, ctx, 1);
 }
 
 /* --------------------------------------------------------------- copy */

@@ -290,13 +290,17 @@ sw_status sw_kernel_elementwise(sw_kelem op, sw_karg out, const sw_karg *in,
         ops[k + 1] = in[k];
     }
     elem_ctx ctx = {op, (float)s.f, s.i};
+    /* powf per element is worth threads on far fewer elements. */
+    int64_t weight = op == SW_KELEM_POW_SCALAR || op == SW_KELEM_POW_GRAD
+                         ? SW_KWEIGHT_MATH
+                         : 1;
     switch (out.dtype) {
     case SW_DTYPE_FLOAT32:
         for (int32_t k = 0; k < arity; ++k)
             if (in[k].dtype != SW_DTYPE_FLOAT32 &&
                 in[k].dtype != SW_DTYPE_INT32)
                 return sw_kbad_dtype(name, in_names[k], in[k].dtype);
-        return sw_kiterate_f32(arity + 1, ops, elem_f32_loop, &ctx);
+        return sw_kiterate_f32_w(arity + 1, ops, elem_f32_loop, &ctx, weight);
     case SW_DTYPE_INT32:
         if (op == SW_KELEM_DIV || op == SW_KELEM_POW_GRAD ||
             op == SW_KELEM_DIV_GRAD_RHS)
@@ -310,7 +314,7 @@ sw_status sw_kernel_elementwise(sw_kelem op, sw_karg out, const sw_karg *in,
         if (op == SW_KELEM_POW_SCALAR && s.i < 0)
             return sw_fail(SW_EVALUE,
                            "pow_scalar: an Int32 exponent must be >= 0");
-        return sw_kiterate(arity + 1, ops, elem_i32_loop, &ctx);
+        return sw_kiterate_w(arity + 1, ops, elem_i32_loop, &ctx, weight);
     default:
         return sw_kbad_dtype(name, "output", out.dtype);
     }

@@ -39,7 +39,11 @@
  * - Float32 math is done in float (expf, tanhf, erff, log1pf, expm1f);
  *   Int32 inputs of Float32 kernels are read as float.
  * - Kernels are reentrant and thread-safe; they touch no global state
- *   except the error message of the calling thread.
+ *   except the error message of the calling thread and the thread pool
+ *   (base/pool.h): large walks run in chunks over it (kcommon.h,
+ *   threads), with results bit-identical for every thread count, and a
+ *   failure or interrupt in any chunk fails the call on the calling
+ *   thread with that chunk's status and message.
  */
 #ifndef SW_OP_KERNELS_H
 #define SW_OP_KERNELS_H

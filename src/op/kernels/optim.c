@@ -60,9 +60,10 @@ sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
     int64_t elsize[2] = {sizeof(float), sizeof(float)};
     void *base[2] = {sw_cpu_storage(y->carrier), sw_cpu_storage(x->carrier)};
     /* Every logical element once, repeats included: a y broadcast over a
-     * mode takes each of its steps. */
+     * mode takes each of its steps (on one thread, as y is then not
+     * injective). */
     st =
-        sw_plan_iterate(2, leaves, offsets, base, elsize, 0, axpy_loop, &alpha);
+        sw_kwalk(2, leaves, offsets, base, elsize, 0, 1u, 1, axpy_loop, &alpha);
     sw_carrier_unpin(x->carrier);
     sw_carrier_unpin(y->carrier);
     if (st && st != SW_EINTERRUPTED)
@@ -157,9 +158,12 @@ sw_status sw_tensor_adam_step(sw_tensor *param, const sw_tensor *grad,
             base[k] = sw_cpu_storage(t[k]->carrier);
         }
         /* Every logical element once: no repeat is skipped, as a
-         * parameter shared across a broadcast takes every step. */
-        st = sw_plan_iterate(4, leaves, offsets, base, elsize, 0, adam_loop,
-                             &ctx);
+         * parameter shared across a broadcast takes every step (and then
+         * runs on one thread: its elements are not injective). The
+         * parameter and both moments are written; the double math per
+         * element weighs about four memory-bound steps. */
+        st = sw_kwalk(4, leaves, offsets, base, elsize, 0, 1u | 4u | 8u,
+                      SW_KWEIGHT_MATH / 2, adam_loop, &ctx);
     }
     while (pinned > 0)
         sw_carrier_unpin(t[--pinned]->carrier);

@@ -15,6 +15,22 @@
  * the result does not depend on the order and a sum fails only if the
  * true value leaves the int32 range.
  *
+ * Threads (kcommon.h). A Float32 sum of at least SW_KPAR_MIN elements
+ * always runs in chunks, whatever the thread count, so that its bits do
+ * not depend on it. The plan's modes are output modes (the output has a
+ * stride there) or summed modes (stride 0). Split along an output mode,
+ * chunks own disjoint outputs and each output is summed exactly as in one
+ * walk. Split along a summed mode, chunk c adds its part of every sum into
+ * a partial of its own (compact, zeroed), and the output is then
+ * out + P0 + P1 + ... in chunk order. Partials are allowed while all of
+ * them together stay under a 16th of the elements summed; of the
+ * admissible splits the outermost that gives SW_PLAN_SPLIT_MIN chunks
+ * wins, as for every kernel. An output whose modes are not provably
+ * injective sums in one walk, as before.
+ *
+ * Int32 sums are exact whatever the order, so they simply split the
+ * outputs over the pool when there are enough of them.
+ *
  * Repeats (layout/plan.h): a mode along which x and the output both have
  * stride 0 adds the same value again and again. Both dtypes drop such
  * modes before walking and multiply by their extent instead, so summing
@@ -24,6 +40,7 @@
  * than 2**60 float additions could be); Int32 exactly, with an overflow
  * check on the product.
  */
+#include "base/pool.h"
 #include "op/kernels/kcommon.h"
 
 static const char accumulation_msg[] = "CPU integer accumulation overflowed";
@@ -122,49 +139,212 @@ static sw_status sum_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
     return SW_OK;
 }
 
+/* Adds the partials in chunk order: operand 0 the output, 1 partial 0. */
+typedef struct combine_ctx {
+    int64_t count; /* partials */
+    int64_t pitch; /* elements from one partial to the next */
+} combine_ctx;
+
+static sw_status combine_loop(int64_t n, void *const *ptr, const int64_t *step,
+                              void *vctx) {
+    const combine_ctx *cc = vctx;
+    float *o = ptr[0];
+    const float *p = ptr[1];
+    int64_t so = step[0], sp = step[1];
+    /* Partial by partial, so every output adds them in the same order. */
+    for (int64_t c = 0; c < cc->count; ++c) {
+        const float *pc = p + c * cc->pitch;
+        if (SW_KERNELS_FAST && so == 1 && sp == 1) {
+            SW_IVDEP
+            for (int64_t j = 0; j < n; ++j)
+                o[j] += pc[j];
+            continue;
+        }
+        for (int64_t j = 0; j < n; ++j)
+            o[j * so] += pc[j * sp];
+    }
+    return SW_OK;
+}
+
+typedef struct sum_split {
+    const sw_plan *plan; /* x is operand 0, the output operand 1 */
+    sw_plan_split split;
+    void *base[2];
+    sum_f32_ctx *fc;
+    float *partials; /* NULL when the split is along an output mode */
+    int64_t nout;    /* outputs */
+    int64_t pitch;   /* floats per partial: nout padded to cache lines */
+    int64_t pstride[SW_PLAN_MAX_DIMS]; /* the output's modes in a partial */
+} sum_split;
+
+static sw_status sum_chunk(void *vctx, int64_t c, int32_t slot) {
+    (void)slot;
+    const sum_split *r = vctx;
+    static const int64_t elsize[2] = {4, 4};
+    sw_plan sub;
+    sw_plan_chunk(r->plan, r->split, c, &sub);
+    if (!r->partials)
+        return sw_plan_run(&sub, r->base, elsize, sum_f32_loop, r->fc);
+    /* The split mode has output stride 0, so no chunk offset moves it. */
+    for (int32_t d = 0; d < sub.ndim; ++d)
+        sub.stride[1][d] = r->pstride[d];
+    sub.offset[1] = 0;
+    void *base[2] = {r->base[0], r->partials + c * r->pitch};
+    return sw_plan_run(&sub, base, elsize, sum_f32_loop, r->fc);
+}
+
+/*
+ * The split of a sum's plan (see the header comment), from the plan
+ * alone; count 1 if none. *partial says whether it needs partials.
+ */
+static sw_plan_split sum_split_choose(const sw_plan *plan, int64_t nout,
+                                      int *partial) {
+    int64_t target = sw_kpar_target(plan->size, 1);
+    sw_plan_split best = {0, plan->extent[0], 1};
+    *partial = 0;
+    for (int32_t d = plan->ndim - 1; d >= 0; --d) {
+        sw_plan_split s = sw_plan_split_mode(plan, d, target);
+        int summed = plan->stride[1][d] == 0;
+        if (summed) {
+            int64_t most = plan->size / 16 / nout;
+            if (most < 2)
+                continue;
+            if (s.count > most)
+                s = sw_plan_split_mode(plan, d, (plan->size + most - 1) / most);
+        }
+        if (s.count >= SW_PLAN_SPLIT_MIN) {
+            *partial = summed;
+            return s;
+        }
+        if (s.count > best.count) {
+            best = s;
+            *partial = summed;
+        }
+    }
+    return best;
+}
+
+/*
+ * Runs a chunked sum if the plan is large enough and its outputs provably
+ * distinct; *done says whether it did (otherwise nothing was touched).
+ */
+static sw_status sum_f32_split(const sw_plan *plan, void *const *base,
+                               sum_f32_ctx *fc, int *done) {
+    *done = 0;
+    if (plan->size < SW_KPAR_MIN || !sw_plan_injective(plan, 1, 1))
+        return SW_OK;
+    sum_split r;
+    r.plan = plan;
+    r.base[0] = base[0];
+    r.base[1] = base[1];
+    r.fc = fc;
+    r.partials = NULL;
+    r.nout = 1;
+    for (int32_t d = 0; d < plan->ndim; ++d) {
+        r.pstride[d] = plan->stride[1][d] ? r.nout : 0;
+        if (plan->stride[1][d])
+            r.nout *= plan->extent[d];
+    }
+    int partial;
+    r.split = sum_split_choose(plan, r.nout, &partial);
+    if (r.split.count < 2)
+        return SW_OK;
+    *done = 1;
+    if (!partial)
+        return sw_parallel_for(r.split.count, 0, sum_chunk, &r);
+    /* Partials on cache lines of their own: chunks on different threads
+     * add into neighbouring partials all the time. count * pitch is at
+     * most about size / 16 + 16 * count elements: it fits size_t. */
+    r.pitch = (r.nout + 15) / 16 * 16;
+    r.partials =
+        sw_alloc_aligned((size_t)(r.split.count * r.pitch) * sizeof(float), 1);
+    if (!r.partials)
+        return sw_oom();
+    sw_status st = sw_parallel_for(r.split.count, 0, sum_chunk, &r);
+    if (!st) {
+        /* The output's modes alone, against partial 0. */
+        sw_plan comb;
+        comb.nops = 2;
+        comb.ndim = 0;
+        comb.size = r.nout;
+        comb.offset[0] = plan->offset[1];
+        comb.offset[1] = 0;
+        for (int32_t d = 0; d < plan->ndim; ++d) {
+            if (!plan->stride[1][d])
+                continue;
+            comb.extent[comb.ndim] = plan->extent[d];
+            comb.stride[0][comb.ndim] = plan->stride[1][d];
+            comb.stride[1][comb.ndim] = r.pstride[d];
+            comb.ndim++;
+        }
+        if (comb.ndim == 0) {
+            comb.extent[0] = 1;
+            comb.stride[0][0] = comb.stride[1][0] = 0;
+            comb.ndim = 1;
+        }
+        for (int32_t d = comb.ndim; d < SW_PLAN_MAX_DIMS; ++d) {
+            comb.extent[d] = 1;
+            comb.stride[0][d] = comb.stride[1][d] = 0;
+        }
+        for (int32_t k = 2; k < SW_PLAN_MAX_OPS; ++k) {
+            comb.offset[k] = 0;
+            for (int32_t d = 0; d < SW_PLAN_MAX_DIMS; ++d)
+                comb.stride[k][d] = 0;
+        }
+        combine_ctx cc = {r.split.count, r.pitch};
+        void *cbase[2] = {base[1], r.partials};
+        static const int64_t elsize[2] = {4, 4};
+        st = sw_krun_plan(&comb, cbase, elsize, 1u, r.split.count, combine_loop,
+                          &cc);
+    }
+    sw_free_aligned(r.partials);
+    return st;
+}
+
 /* -------------------------------------------------------------- Int32 */
 
+/* Read-only during the walk, so chunks on several threads share it. */
 typedef struct sum_i32_ctx {
     sw_plan inner; /* the walk over mode 1 of x, if it has a plan */
     int have_inner;
     sw_plan_reduced mode1; /* mode 1 of x without its stride-0 modes */
-    int64_t acc;
 } sum_i32_ctx;
 
+/* vctx is the int64_t accumulator of one sum. */
 static sw_status acc_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
                               void *vctx) {
-    sum_i32_ctx *c = vctx;
+    int64_t *accp = vctx;
     const int32_t *x = ptr[0];
-    int64_t sx = step[0], acc = c->acc;
+    int64_t sx = step[0], acc = *accp;
     for (int64_t j = 0; j < n; ++j)
         if (!sw_add_ok(acc, x[j * sx], &acc))
             return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
-    c->acc = acc;
+    *accp = acc;
     return SW_OK;
 }
 
 /* Operand 0 is the output, operand 1 is x walked along mode 0. */
 static sw_status sum_i32_loop(int64_t n, void *const *ptr, const int64_t *step,
                               void *vctx) {
-    sum_i32_ctx *c = vctx;
+    const sum_i32_ctx *c = vctx;
     int32_t *o = ptr[0];
     int64_t so = step[0], sx = step[1];
     static const int64_t elsize[1] = {4};
     static const int64_t zero[1] = {0};
     for (int64_t t = 0; t < n; ++t) {
         void *base[1] = {(int32_t *)ptr[1] + t * sx};
-        c->acc = 0;
+        int64_t acc = 0;
         sw_status st =
             c->have_inner
-                ? sw_plan_run(&c->inner, base, elsize, acc_i32_loop, c)
+                ? sw_plan_run(&c->inner, base, elsize, acc_i32_loop, &acc)
                 : sw_plan_run_leaves(1, c->mode1.ops, zero, base, elsize,
-                                     acc_i32_loop, c);
+                                     acc_i32_loop, &acc);
         if (st)
             return st;
-        if (!sw_mul_ok(c->acc, c->mode1.repeat, &c->acc) ||
-            c->acc < INT32_MIN || c->acc > INT32_MAX)
+        if (!sw_mul_ok(acc, c->mode1.repeat, &acc) || acc < INT32_MIN ||
+            acc > INT32_MAX)
             return sw_fail(SW_EOVERFLOW, "%s", accumulation_msg);
-        o[t * so] = (int32_t)c->acc;
+        o[t * so] = (int32_t)acc;
     }
     return SW_OK;
 }
@@ -198,11 +378,24 @@ sw_status sw_kernel_reduce_sum(sw_karg out, sw_karg x) {
         int64_t offsets[2] = {x.offset, out.offset};
         void *base[2] = {x.data, out.data};
         int64_t elsize[2] = {4, 4};
+        if (sw_plan_leaves_size(red.ops[0]) >= SW_KPAR_MIN) {
+            sw_plan plan;
+            st = sw_plan_build_leaves(2, red.ops, offsets, &plan);
+            if (st == SW_OK) {
+                int done;
+                st = sum_f32_split(&plan, base, &fc, &done);
+                if (st || done)
+                    return st;
+                return sw_plan_run(&plan, base, elsize, sum_f32_loop, &fc);
+            }
+            if (st != SW_ENOTIMPL)
+                return st;
+            sw_clear_error();
+        }
         return sw_plan_iterate(2, red.ops, offsets, base, elsize, 0,
                                sum_f32_loop, &fc);
     }
     sum_i32_ctx c;
-    c.acc = 0;
     if ((st = sw_plan_drop_repeats(1, &m1, &c.mode1)))
         return st;
     static const int64_t zero[1] = {0};
@@ -214,9 +407,10 @@ sw_status sw_kernel_reduce_sum(sw_karg out, sw_karg x) {
     int64_t offsets[2] = {out.offset, x.offset};
     void *base[2] = {out.data, x.data};
     int64_t elsize[2] = {4, 4};
-    /* Each visit assigns one output from a whole sum: idempotent. */
-    return sw_plan_iterate(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS,
-                           sum_i32_loop, &c);
+    /* Each visit assigns one output from a whole sum: idempotent, and
+     * worth the elements of that sum. */
+    return sw_kwalk(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS, 1u,
+                    sw_plan_leaves_size(c.mode1.ops[0]), sum_i32_loop, &c);
 }
 
 /* ----------------------------------------------------------- backward */
@@ -269,6 +463,6 @@ sw_status sw_kernel_reduce_sum_backward(sw_karg out, sw_karg g) {
     int64_t offsets[2] = {out.offset, g.offset};
     void *base[2] = {out.data, g.data};
     int64_t elsize[2] = {4, 4};
-    return sw_plan_iterate(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS,
-                           bcast_loop, NULL);
+    return sw_kwalk(2, ops, offsets, base, elsize, SW_PLAN_SKIP_REPEATS, 1u, 1,
+                    bcast_loop, NULL);
 }
