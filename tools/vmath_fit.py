@@ -93,7 +93,7 @@ def gelu_tail_fit(degree: int) -> None:
     # polynomial in u = a - c, c the interval's midpoint.
     rows = []
     worst = 0.0
-    for lo, hi in zip(GELU_EDGES[:-1], GELU_EDGES[1:]):
+    for lo, hi in zip(GELU_EDGES[:-1], GELU_EDGES[1:], strict=True):
         c = (lo + hi) / 2
         a = nodes(lo, hi)
         target = np.array([0.5 * math.erfc(v / math.sqrt(2)) * math.exp(v * v / 2) for v in a])

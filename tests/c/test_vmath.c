@@ -23,11 +23,11 @@
 
 /* Values near which a function changes branch or saturates. */
 static const float edges[] = {
-    0.0f,     0x1p-126f, 0x1p-149f, 0.3466f,  0.5f,     0.5625f, 0.75f,
-    0.881f,   1.0f,      1.5f,      2.0f,     3.0f,     4.0f,    6.0f,
-    8.0f,     9.01f,     12.0f,     14.3f,    15.99f,   16.0f,   17.33f,
-    86.0f,    87.0f,     87.34f,    88.0f,    88.7228f, 89.0f,   103.97f,
-    104.0f,   108.6f,    110.0f,    FLT_MAX,  INFINITY};
+    0.0f,   0x1p-126f, 0x1p-149f, 0.3466f, 0.5f,     0.5625f, 0.75f,
+    0.881f, 1.0f,      1.5f,      2.0f,    3.0f,     4.0f,    6.0f,
+    8.0f,   9.01f,     12.0f,     14.3f,   15.99f,   16.0f,   17.33f,
+    86.0f,  87.0f,     87.34f,    88.0f,   88.7228f, 89.0f,   103.97f,
+    104.0f, 108.6f,    110.0f,    FLT_MAX, INFINITY};
 #define N_EDGES ((int)(sizeof edges / sizeof edges[0]))
 #define EDGE_SPAN 4096 /* patterns around each edge, both signs */
 #define STRIDE 4099
@@ -66,8 +66,8 @@ static void test_ulp_sample(void) {
                st->max_err, (double)st->worst_x);
             ok(st->max_sub <= vu_bound_sub,
                "%s %s: subnormal results within %.2f ULP (max %.4f)",
-               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name,
-               vu_bound_sub, st->max_sub);
+               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name, vu_bound_sub,
+               st->max_sub);
             if (p > 0)
                 ok(st->mismatches == 0, "%s %s: the scalar path's bits",
                    sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name);
@@ -97,8 +97,9 @@ static void test_specials(void) {
         ok(nan_ok, "%s: NaN in, NaN out, every function", im->name);
         /* Limits at +inf and -inf, per function. */
         static const float lim[SW_VMATH_COUNT][2] = {
-            {INFINITY, 0.0f}, {1.0f, -1.0f},   {1.0f, 0.0f},  {INFINITY, -0.0f},
-            {INFINITY, -0.0f}, {INFINITY, 0.0f}, {INFINITY, -1.0f}};
+            {INFINITY, 0.0f},  {1.0f, -1.0f},     {1.0f, 0.0f},
+            {INFINITY, -0.0f}, {INFINITY, -0.0f}, {INFINITY, 0.0f},
+            {INFINITY, -1.0f}};
         for (int f = 0; f < SW_VMATH_COUNT; ++f)
             ok(same_bits(out[f][2], lim[f][0]) &&
                    same_bits(out[f][3], lim[f][1]),
@@ -117,8 +118,8 @@ static void test_specials(void) {
         /* exp overflows past ln(FLT_MAX) and underflows gradually. */
         float e[5] = {88.72283f, 88.72284f, -87.0f, -100.0f, -104.0f}, ye[5];
         im->fwd[SW_VMATH_EXP](e, ye, 5);
-        ok(isfinite(ye[0]) && isinf(ye[1]) && ye[2] >= FLT_MIN &&
-               ye[3] > 0 && ye[3] < FLT_MIN && ye[4] == 0.0f,
+        ok(isfinite(ye[0]) && isinf(ye[1]) && ye[2] >= FLT_MIN && ye[3] > 0 &&
+               ye[3] < FLT_MIN && ye[4] == 0.0f,
            "%s: exp overflow, subnormal and zero results", im->name);
         /* A subnormal input is not flushed. */
         float d[1] = {-0x1p-140f}, yd[1];
@@ -195,17 +196,17 @@ static void test_kernels_match(void) {
                                            NULL);
         good &= st == SW_OK;
         for (int i = 0; i < N; ++i)
-            good &= same_bits(got[i], want[i]) ||
-                    (isnan(got[i]) && isnan(want[i]));
+            good &=
+                same_bits(got[i], want[i]) || (isnan(got[i]) && isnan(want[i]));
         im->grad[f](gs, xs, want, N);
         st = sw_kernel_activation_backward(kact_of[f], karg(got, strided),
-                                           karg(g, strided),
-                                           karg(x, strided), NULL);
+                                           karg(g, strided), karg(x, strided),
+                                           NULL);
         for (int i = 0; i < N; ++i) {
             float one = sw_vmath_grad1_f32(fn, gs[i], xs[i]);
-            good &= (same_bits(got[2 * i], want[i]) &&
-                     same_bits(one, want[i])) ||
-                    (isnan(want[i]) && isnan(one) && isnan(got[2 * i]));
+            good &=
+                (same_bits(got[2 * i], want[i]) && same_bits(one, want[i])) ||
+                (isnan(want[i]) && isnan(one) && isnan(got[2 * i]));
         }
         ok(good, "%s backward kernel = array form, contiguous and strided",
            sw_vmath_name(fn));
@@ -215,8 +216,8 @@ static void test_kernels_match(void) {
         im->fwd[f](got, got, N);
         good = 1;
         for (int i = 0; i < N; ++i)
-            good &= same_bits(got[i], want[i]) ||
-                    (isnan(got[i]) && isnan(want[i]));
+            good &=
+                same_bits(got[i], want[i]) || (isnan(got[i]) && isnan(want[i]));
         ok(good, "%s in place", sw_vmath_name(fn));
     }
     sw_layout_release(contig);

@@ -31,8 +31,8 @@ int main(int argc, char **argv) {
     static vu_run run;
     vu_measure(&run, every_kth, &k, ((uint64_t)1 << 32) / k);
     timespec_get(&t1, TIME_UTC);
-    double secs =
-        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double secs = (double)(t1.tv_sec - t0.tv_sec) +
+                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     for (int f = 0; f < SW_VMATH_COUNT; ++f)
         for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
             if (!run.impl[p])

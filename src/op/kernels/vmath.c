@@ -234,8 +234,7 @@ void sw_vexp_grad_f32(const float *g, const float *x, float *o, int64_t n) {
 void sw_vtanh_grad_f32(const float *g, const float *x, float *o, int64_t n) {
     sw_vmath_active()->grad[SW_VMATH_TANH](g, x, o, n);
 }
-void sw_vsigmoid_grad_f32(const float *g, const float *x, float *o,
-                          int64_t n) {
+void sw_vsigmoid_grad_f32(const float *g, const float *x, float *o, int64_t n) {
     sw_vmath_active()->grad[SW_VMATH_SIGMOID](g, x, o, n);
 }
 void sw_vgelu_grad_f32(const float *g, const float *x, float *o, int64_t n) {

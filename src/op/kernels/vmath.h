@@ -114,12 +114,10 @@ void sw_velu_f32(const float *x, float *o, int64_t n);
 
 void sw_vexp_grad_f32(const float *g, const float *x, float *o, int64_t n);
 void sw_vtanh_grad_f32(const float *g, const float *x, float *o, int64_t n);
-void sw_vsigmoid_grad_f32(const float *g, const float *x, float *o,
-                          int64_t n);
+void sw_vsigmoid_grad_f32(const float *g, const float *x, float *o, int64_t n);
 void sw_vgelu_grad_f32(const float *g, const float *x, float *o, int64_t n);
 void sw_vsilu_grad_f32(const float *g, const float *x, float *o, int64_t n);
-void sw_vsoftplus_grad_f32(const float *g, const float *x, float *o,
-                           int64_t n);
+void sw_vsoftplus_grad_f32(const float *g, const float *x, float *o, int64_t n);
 void sw_velu_grad_f32(const float *g, const float *x, float *o, int64_t n);
 
 /* Path tables of the per-ISA files; NULL where a file is compiled empty. */

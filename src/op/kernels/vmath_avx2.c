@@ -6,9 +6,11 @@
  * library still runs on any x86-64 CPU. Elsewhere, and in a reference
  * build, the file defines only sw_vmath_impl_avx2, returning NULL.
  */
+#include <stddef.h>
+
 #include "op/kernels/vmath.h"
 
-#if !defined(SW_REFERENCE_KERNELS) && defined(__x86_64__) &&                  \
+#if !defined(SW_REFERENCE_KERNELS) && defined(__x86_64__) &&                   \
     (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -16,7 +18,7 @@
 #include <stdint.h>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))),             \
+#pragma clang attribute push(__attribute__((target("avx2,fma"))),              \
                              apply_to = function)
 #else
 #pragma GCC push_options

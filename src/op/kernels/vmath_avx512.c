@@ -5,9 +5,11 @@
  * hands them out only where cpuid reports AVX-512F; elsewhere, and in a
  * reference build, it returns NULL.
  */
+#include <stddef.h>
+
 #include "op/kernels/vmath.h"
 
-#if !defined(SW_REFERENCE_KERNELS) && defined(__x86_64__) &&                  \
+#if !defined(SW_REFERENCE_KERNELS) && defined(__x86_64__) &&                   \
     (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -15,7 +17,7 @@
 #include <stdint.h>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))),     \
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))),      \
                              apply_to = function)
 #else
 #pragma GCC push_options
@@ -81,9 +83,8 @@ static inline vf vf_neg(vf a) {
 }
 static inline vf vf_copysign(vf mag, vf sign) {
     /* Bits from mag where the mask is set (all but the sign), else sign. */
-    return vi_as_f(_mm512_ternarylogic_epi32(_mm512_set1_epi32(0x7fffffff),
-                                             vf_bits(mag), vf_bits(sign),
-                                             0xca));
+    return vi_as_f(_mm512_ternarylogic_epi32(
+        _mm512_set1_epi32(0x7fffffff), vf_bits(mag), vf_bits(sign), 0xca));
 }
 static inline vm vf_lt(vf a, vf b) {
     return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ);
@@ -112,9 +113,6 @@ static inline vi vi_min(vi a, vi b) {
 static inline vi vi_max(vi a, vi b) {
     return _mm512_max_epi32(a, b);
 }
-static inline vi vi_sra1(vi a) {
-    return _mm512_srai_epi32(a, 1);
-}
 static inline vi vi_sll23(vi a) {
     return _mm512_slli_epi32(a, 23);
 }
@@ -124,6 +122,12 @@ static inline vi vi_srl22(vi a) {
 /* The eight entries sit in the low half; indices never exceed 7. */
 static inline vf vf_lookup8(const float *t, vi i) {
     return _mm512_permutexvar_ps(i, _mm512_castps256_ps512(_mm256_loadu_ps(t)));
+}
+
+/* y * 2^n with one rounding, as the two products of the other paths. */
+#define VM_HAVE_SCALE 1
+static inline vf vf_scale(vf y, vi n) {
+    return _mm512_scalef_ps(y, _mm512_cvtepi32_ps(n));
 }
 
 #include "op/kernels/vmath_body.h"

@@ -19,8 +19,9 @@
  *   vf_lt, vf_gt, vf_ge, vf_eq   quiet ordered compares (false on NaN)
  *   vf_sel(m, a, b)         m ? a : b per lane
  *   vf_bits, vi_as_f        reinterpretation
- *   vi_add, vi_sub, vi_min, vi_max, vi_sra1 (arithmetic >> 1),
- *   vi_sll23, vi_srl22      int32 lane arithmetic (two's complement wrap)
+ *   vi_add, vi_sub, vi_min, vi_max, vi_sll23, vi_srl22, and vi_sra1
+ *   (arithmetic >> 1, only without VM_HAVE_SCALE)
+ *                           int32 lane arithmetic (two's complement wrap)
  *   vf_lookup8(t, i)        t[i] per lane for i in [0, 7]
  *   VM_INLINE, VM_NAME      the forced-inline keyword, the path's name
  *
@@ -41,31 +42,30 @@
 
 #define VM_MAGIC 0x1.8p23f
 #define VM_LOG2E 1.44269502f
-#define VM_LN2_HI 0x1.62e43p-1f            /* ln 2 rounded to float */
-#define VM_LN2_LO -1.90465421e-09f         /* ln 2 - VM_LN2_HI */
-#define VM_INV_SQRT_2PI 0.398942280f       /* 1/sqrt(2 pi) */
+#define VM_LN2_HI 0x1.62e43p-1f      /* ln 2 rounded to float */
+#define VM_LN2_LO -1.90465421e-09f   /* ln 2 - VM_LN2_HI */
+#define VM_INV_SQRT_2PI 0.398942280f /* 1/sqrt(2 pi) */
 #define VM_SQRT2 1.41421354f
 
 /* e^r = 1 + r + r^2 P(r) on |r| <= 0.3467; 0.0021 x 2^-24. */
-static const float vm_exp_p[6] = {0.5f,          0.166666642f,
-                                  0.0416664593f, 0.00833389536f,
+static const float vm_exp_p[6] = {0.5f,           0.166666642f,
+                                  0.0416664593f,  0.00833389536f,
                                   0.00139354216f, 0.00019570296f};
 
 /* tanh x = x + x^3 P(x^2) on |x| <= 0.5625; 0.0245 x 2^-24. */
-static const float vm_tanh_p[5] = {-0.333333164f, 0.133325189f,
-                                   -0.0538431518f, 0.0210274216f,
-                                   -0.00620427728f};
+static const float vm_tanh_p[5] = {-0.333333164f, 0.133325189f, -0.0538431518f,
+                                   0.0210274216f, -0.00620427728f};
 
 /* log(1+f) = f - f^2/2 + f^3 Q(f) on [sqrt(2)/2 - 1, sqrt(2) - 1];
  * 0.0149 x 2^-24. */
-static const float vm_log1p_q[9] = {
-    0.333333105f,  -0.250000149f, 0.200022399f,  -0.16667752f,  0.142171264f,
-    -0.124086805f, 0.119084269f,  -0.116650186f, 0.0668957382f};
+static const float vm_log1p_q[9] = {0.333333105f, -0.250000149f, 0.200022399f,
+                                    -0.16667752f, 0.142171264f,  -0.124086805f,
+                                    0.119084269f, -0.116650186f, 0.0668957382f};
 
 /* gelu x = x/2 + x^2 P(x^2) on |x| <= 0.5 (relative to |gelu| of the
  * negative side); 0.0390 x 2^-24. */
-static const float vm_gelu_p[4] = {0.398942262f, -0.0664894804f,
-                                   0.00996119156f, -0.00112288818f};
+static const float vm_gelu_p[4] = {0.398942262f, -0.0664894804f, 0.00996119156f,
+                                   -0.00112288818f};
 
 /*
  * h(a) = erfc(a/sqrt 2)/2 = e^(-a^2/2) H(a) for a >= 0.5, H on eight
@@ -81,8 +81,8 @@ static const float vm_gelu_h[10][8] = {
      0.0769193023f, 0.0558934808f, 0.0330189727f},
     {-0.173767939f, -0.110491879f, -0.0747868717f, -0.045613952f,
      -0.0267342422f, -0.0143457549f, -0.00768790301f, -0.00271462742f},
-    {0.0849516094f, 0.0463227965f, 0.0271760281f, 0.0136483032f,
-     0.00638761418f, 0.00259529892f, 0.00103910186f, 0.000221717259f},
+    {0.0849516094f, 0.0463227965f, 0.0271760281f, 0.0136483032f, 0.00638761418f,
+     0.00259529892f, 0.00103910186f, 0.000221717259f},
     {-0.0366829447f, -0.0175294224f, -0.00907453988f, -0.00383114209f,
      -0.00145916606f, -0.000456489041f, -0.000138120027f, -1.79929812e-05f},
     {0.0144550735f, 0.00609927299f, 0.00289851683f, 0.00101647968f,
@@ -116,12 +116,27 @@ static inline vf vm_pow2i(vi n) {
 /*
  * y * 2^n rounded once, for n in [-252, 254] and y * 2^(n>>1) normal:
  * the first product is exact, the second rounds (to a subnormal, zero or
- * infinity where the result is out of range).
+ * infinity where the result is out of range). vm_ldexp is the same for n
+ * in [-126, 127], with one product. A path with an instruction for this
+ * (AVX-512's vscalefps rounds y * 2^n once, as these do) defines
+ * VM_HAVE_SCALE and vf_scale(y, n) instead.
  */
+#if defined(VM_HAVE_SCALE)
+static inline vf vm_scale(vf y, vi n) {
+    return vf_scale(y, n);
+}
+static inline vf vm_ldexp(vf y, vi n) {
+    return vf_scale(y, n);
+}
+#else
 static inline vf vm_scale(vf y, vi n) {
     vi h = vi_sra1(n);
     return vf_mul(vf_mul(y, vm_pow2i(h)), vm_pow2i(vi_sub(n, h)));
 }
+static inline vf vm_ldexp(vf y, vi n) {
+    return vf_mul(y, vm_pow2i(n));
+}
+#endif
 
 /*
  * e^x = 2^n (a + b) for x in [-110, 89] (callers clamp): a is e^r
@@ -165,10 +180,10 @@ static inline vf vm_clamp(vf x, float lo, float hi) {
 /*
  * The pieces of 1/(1+t) for t = e^v, v in [-110, 0]: t = ta + tb (ta =
  * a 2^n, tb = b 2^n, exact for n >= -100; lanes below that only need t as
- * a negligible addend, and 2^-100 keeps both parts normal), q = 1/(1+t) rounded and e with q + e within
- * about 2^-46 of 1/(1+t). d = 1 + ta is split exactly into d + dl
- * (Fast2Sum, ta <= 1), and e = q * rem with rem = 1 - q (d + dl), whose
- * first part fma(-q, d, 1) is the exact remainder of the division.
+ * a negligible addend, and 2^-100 keeps both parts normal), q = 1/(1+t) rounded
+ * and e with q + e within about 2^-46 of 1/(1+t). d = 1 + ta is split exactly
+ * into d + dl (Fast2Sum, ta <= 1), and e = q * rem with rem = 1 - q (d + dl),
+ * whose first part fma(-q, d, 1) is the exact remainder of the division.
  */
 typedef struct vm_recip {
     vf ta, tb, q, e;
@@ -180,9 +195,9 @@ static inline vm_recip vm_recip_1pexp(vf v) {
     vm_recip s;
     vf kf;
     vm_exp_core(v, &s.a, &s.b, &s.n, &kf);
-    vf t2 = vm_pow2i(vi_max(s.n, vi_set(-100)));
-    s.ta = vf_mul(s.a, t2);
-    s.tb = vf_mul(s.b, t2);
+    vi m = vi_max(s.n, vi_set(-100));
+    s.ta = vm_ldexp(s.a, m);
+    s.tb = vm_ldexp(s.b, m);
     vf one = vf_set(1.0f);
     vf d = vf_add(one, s.ta);
     vf dl = vf_add(vf_add(vf_sub(one, d), s.ta), s.tb);
@@ -205,8 +220,7 @@ static inline vf vm_exp(vf x) {
     vi n;
     vf zero = vf_set(0.0f);
     vm under = vf_lt(x, vf_set(-104.0f));
-    vm_exp_core(vf_min(vf_set(89.0f), vf_sel(under, zero, x)), &a, &b, &n,
-                &kf);
+    vm_exp_core(vf_min(vf_set(89.0f), vf_sel(under, zero, x)), &a, &b, &n, &kf);
     return vf_sel(under, zero, vm_scale(a, n));
 }
 
@@ -299,8 +313,8 @@ static inline vf vm_softplus(vf x) {
     vf a, b, kf;
     vi n;
     vm_exp_core(v, &a, &b, &n, &kf);
-    vf t2 = vm_pow2i(vi_max(n, vi_set(-100)));
-    vf ta = vf_mul(a, t2), tb = vf_mul(b, t2);
+    vi nm = vi_max(n, vi_set(-100));
+    vf ta = vm_ldexp(a, nm), tb = vm_ldexp(b, nm);
     vf one = vf_set(1.0f), half = vf_set(0.5f);
     vf d = vf_sub(ta, one);
     vf dl = vf_sub(ta, vf_add(d, one));
