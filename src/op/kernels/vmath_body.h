@@ -26,9 +26,9 @@
  *   VM_INLINE, VM_NAME      the forced-inline keyword, the path's name
  *
  * Only operations that IEEE 754 defines exactly appear, so every path
- * gives the same bits. Rounding to an integer uses the 1.5*2**23 trick
- * (x + 0x1.8p23 - 0x1.8p23 is x rounded to nearest even for |x| < 2**22),
- * which also leaves the integer in the low bits of the sum.
+ * gives the same bits (for NaN results: some NaN). Rounding to an integer uses
+ * the 1.5*2**23 trick (x + 0x1.8p23 - 0x1.8p23 is x rounded to nearest even for
+ * |x| < 2**22), which also leaves the integer in the low bits of the sum.
  *
  * The coefficients come from tools/vmath_fit.py: weighted least-squares
  * fits on Chebyshev nodes against the functions in double, weighted so
