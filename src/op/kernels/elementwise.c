@@ -75,8 +75,7 @@ enum {
     POW_GRAD_1,
     POW_GRAD_2,
     POW_GRAD_3,
-    POW_GRAD_HALF,
-    POW_GRAD_M1,
+    POW_GRAD_HALF, /* (e = 0 keeps its own rule, so no x**-1 form) */
     POW_NONE
 };
 
