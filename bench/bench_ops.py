@@ -12,6 +12,9 @@ project tracks:
   elements, at 1 and 2 threads (``sw.set_num_threads``) beside NumPy and
   PyTorch at 1 and 2 threads (``torch.set_num_threads``): add / relu /
   sum at 4e6 were 0.53x PyTorch on two cores when the kernels ran on one;
+* exp, tanh, sigmoid, gelu and silu on 4M compact Float32 elements: at
+  least 1.0x PyTorch where possible (ours on one thread; PyTorch on its
+  default threads), printed with the ULP bound of our function;
 * the Python cost of ``sw.add`` on two 4-element tensors without grad:
   at most 1.2x NumPy's ``np.add`` on the same arrays;
 * the same call with autograd on (differentiable Float32 inputs, grad
@@ -184,6 +187,50 @@ def print_thread_rows(rows):
     print("(ratios: 2t/1t is our speed-up; vs np and vs torch 2t are peer time / ours at 2t)")
 
 
+# The largest error over all float32 inputs, in ULP, of each activation
+# (src/op/kernels/vmath.h, docs/VMATH.md).
+ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 0.61, "gelu": 2.29, "silu": 0.62}
+
+
+def activation_rows_at(n: int):
+    """The vectorised activations on n elements beside NumPy formulas and
+    PyTorch: (op, n, ours s, numpy s, torch s or None) per op."""
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(n, dtype=np.float32) * 3).astype(np.float32)
+    ta = wrap(a, layout([n], [1]))
+    peers = {
+        "exp": partial(np.exp, a),
+        "tanh": partial(np.tanh, a),
+        "sigmoid": lambda: 1 / (1 + np.exp(-a)),
+        # NumPy has no erf: the tanh form of gelu stands in for it.
+        "gelu": lambda: 0.5 * a * (1 + np.tanh(0.7978846 * (a + 0.044715 * a**3))),
+        "silu": lambda: a / (1 + np.exp(-a)),
+    }
+    ours = {op: partial(getattr(sw, op), ta) for op in peers}
+    torch_fns = {}
+    if torch is not None:
+        xt = torch.from_numpy(a)
+        f = torch.nn.functional
+        torch_fns = {
+            "exp": partial(torch.exp, xt),
+            "tanh": partial(torch.tanh, xt),
+            "sigmoid": partial(torch.sigmoid, xt),
+            "gelu": partial(f.gelu, xt),
+            "silu": partial(f.silu, xt),
+        }
+    rows = []
+    with sw.no_grad():
+        for op in ours:
+            t_ours, t_np = best(ours[op]), best(peers[op])
+            t_torch = best(torch_fns[op]) if torch_fns else None
+            rows.append((op, n, t_ours, t_np, t_torch))
+    return rows
+
+
+def activation_rows():
+    return activation_rows_at(4_000_000) + activation_rows_at(1_000_000)
+
+
 def matmul_row():
     rng = np.random.default_rng(1)
     m = 1024
@@ -236,6 +283,17 @@ def main():
     for op, name, t_ours, t_np, ratio in elementwise_rows():
         print(f"{op:6} {name:11} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {ratio:11.2f}x")
     print_thread_rows(thread_rows())
+    print(
+        f"\n{'op':8} {'n':>8} {'ours ms':>9} {'numpy ms':>9} {'torch ms':>9} "
+        f"{'ours/numpy':>11} {'ours/torch':>11} {'ULP bound':>10}"
+    )
+    for op, n, t_ours, t_np, t_torch in activation_rows():
+        torch_ms = f"{t_torch * 1e3:9.3f}" if t_torch else f"{'-':>9}"
+        ratio = f"{t_torch / t_ours:10.2f}x" if t_torch else f"{'-':>11}"
+        print(
+            f"{op:8} {n:8d} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {torch_ms} "
+            f"{t_np / t_ours:10.2f}x {ratio} {ULP_BOUND[op]:10.2f}"
+        )
     t_ours, t_np = matmul_row()
     print(
         f"\nmatmul 1024x1024 float32: ours {t_ours * 1e3:.2f} ms, numpy "

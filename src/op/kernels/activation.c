@@ -6,18 +6,36 @@
  * op (act_f32, act_grad_f32) and the run helpers are forced inline into
  * one case per op, so every loop body is branch-free on the op.
  *
+ * The transcendental activations (exp, sigmoid, tanh, gelu, silu,
+ * softplus, elu) and their gradients from x come from vmath.h, whose
+ * paths (scalar, AVX2, AVX-512, chosen at run time) give the same bits:
+ * unit-stride runs call its array functions directly (through a buffer
+ * when the output is streamed), strided runs gather up to SW_KSTAGE
+ * elements into a buffer and scatter the results, and the reference
+ * build calls its scalar form per element. So every layout and every
+ * build computes the same values. Gradients from a saved y (exp, sigmoid,
+ * tanh) are plain arithmetic on y, vectorised by the compiler.
+ *
  * Vectoriser report (gcc 12, x86-64 baseline, -O2, -fopt-info-vec): the
  * contiguous chunk loops of RELU forward and backward and of the Int32
  * relu are "loop vectorized using 16 byte vectors". LEAKY_RELU stays
  * scalar: its select follows an ordered compare that may trap on NaN, and
- * gcc will not if-convert that under the default -ftrapping-math. The
- * others call expf/tanhf/erff/log1pf/expm1f per element and stay scalar,
- * as libm has no vector entry points without -ffast-math.
+ * gcc will not if-convert that under the default -ftrapping-math.
  */
 #include <math.h>
 
 #include "op/kernels/kcommon.h"
+#include "op/kernels/vmath.h"
 #include "strideweave/registry.h"
+
+/*
+ * The expressions of the gradients from y are written as vmath's
+ * backward forms compute them; no contraction into fused steps, so both
+ * give the same bits.
+ */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 /* A kernel's name in messages: its operation's, from the registry. */
 static const char *act_name(sw_kact op) {
@@ -35,37 +53,41 @@ static const char *act_name(sw_kact op) {
                                         : "activation";
 }
 
-/* 1/sqrt(2) and 1/sqrt(2*pi), rounded to float. */
-#define SW_INV_SQRT2 0.70710678118654752f
-#define SW_INV_SQRT_2PI 0.39894228040143268f
-
-/* Numerically stable: never exponentiates a positive number. */
-static inline float sigmoid_f32(float x) {
-    if (x >= 0.0f)
-        return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
+/* The vmath function of an op, or -1 for the piecewise-linear ones. */
+static inline int act_vfn(sw_kact op) {
+    switch (op) {
+    case SW_KACT_EXP:
+        return SW_VMATH_EXP;
+    case SW_KACT_SIGMOID:
+        return SW_VMATH_SIGMOID;
+    case SW_KACT_TANH:
+        return SW_VMATH_TANH;
+    case SW_KACT_GELU:
+        return SW_VMATH_GELU;
+    case SW_KACT_SILU:
+        return SW_VMATH_SILU;
+    case SW_KACT_SOFTPLUS:
+        return SW_VMATH_SOFTPLUS;
+    case SW_KACT_ELU:
+        return SW_VMATH_ELU;
+    default:
+        return -1;
+    }
 }
 
 /* The one switch on the op for forward values. */
 static inline float act_f32(sw_kact op, float x) {
     switch (op) {
     case SW_KACT_EXP:
-        return expf(x);
+    case SW_KACT_SIGMOID:
+    case SW_KACT_TANH:
+    case SW_KACT_GELU:
+    case SW_KACT_SILU:
+    case SW_KACT_SOFTPLUS:
+    case SW_KACT_ELU:
+        return sw_vmath_f32((sw_vmath_fn)act_vfn(op), x);
     case SW_KACT_RELU:
         return x > 0.0f ? x : 0.0f;
-    case SW_KACT_SIGMOID:
-        return sigmoid_f32(x);
-    case SW_KACT_TANH:
-        return tanhf(x);
-    case SW_KACT_GELU:
-        return 0.5f * x * (1.0f + erff(x * SW_INV_SQRT2));
-    case SW_KACT_SILU:
-        return x * sigmoid_f32(x);
-    case SW_KACT_SOFTPLUS:
-        return log1pf(expf(-fabsf(x))) + (x > 0.0f ? x : 0.0f);
-    case SW_KACT_ELU:
-        return x > 0.0f ? x : expm1f(x);
     case SW_KACT_LEAKY_RELU:
         return x >= 0.0f ? x : 0.01f * x;
     default:
@@ -81,28 +103,20 @@ static inline float act_grad_f32(sw_kact op, float g, float x, float y,
                                  int has_y) {
     switch (op) {
     case SW_KACT_EXP:
-        return g * (has_y ? y : expf(x));
+        return has_y ? g * y : sw_vmath_grad1_f32(SW_VMATH_EXP, g, x);
     case SW_KACT_RELU:
         return x > 0.0f ? g : 0.0f;
-    case SW_KACT_SIGMOID: {
-        float s = has_y ? y : sigmoid_f32(x);
-        return g * s * (1.0f - s);
-    }
-    case SW_KACT_TANH: {
-        float t = has_y ? y : tanhf(x);
-        return g * (1.0f - t * t);
-    }
+    case SW_KACT_SIGMOID:
+        return has_y ? g * y * (1.0f - y)
+                     : sw_vmath_grad1_f32(SW_VMATH_SIGMOID, g, x);
+    case SW_KACT_TANH:
+        return has_y ? g * (1.0f - y * y)
+                     : sw_vmath_grad1_f32(SW_VMATH_TANH, g, x);
     case SW_KACT_GELU:
-        return g * (0.5f * (1.0f + erff(x * SW_INV_SQRT2)) +
-                    x * expf(-0.5f * x * x) * SW_INV_SQRT_2PI);
-    case SW_KACT_SILU: {
-        float s = sigmoid_f32(x);
-        return g * (s + x * s * (1.0f - s));
-    }
+    case SW_KACT_SILU:
     case SW_KACT_SOFTPLUS:
-        return g * sigmoid_f32(x);
     case SW_KACT_ELU:
-        return x > 0.0f ? g : g * expf(x);
+        return sw_vmath_grad1_f32((sw_vmath_fn)act_vfn(op), g, x);
     case SW_KACT_LEAKY_RELU:
         return x >= 0.0f ? g : 0.01f * g;
     default:
@@ -112,8 +126,76 @@ static inline float act_grad_f32(sw_kact op, float g, float x, float y,
 
 /* ------------------------------------------------------------ forward */
 
+/* o[0..n) = f(x[0..n)) through vmath's array form of the op. */
+static inline void act_vec(sw_kact op, const float *x, float *o, int64_t n) {
+    switch (op) {
+    case SW_KACT_EXP:
+        sw_vexp_f32(x, o, n);
+        break;
+    case SW_KACT_SIGMOID:
+        sw_vsigmoid_f32(x, o, n);
+        break;
+    case SW_KACT_TANH:
+        sw_vtanh_f32(x, o, n);
+        break;
+    case SW_KACT_GELU:
+        sw_vgelu_f32(x, o, n);
+        break;
+    case SW_KACT_SILU:
+        sw_vsilu_f32(x, o, n);
+        break;
+    case SW_KACT_SOFTPLUS:
+        sw_vsoftplus_f32(x, o, n);
+        break;
+    case SW_KACT_ELU:
+        sw_velu_f32(x, o, n);
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * A run of an op with a vmath form: unit stride straight through (a
+ * streamed output through a stack buffer of SW_KSTAGE results); other
+ * strides gathered into the buffer and scattered back, which in place
+ * reads every element before it is written.
+ */
+static SW_ALWAYS_INLINE void act_vrun(sw_kact op, int64_t n, float *o,
+                                      int64_t so, const float *x, int64_t sx) {
+    float r[SW_KSTAGE];
+    if (so == 1 && sx == 1) {
+        if (!sw_kstream_run(n, 2)) {
+            act_vec(op, x, o, n);
+            return;
+        }
+        int64_t j = sw_kstream_head(o, n);
+        act_vec(op, x, o, j);
+        for (; j + SW_KSTAGE <= n; j += SW_KSTAGE) {
+            act_vec(op, x + j, r, SW_KSTAGE);
+            for (int t = 0; t < SW_KSTAGE; t += SW_KCHUNK)
+                sw_kstream_chunk(o + j + t, r + t);
+        }
+        sw_kstream_fence();
+        act_vec(op, x + j, o + j, n - j);
+        return;
+    }
+    for (int64_t j = 0; j < n; j += SW_KSTAGE) {
+        int64_t m = n - j < SW_KSTAGE ? n - j : SW_KSTAGE;
+        for (int64_t t = 0; t < m; ++t)
+            r[t] = x[(j + t) * sx];
+        act_vec(op, r, r, m);
+        for (int64_t t = 0; t < m; ++t)
+            o[(j + t) * so] = r[t];
+    }
+}
+
 static SW_ALWAYS_INLINE void act_run(sw_kact op, int64_t n, float *o,
                                      int64_t so, const float *x, int64_t sx) {
+    if (SW_KERNELS_FAST && act_vfn(op) >= 0) {
+        act_vrun(op, n, o, so, x, sx);
+        return;
+    }
     if (SW_KERNELS_FAST && so == 1 && sx == 1) {
         int64_t j = 0;
         if (sw_kstream_run(n, 2)) {
@@ -246,10 +328,77 @@ typedef struct grad_ctx {
     int has_y;
 } grad_ctx;
 
+/* o[0..n) = g * f'(x) through vmath's backward form of the op. */
+static inline void grad_vec(sw_kact op, const float *g, const float *x,
+                            float *o, int64_t n) {
+    switch (op) {
+    case SW_KACT_EXP:
+        sw_vexp_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_SIGMOID:
+        sw_vsigmoid_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_TANH:
+        sw_vtanh_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_GELU:
+        sw_vgelu_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_SILU:
+        sw_vsilu_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_SOFTPLUS:
+        sw_vsoftplus_grad_f32(g, x, o, n);
+        break;
+    case SW_KACT_ELU:
+        sw_velu_grad_f32(g, x, o, n);
+        break;
+    default:
+        break;
+    }
+}
+
+/* As act_vrun, for the gradient from x (g and x gathered together). */
+static SW_ALWAYS_INLINE void grad_vrun(sw_kact op, int64_t n, float *o,
+                                       int64_t so, const float *g, int64_t sg,
+                                       const float *x, int64_t sx) {
+    float rg[SW_KSTAGE], rx[SW_KSTAGE];
+    if (so == 1 && sg == 1 && sx == 1) {
+        if (!sw_kstream_run(n, 3)) {
+            grad_vec(op, g, x, o, n);
+            return;
+        }
+        int64_t j = sw_kstream_head(o, n);
+        grad_vec(op, g, x, o, j);
+        for (; j + SW_KSTAGE <= n; j += SW_KSTAGE) {
+            grad_vec(op, g + j, x + j, rx, SW_KSTAGE);
+            for (int t = 0; t < SW_KSTAGE; t += SW_KCHUNK)
+                sw_kstream_chunk(o + j + t, rx + t);
+        }
+        sw_kstream_fence();
+        grad_vec(op, g + j, x + j, o + j, n - j);
+        return;
+    }
+    for (int64_t j = 0; j < n; j += SW_KSTAGE) {
+        int64_t m = n - j < SW_KSTAGE ? n - j : SW_KSTAGE;
+        for (int64_t t = 0; t < m; ++t) {
+            rg[t] = g[(j + t) * sg];
+            rx[t] = x[(j + t) * sx];
+        }
+        grad_vec(op, rg, rx, rx, m);
+        for (int64_t t = 0; t < m; ++t)
+            o[(j + t) * so] = rx[t];
+    }
+}
+
 static SW_ALWAYS_INLINE void grad_run(sw_kact op, int has_y, int64_t n,
                                       float *o, int64_t so, const float *g,
                                       int64_t sg, const float *x, int64_t sx,
                                       const float *y, int64_t sy) {
+    if (SW_KERNELS_FAST && !has_y && act_vfn(op) >= 0) {
+        grad_vrun(op, n, o, so, g, sg, x, sx);
+        return;
+    }
     if (SW_KERNELS_FAST && so == 1 && sg == 1 && sx == 1 && sy == 1) {
         int64_t j = 0;
         if (sw_kstream_run(n, has_y ? 4 : 3)) {

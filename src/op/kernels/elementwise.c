@@ -53,6 +53,58 @@ static const char *elem_name(sw_kelem op) {
 
 /* ------------------------------------------------------------ Float32 */
 
+/*
+ * Float32 pow with the exponents 0, 1, 2, 3, 0.5 and -1 computed without
+ * powf, by the documented expressions of pow_fixed: x**2 is x*x and
+ * x**-1 is 1/x (both correctly rounded), x**3 is x*x*x rounded after
+ * each product, x**0.5 is sqrtf(x) (correctly rounded) with powf's
+ * results at -0 (+0) and -inf (+inf), x**1 is x and x**0 is 1 (also for
+ * NaN, as powf). The gradient g * e * x**(e-1) uses the same expressions
+ * when e - 1 is one of them. Each has an op code of its own past
+ * SW_KELEM_COUNT, so the loops stay branch-free; the vectoriser handles
+ * all but x**0.5 (sqrtf may set errno, so it stays a call per element).
+ */
+enum {
+    POW_0 = SW_KELEM_COUNT,
+    POW_1,
+    POW_2,
+    POW_3,
+    POW_HALF,
+    POW_M1,
+    POW_GRAD_0, /* g * e * x**0, and so on in the same order */
+    POW_GRAD_1,
+    POW_GRAD_2,
+    POW_GRAD_3,
+    POW_GRAD_HALF, /* (e = 0 keeps its own rule, so no x**-1 form) */
+    POW_NONE
+};
+
+/* The code of pow_fixed for exponent e (0 .. 5), or -1. */
+static int pow_kind(float e) {
+    static const float exps[6] = {0.0f, 1.0f, 2.0f, 3.0f, 0.5f, -1.0f};
+    for (int k = 0; k < 6; ++k)
+        if (e == exps[k])
+            return k;
+    return -1;
+}
+
+static inline float pow_fixed(int k, float x) {
+    switch (k) {
+    case 0:
+        return 1.0f;
+    case 1:
+        return x;
+    case 2:
+        return x * x;
+    case 3:
+        return x * x * x;
+    case 4:
+        return x == -INFINITY ? INFINITY : sqrtf(x) + 0.0f;
+    default:
+        return 1.0f / x;
+    }
+}
+
 typedef struct elem_ctx {
     sw_kelem op;
     float s;
@@ -60,7 +112,11 @@ typedef struct elem_ctx {
 } elem_ctx;
 
 /* The value of one element: the one switch on the op for Float32. */
-static inline float elem_f32(sw_kelem op, float a, float b, float c, float s) {
+static inline float elem_f32(int op, float a, float b, float c, float s) {
+    if (op >= POW_0 && op < POW_GRAD_0)
+        return pow_fixed(op - POW_0, a);
+    if (op >= POW_GRAD_0 && op < POW_NONE)
+        return a * s * pow_fixed(op - POW_GRAD_0, b);
     switch (op) {
     case SW_KELEM_ADD:
         return a + b;
@@ -90,14 +146,17 @@ static inline float elem_f32(sw_kelem op, float a, float b, float c, float s) {
  * n elements; unused inputs alias a with a's step, so the contiguous test
  * is the same for every arity, and their loads fold away.
  */
-static SW_ALWAYS_INLINE void elem_f32_run(sw_kelem op, int64_t n, float *o,
+static SW_ALWAYS_INLINE void elem_f32_run(int op, int64_t n, float *o,
                                           int64_t so, const float *a,
                                           int64_t sa, const float *b,
                                           int64_t sb, const float *c,
                                           int64_t sc, float s) {
     if (SW_KERNELS_FAST && so == 1 && sa == 1 && sb == 1 && sc == 1) {
         int64_t j = 0;
-        if (sw_kstream_run(n, 1 + sw_kelem_arity(op))) {
+        int32_t ar = op < SW_KELEM_COUNT ? sw_kelem_arity((sw_kelem)op)
+                     : op < POW_GRAD_0   ? 1
+                                         : 2;
+        if (sw_kstream_run(n, 1 + ar)) {
             for (int64_t h = sw_kstream_head(o, n); j < h; ++j)
                 o[j] = elem_f32(op, a[j], b[j], c[j], s);
             for (; j + SW_KCHUNK <= n; j += SW_KCHUNK) {
@@ -153,10 +212,52 @@ static sw_status elem_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
         elem_f32_run(SW_KELEM_MUL_SCALAR, n, o, so, a, sa, b, sb, c, sc, s);
         break;
     case SW_KELEM_POW_SCALAR:
-        elem_f32_run(SW_KELEM_POW_SCALAR, n, o, so, a, sa, b, sb, c, sc, s);
+        switch (pow_kind(s)) {
+        case 0:
+            elem_f32_run(POW_0, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 1:
+            elem_f32_run(POW_1, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 2:
+            elem_f32_run(POW_2, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 3:
+            elem_f32_run(POW_3, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 4:
+            elem_f32_run(POW_HALF, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 5:
+            elem_f32_run(POW_M1, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        default:
+            elem_f32_run(SW_KELEM_POW_SCALAR, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        }
         break;
     case SW_KELEM_POW_GRAD:
-        elem_f32_run(SW_KELEM_POW_GRAD, n, o, so, a, sa, b, sb, c, sc, s);
+        /* s == 0 keeps its own rule (0 everywhere); s - 1 is exact here. */
+        switch (s == 0.0f ? -1 : pow_kind(s - 1.0f)) {
+        case 0:
+            elem_f32_run(POW_GRAD_0, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 1:
+            elem_f32_run(POW_GRAD_1, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 2:
+            elem_f32_run(POW_GRAD_2, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 3:
+            elem_f32_run(POW_GRAD_3, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        case 4:
+            elem_f32_run(POW_GRAD_HALF, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        default:
+            elem_f32_run(SW_KELEM_POW_GRAD, n, o, so, a, sa, b, sb, c, sc, s);
+            break;
+        }
         break;
     case SW_KELEM_DIV_GRAD_RHS:
         elem_f32_run(SW_KELEM_DIV_GRAD_RHS, n, o, so, a, sa, b, sb, c, sc, s);

@@ -36,8 +36,10 @@
  *   multiply by the mode's extent instead of adding it up, so work is
  *   bounded by the distinct elements, not the logical size (2**62 for
  *   Shape(2**62):Stride(0)).
- * - Float32 math is done in float (expf, tanhf, erff, log1pf, expm1f);
- *   Int32 inputs of Float32 kernels are read as float.
+ * - Float32 math is done in float; the transcendental activations come
+ *   from vmath.h (the same bits on every path and layout, within the ULP
+ *   bounds stated there). Int32 inputs of Float32 kernels are read as
+ *   float.
  * - Kernels are reentrant and thread-safe; they touch no global state
  *   except the error message of the calling thread and the thread pool
  *   (base/pool.h): large walks run in chunks over it (kcommon.h,
@@ -79,7 +81,9 @@ typedef enum sw_kelem {
     SW_KELEM_DIV = 3,          /* in0 / in1 (Float32 only) */
     SW_KELEM_NEG = 4,          /* -in0 */
     SW_KELEM_MUL_SCALAR = 5,   /* in0 * s */
-    SW_KELEM_POW_SCALAR = 6,   /* in0 ** s */
+    SW_KELEM_POW_SCALAR = 6,   /* in0 ** s (Float32: exponents 0, 1, 2, 3,
+                                  0.5 and -1 by the fixed expressions of
+                                  elementwise.c, others by powf) */
     SW_KELEM_POW_GRAD = 7,     /* in0 * s * in1**(s-1), 0 when s == 0; the
                                   backward of pow with g = in0, x = in1
                                   (Float32 only) */
