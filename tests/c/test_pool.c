@@ -1018,6 +1018,57 @@ static void test_optimizer_determinism(void) {
     leak_check(base, "optimizer steps over the pool");
 }
 
+/* GEMM over the pool: the same bits at 1, 2 and 3 threads, for shapes
+ * with several MC blocks, a ragged last block, a transposed A and a
+ * batch, and the pool used only from two blocks of rows. */
+static void test_gemm_determinism(void) {
+    static const char *const shapes[][3] = {
+        /* C, A, B layouts (C[i,j] = sum_k A[i,k] B[j,k]) */
+        {"(700,300):(1,700)", "(700,200):(1,700)", "(300,200):(1,300)"},
+        {"(401,129):(1,401)", "(401,513):(513,1)", "(129,513):(1,129)"},
+        {"(3,300,80):(24000,1,300)", "(3,300,90):(27000,1,300)",
+         "(3,80,90):(7200,1,80)"},
+    };
+    for (int s = 0; s < 3; ++s) {
+        sw_layout *lc = P(shapes[s][0]), *la = P(shapes[s][1]),
+                  *lb = P(shapes[s][2]);
+        int64_t nc = cosize_of(lc), na = cosize_of(la), nb = cosize_of(lb);
+        float *a = floats(na), *b = floats(nb);
+        fill_random(a, na, 11u + (uint32_t)s);
+        fill_random(b, nb, 17u + (uint32_t)s);
+        float *out[3];
+        int64_t jobs_before = sw_pool_jobs();
+        for (int t = 1; t <= 3; ++t) {
+            set_threads(t);
+            out[t - 1] = floats(nc);
+            memset(out[t - 1], 0, (size_t)nc * sizeof(float));
+            sw_kmat c = sw_kmat_of(F(out[t - 1], lc));
+            sw_kmat ka = sw_kmat_of(F(a, la)), kb = sw_kmat_of(F(b, lb));
+            if (s == 2) {
+                c.batch_mode = ka.batch_mode = kb.batch_mode = 0;
+                c.row_mode = ka.row_mode = kb.row_mode = 1;
+                c.col_mode = ka.col_mode = kb.col_mode = 2;
+            }
+            sw_status st = sw_kernel_gemm(c, ka, kb);
+            if (st != SW_OK)
+                bail_out(sw_errmsg());
+        }
+        ok(memcmp(out[0], out[1], (size_t)nc * sizeof(float)) == 0 &&
+               memcmp(out[0], out[2], (size_t)nc * sizeof(float)) == 0,
+           "gemm %s: bit-identical at 1, 2 and 3 threads", shapes[s][0]);
+        ok(s == 2 || sw_pool_jobs() > jobs_before, "gemm %s: ran over the pool",
+           shapes[s][0]);
+        for (int t = 0; t < 3; ++t)
+            free(out[t]);
+        free(a);
+        free(b);
+        sw_layout_release(lc);
+        sw_layout_release(la);
+        sw_layout_release(lb);
+    }
+    set_threads(2);
+}
+
 int main(void) {
     /* Before anything reads the setting. */
     setenv("STRIDEWEAVE_NUM_THREADS", "3", 1);
@@ -1037,5 +1088,6 @@ int main(void) {
     test_kernel_in_chunk();
     test_concurrent_kernels();
     test_optimizer_determinism();
+    test_gemm_determinism();
     return done_testing();
 }

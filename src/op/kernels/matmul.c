@@ -50,12 +50,19 @@
  * Int32: exactly, checked). So a product over Shape(2**40) broadcast
  * rows, columns or contractions costs what the distinct ones cost.
  *
+ * Threads: from 2^21 multiply-adds and two MC blocks of rows, the MC
+ * blocks of each rank-KC update run over the library's pool, each packing
+ * its rows into its thread's own A buffer while the B panel is shared; a
+ * C entry is computed by one thread in one order, so results are the same
+ * for every thread count.
+ *
  * Interrupts: Float32 checks once per MC x KC x NC block (at most 113
  * MFLOP, about a millisecond), Int32 before every entry's walk.
  */
 #include <stdatomic.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "op/kernels/kcommon.h"
 
 static const char accumulation_msg[] = "CPU integer accumulation overflowed";
@@ -366,6 +373,78 @@ typedef struct gemm_f32_job {
     float scale; /* the repeat count of the dropped k modes */
 } gemm_f32_job;
 
+/*
+ * One rank-KC update of one B panel, shared by the threads that work on
+ * it: each chunk is one MC block of rows, packed into its thread's own A
+ * buffer, so a C entry is computed by one thread in the same order for
+ * every thread count.
+ */
+typedef struct gemm_panel {
+    const gemm_f32_job *job;
+    const gemm_kernel *kern;
+    const float *bp;
+    const int64_t *acol, *ccol;
+    int64_t abase, cbase, nc, kc, ldc, pc;
+    int cols_affine, last;
+    /* Per thread slot: an A block and its row tables. */
+    float *ap;
+    int64_t *arow, *crow;
+    int64_t ap_stride, rows_stride;
+} gemm_panel;
+
+static sw_status gemm_block(void *vctx, int64_t chunk, int32_t slot) {
+    const gemm_panel *g = vctx;
+    const gemm_f32_job *job = g->job;
+    const gemm_kernel *kern = g->kern;
+    const int MR = kern->mr, NR = kern->nr;
+    int64_t ic = chunk * kern->mc, M = job->m;
+    int64_t mc = M - ic < kern->mc ? M - ic : kern->mc;
+    int64_t kc = g->kc, nc = g->nc, pc = g->pc, ldc = g->ldc;
+    float *ap = g->ap + slot * g->ap_stride;
+    int64_t *arow = g->arow + slot * g->rows_stride;
+    int64_t *crow = g->crow + slot * g->rows_stride;
+    float tile[SW_GEMM_TILE_MAX];
+    float *cdata = (float *)job->c.data;
+    float scale = job->scale;
+    sw_status st = sw_check_interrupt();
+    if (st)
+        return st;
+    sw_plan_leaves_offsets(job->a.rows, ic, mc, arow);
+    sw_plan_leaves_offsets(job->c.rows, ic, mc, crow);
+    pack_panels(ap, &job->a, g->abase, arow, mc, g->acol, kc, MR);
+    /* Tiles may go straight to C when its rows are unit stride and its
+     * columns evenly spaced. */
+    int direct = SW_KERNELS_FAST && scale == 1.0f && g->cols_affine &&
+                 table_is_affine(crow, mc, 1);
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+        int64_t nr = nc - jr < NR ? nc - jr : NR;
+        const float *bpanel = g->bp + jr * kc;
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+            int64_t mr = mc - ir < MR ? mc - ir : MR;
+            const float *apanel = ap + ir * kc;
+            if (direct && mr == MR && nr == NR) {
+                float *ct = cdata + g->cbase + crow[ir] + g->ccol[jr];
+                kern->fn(kc, apanel, bpanel, ct, ldc, pc > 0);
+                continue;
+            }
+            kern->fn(kc, apanel, bpanel, tile, MR, 0);
+            for (int64_t j = 0; j < nr; ++j) {
+                float *cj = cdata + g->cbase + g->ccol[jr + j];
+                const float *tj = tile + j * MR;
+                for (int64_t i = 0; i < mr; ++i) {
+                    float *ce = cj + crow[ir + i];
+                    float v = pc > 0 ? *ce + tj[i] : tj[i];
+                    *ce = g->last ? v * scale : v;
+                }
+            }
+        }
+    }
+    return SW_OK;
+}
+
+/* Products below this many multiply-adds stay on one thread. */
+#define SW_GEMM_PARALLEL_FMAS ((int64_t)1 << 21)
+
 static sw_status gemm_f32(const gemm_f32_job *job) {
     int64_t M = job->m, N = job->n, K = job->k;
     const gemm_kernel *kern = select_kernel();
@@ -376,83 +455,68 @@ static sw_status gemm_f32(const gemm_f32_job *job) {
     int64_t mc_max = mcap < MC ? mcap : MC;
     int64_t nc_max = ncap < NC ? ncap : NC;
     int64_t kc_max = K < KC ? K : KC;
-    size_t floats = (size_t)(mc_max * kc_max + kc_max * nc_max);
-    size_t tables = (size_t)(2 * mc_max + 2 * nc_max + 2 * kc_max);
+    int64_t mblocks = (M + MC - 1) / MC;
+    double fmas = (double)M * (double)N * (double)K * (double)job->nbatch;
+    int32_t threads = fmas < (double)SW_GEMM_PARALLEL_FMAS || mblocks < 2
+                          ? 1
+                          : sw_pool_threads();
+    if (threads > mblocks)
+        threads = (int32_t)mblocks;
+    /* One A block and its two row tables per thread; B's panel, its row
+     * table and the column tables are shared. */
+    size_t floats = (size_t)(threads * mc_max * kc_max + kc_max * nc_max);
+    size_t tables = (size_t)(threads * 2 * mc_max + 2 * nc_max + 2 * kc_max);
     float *buf =
         sw_alloc_aligned(floats * sizeof(float) + tables * sizeof(int64_t), 0);
     if (!buf)
         return sw_oom();
-    float *ap = buf, *bp = buf + mc_max * kc_max;
-    int64_t *arow = (int64_t *)(void *)(buf + floats);
-    int64_t *crow = arow + mc_max, *brow = crow + mc_max;
+    gemm_panel g;
+    memset(&g, 0, sizeof g);
+    g.job = job;
+    g.kern = kern;
+    g.ap = buf;
+    g.ap_stride = mc_max * kc_max;
+    float *bp = buf + threads * mc_max * kc_max;
+    g.bp = bp;
+    int64_t *tab = (int64_t *)(void *)(buf + floats);
+    g.arow = tab;
+    g.crow = tab + threads * mc_max;
+    g.rows_stride = mc_max;
+    int64_t *brow = g.crow + threads * mc_max;
     int64_t *ccol = brow + nc_max, *acol = ccol + nc_max;
     int64_t *bcol = acol + kc_max;
-    float tile[SW_GEMM_TILE_MAX];
-    gemm_ukernel uk = kern->fn;
-    float *cdata = (float *)job->c.data;
-    float scale = job->scale;
+    g.ccol = ccol;
+    g.acol = acol;
     sw_status st = SW_OK;
 
-    for (int64_t bi = 0; bi < job->nbatch; ++bi) {
+    for (int64_t bi = 0; bi < job->nbatch && !st; ++bi) {
         int64_t boff[3];
         sw_plan_leaves_offsets(job->a.batch, bi, 1, &boff[0]);
         sw_plan_leaves_offsets(job->b.batch, bi, 1, &boff[1]);
         sw_plan_leaves_offsets(job->c.batch, bi, 1, &boff[2]);
-        int64_t abase = job->a.offset + boff[0];
+        g.abase = job->a.offset + boff[0];
         int64_t bbase = job->b.offset + boff[1];
-        int64_t cbase = job->c.offset + boff[2];
-        for (int64_t jc = 0; jc < N; jc += NC) {
+        g.cbase = job->c.offset + boff[2];
+        for (int64_t jc = 0; jc < N && !st; jc += NC) {
             int64_t nc = N - jc < NC ? N - jc : NC;
             sw_plan_leaves_offsets(job->b.rows, jc, nc, brow);
             sw_plan_leaves_offsets(job->c.cols, jc, nc, ccol);
-            int64_t ldc = nc > 1 ? ccol[1] - ccol[0] : 0;
-            int cols_affine = table_is_affine(ccol, nc, ldc);
-            for (int64_t pc = 0; pc < K; pc += KC) {
+            g.nc = nc;
+            g.ldc = nc > 1 ? ccol[1] - ccol[0] : 0;
+            g.cols_affine = table_is_affine(ccol, nc, g.ldc);
+            for (int64_t pc = 0; pc < K && !st; pc += KC) {
                 int64_t kc = K - pc < KC ? K - pc : KC;
                 sw_plan_leaves_offsets(job->a.cols, pc, kc, acol);
                 sw_plan_leaves_offsets(job->b.cols, pc, kc, bcol);
                 pack_panels(bp, &job->b, bbase, brow, nc, bcol, kc, NR);
+                g.kc = kc;
+                g.pc = pc;
                 /* The scale goes on each entry once its sum is complete. */
-                int last = pc + kc == K;
-                for (int64_t ic = 0; ic < M; ic += MC) {
-                    if ((st = sw_check_interrupt()))
-                        goto done;
-                    int64_t mc = M - ic < MC ? M - ic : MC;
-                    sw_plan_leaves_offsets(job->a.rows, ic, mc, arow);
-                    sw_plan_leaves_offsets(job->c.rows, ic, mc, crow);
-                    pack_panels(ap, &job->a, abase, arow, mc, acol, kc, MR);
-                    /* Tiles may go straight to C when its rows are unit
-                     * stride and its columns evenly spaced. */
-                    int direct = SW_KERNELS_FAST && scale == 1.0f &&
-                                 cols_affine && table_is_affine(crow, mc, 1);
-                    for (int64_t jr = 0; jr < nc; jr += NR) {
-                        int64_t nr = nc - jr < NR ? nc - jr : NR;
-                        const float *bpanel = bp + jr * kc;
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            int64_t mr = mc - ir < MR ? mc - ir : MR;
-                            const float *apanel = ap + ir * kc;
-                            if (direct && mr == MR && nr == NR) {
-                                float *ct = cdata + cbase + crow[ir] + ccol[jr];
-                                uk(kc, apanel, bpanel, ct, ldc, pc > 0);
-                                continue;
-                            }
-                            uk(kc, apanel, bpanel, tile, MR, 0);
-                            for (int64_t j = 0; j < nr; ++j) {
-                                float *cj = cdata + cbase + ccol[jr + j];
-                                const float *tj = tile + j * MR;
-                                for (int64_t i = 0; i < mr; ++i) {
-                                    float *ce = cj + crow[ir + i];
-                                    float v = pc > 0 ? *ce + tj[i] : tj[i];
-                                    *ce = last ? v * scale : v;
-                                }
-                            }
-                        }
-                    }
-                }
+                g.last = pc + kc == K;
+                st = sw_parallel_for(mblocks, threads, gemm_block, &g);
             }
         }
     }
-done:
     sw_free_aligned(buf);
     return st;
 }
