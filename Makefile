@@ -92,6 +92,7 @@ bench: install
 	$(VPY) bench/bench_dlpack.py
 	$(VPY) bench/bench_move.py
 	$(VPY) bench/bench_profiler.py
+	$(VPY) bench/bench_train_sizes.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \

@@ -1,0 +1,132 @@
+"""Training steps at the sizes users run, beside the same models in PyTorch.
+
+Two models, float32, MSE loss, SGD (lr 0.01), a step being forward,
+reading the loss as a Python float, zero_grad, backward and the optimizer
+step in both frameworks:
+
+* MLP 784-256-10 (Linear, ReLU, Linear), batch 128;
+* one Linear 4096x4096, batch 256.
+
+The floor the project tracks is 0.9x PyTorch's steps per second for both.
+The two frameworks run alternately in one process, best of REPEATS runs of
+STEPS steps each, with the thread counts each uses by default (both: all
+cores). Timing never decides a test; this is a report.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import strideweave as sw
+import strideweave.friendly as F
+import strideweave.nn as nn
+
+try:
+    import torch
+except ImportError:  # the report then has our column only
+    torch = None
+
+REPEATS = 5
+
+
+class MLP(sw.Module):
+    def __init__(self, sizes, rng):
+        super().__init__()
+        self.first = nn.Linear(sizes[0], sizes[1], rng=rng)
+        self.act = nn.ReLU()
+        self.second = nn.Linear(sizes[1], sizes[2], rng=rng)
+
+    def forward(self, x):
+        return self.second(self.act(self.first(x)))
+
+
+def ours(model, batch, n_in, n_out, steps):
+    rng = random.Random(1)
+    x = F.rand(batch, n_in, rng=rng)
+    target = F.rand(batch, n_out, rng=rng)
+    loss_fn = nn.MSELoss()
+    opt = nn.SGD(model.parameters(), lr=0.01)
+
+    def run():
+        for _ in range(steps):
+            loss = loss_fn(model(x), target)
+            F.item(loss)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    return run
+
+
+def theirs(model, batch, n_in, n_out, steps):
+    x = torch.rand(batch, n_in)
+    target = torch.rand(batch, n_out)
+    loss_fn = torch.nn.MSELoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def run():
+        for _ in range(steps):
+            loss = loss_fn(model(x), target)
+            loss.item()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    return run
+
+
+def best(fn):
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def row(name, make_ours, make_theirs, steps):
+    run_ours = make_ours()
+    run_theirs = make_theirs() if torch is not None else None
+    run_ours()  # warm up both
+    if run_theirs is not None:
+        run_theirs()
+    t_ours = best(run_ours) / steps
+    if run_theirs is None:
+        print(f"{name:28} ours {t_ours * 1e3:8.3f} ms/step")
+        return
+    t_theirs = best(run_theirs) / steps
+    print(
+        f"{name:28} ours {t_ours * 1e3:8.3f} ms/step  torch {t_theirs * 1e3:8.3f} ms/step"
+        f"  ours/torch {t_theirs / t_ours:5.2f}x (floor 0.9x)"
+    )
+
+
+def main():
+    print(f"StrideWeave training steps, {sw.get_num_threads()} threads", end="")
+    print(f"; PyTorch {torch.__version__}, {torch.get_num_threads()} threads" if torch else "")
+    rng = random.Random(0)
+    row(
+        "MLP 784-256-10, batch 128",
+        lambda: ours(MLP((784, 256, 10), rng), 128, 784, 10, 20),
+        lambda: theirs(
+            torch.nn.Sequential(
+                torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+            ),
+            128,
+            784,
+            10,
+            20,
+        ),
+        20,
+    )
+    row(
+        "Linear 4096x4096, batch 256",
+        lambda: ours(nn.Linear(4096, 4096, rng=rng), 256, 4096, 4096, 3),
+        lambda: theirs(torch.nn.Linear(4096, 4096), 256, 4096, 4096, 3),
+        3,
+    )
+
+
+if __name__ == "__main__":
+    main()
