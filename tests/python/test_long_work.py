@@ -136,8 +136,9 @@ def test_gradients_over_a_huge_broadcast_finish_at_once():
 # A child starts a long kernel on its main thread, the test sends it SIGINT
 # shortly after, and the child must report what its handler raised well
 # within a second of the signal. Without the interrupt check the exception
-# came only when the kernel ended: a 5000 x 5000 matmul runs for about 5 s
-# on the development machine (4000 x 4000 for the reverse pass, twice that).
+# came only when the kernel ended: an 8000 x 8000 matmul runs for over 3 s
+# on two cores of the development machine with the AVX-512 GEMM (6000 x
+# 6000 for the reverse pass, two such products).
 # The bound asserted is generous so that load cannot make the tests flaky;
 # the old behaviour misses it by seconds.
 
@@ -199,7 +200,7 @@ def interrupt_child(code):
 def test_ctrl_c_stops_a_long_matmul_at_once():
     out, elapsed = interrupt_child(
         """
-        a = square(5000)
+        a = square(8000)
         print("start", flush=True)
         try:
             sw.matmul(a, a)
@@ -224,7 +225,7 @@ def test_ctrl_c_raises_what_a_python_handler_raises():
         def stop(signum, frame):
             raise Stop("from the handler")
         signal.signal(signal.SIGINT, stop)
-        a = square(5000)
+        a = square(8000)
         print("start", flush=True)
         try:
             sw.matmul(a, a)
@@ -245,7 +246,12 @@ def test_a_handler_that_returns_lets_the_operation_finish():
         signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
         a = square(3000, 1.0)
         print("start", flush=True)
-        c = sw.matmul(a, a)
+        # Products until the signal has come (a fast machine finishes one
+        # before it does); it lands inside one of them.
+        for _ in range(1000):
+            c = sw.matmul(a, a)
+            if seen:
+                break
         print("finished", seen == [signal.SIGINT], c[0], c[3000 * 3000 - 1])
         """
     )
@@ -279,7 +285,7 @@ def test_ctrl_c_stops_only_the_main_thread():
             except BaseException as e:
                 results.append(type(e).__name__)
         t = threading.Thread(target=work)
-        a = square(5000)
+        a = square(8000)
         t.start()
         print("start", flush=True)
         try:
@@ -297,14 +303,14 @@ def test_ctrl_c_stops_only_the_main_thread():
     assert out[2] == "other thread [3000.0]"
 
 
-@pytest.mark.skipif(SANITIZED, reason="runs a 4000 x 4000 matmul forward first")
+@pytest.mark.skipif(SANITIZED, reason="runs a 6000 x 6000 matmul forward first")
 def test_ctrl_c_stops_a_long_backward_pass():
     out, elapsed = interrupt_child(
         """
-        a = square(4000, 1.0)
-        b = square(4000, 1.0)
+        a = square(6000, 1.0)
+        b = square(6000, 1.0)
         c = sw.matmul(a, b)
-        g = square(4000, 1.0)
+        g = square(6000, 1.0)
         print("start", flush=True)
         try:
             c.backward(g)
