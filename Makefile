@@ -97,11 +97,12 @@ bench: install
 		-Dbuildtype=release --reconfigure >/dev/null
 	PATH=$(abspath $(VBIN)):$$PATH $(NINJA) -C build/bench bench/bench_layout_c \
 		bench/bench_kernels_c bench/bench_profile_c bench/bench_policy_c \
-		examples/train_mlp >/dev/null
+		bench/bench_extension_c examples/train_mlp >/dev/null
 	./build/bench/bench/bench_layout_c
 	./build/bench/bench/bench_kernels_c
 	./build/bench/bench/bench_profile_c
 	./build/bench/bench/bench_policy_c
+	./build/bench/bench/bench_extension_c
 	$(VPY) bench/bench_train.py
 
 # The C tests and the whole pytest suite against an AddressSanitizer +

@@ -224,8 +224,10 @@ SW_API sw_status sw_op_execute_reference(const sw_bound_call *call,
 /*
  * Whether the last failure on this thread was a broken provider contract
  * (a reference that returned no results or broke an alias, a VJP that
- * returned the wrong gradients): bindings raise their contract error for
- * it. Reset by each sw_op_call, sw_op_execute_reference and node backward.
+ * returned the wrong gradients, a kernel whose results break the rules of
+ * sw_kernel_run): bindings raise their contract error for it. The mark
+ * belongs to the failure recorded last (sw_errmsg): recording another
+ * clears it.
  */
 SW_API int sw_op_contract_failed(void);
 

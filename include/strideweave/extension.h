@@ -42,11 +42,23 @@
  * class through the move registry's rules (element by element), which
  * refuses registrations for pairs with a definition-backed class.
  *
- * What is not built yet, and says so: a definition's kernel provider
- * (kernel patterns and packs) and composite provider are recorded as
- * present or absent, but no kernel runs: dispatching an operation on a
- * definition-backed carrier fails with SW_ENOTIMPL ("storage-only" without
- * a kernel provider, "has no kernel for" with one).
+ * Kernels: a definition's kernel provider is an execution interface (an
+ * identity: a type tag and a version string) and kernel patterns; kernel
+ * packs (sw_kernel_pack_register) add patterns for the same interface
+ * until the class is first observed. A pattern serves one operation (a
+ * built-in or a definition, definition.h) for the plans it lists; the
+ * class's capabilities are the union of all its patterns' plans. An
+ * operation on a definition-backed carrier runs the pipeline of
+ * sw_kernel_run: the candidates' prepare in order, one submit, the checks
+ * of its results, rollback on failure, one version bump per declared
+ * mutation, and autograd through the operation's central VJP (the
+ * definition's vjp; for a built-in operation the Generic backend's
+ * element-wise gradient, which allocates gradients in the operand's
+ * class).
+ *
+ * What is not built yet, and says so: a composite provider is recorded as
+ * present, but a dependent definition-backed carrier runs no operation
+ * (SW_ENOTIMPL "does not support").
  */
 #ifndef STRIDEWEAVE_EXTENSION_H
 #define STRIDEWEAVE_EXTENSION_H
@@ -132,7 +144,56 @@ typedef struct sw_transfer_route_decl {
     void (*finish)(void *ctx, void *work);
 } sw_transfer_route_decl;
 
-#define SW_CARRIER_DEFINITION_VERSION 1
+/* ------------------------------------------------------------- kernels */
+
+struct sw_bound_call;
+struct sw_resolution;
+struct sw_op_capability;
+
+/*
+ * One call as a kernel pattern sees it: the dispatch carrier, the
+ * operation, the call bound to its schema (operands in schema order) and
+ * its resolution (the plan, the declared results, the operands it may
+ * mutate). Everything is borrowed for the duration of prepare and submit.
+ */
+typedef struct sw_kernel_invocation {
+    sw_carrier *carrier;
+    const struct sw_op_info *op;
+    const struct sw_bound_call *call;
+    const struct sw_resolution *resolution;
+} sw_kernel_invocation;
+
+/*
+ * A kernel pattern: a way to run operation op for the plans it lists.
+ * prepare looks at one invocation and either accepts it (SW_OK, *work set
+ * to anything, NULL included, and *unsupported left 0) or refuses it
+ * (SW_OK with *unsupported non-zero and a reason written to reason, size
+ * bytes), and then the next candidate is tried; a failing prepare ends
+ * the call with its status (no later candidate runs). submit runs the
+ * accepted work once, with graph construction off, and writes one owned
+ * tensor per declared result (resolution->nresults) into results: a
+ * fresh result in storage of the dispatch carrier's exact class holding
+ * exactly its layout's cosize slots, or, for a result declared as an
+ * alias, the very operand tensor, retained. It may write operands it
+ * declared as mutated, through their carriers' element interface.
+ * finish (optional) frees work after submit, or when submit is skipped.
+ */
+typedef struct sw_kernel_pattern_decl {
+    int32_t op;                           /* an operation id */
+    int64_t nplans;                       /* at least one */
+    const struct sw_op_capability *plans; /* copied */
+    const char *kernel_id;                /* non-empty, copied */
+    int64_t preference;                   /* higher runs first */
+    void *ctx; /* borrowed: lives as long as the definition or pack */
+    sw_status (*prepare)(void *ctx, const sw_kernel_invocation *inv,
+                         void **work, int *unsupported, char *reason,
+                         size_t size);
+    sw_status (*submit)(void *ctx, void *work, const sw_kernel_invocation *inv,
+                        sw_tensor **results);
+    void (*finish)(void *ctx, void *work);
+} sw_kernel_pattern_decl;
+
+#define SW_CARRIER_DEFINITION_VERSION 2
 typedef struct sw_carrier_definition {
     uint32_t version;
     /* The class's name, for messages (copied). */
@@ -158,7 +219,86 @@ typedef struct sw_carrier_definition {
      * (usually it is the same object). */
     void *ctx;
     void (*drop)(void *ctx);
+    /* Version 2: the kernel provider, when has_kernels is non-zero: the
+     * execution interface's identity (a non-NULL type tag and a
+     * non-empty version, copied) and its built-in patterns (copied; none
+     * is allowed: packs may supply them all). */
+    const void *interface_type;
+    const char *interface_version;
+    int64_t npatterns;
+    const sw_kernel_pattern_decl *patterns;
 } sw_carrier_definition;
+
+/*
+ * A kernel pack: more patterns for the kernel provider of exactly class
+ * cls, for the same execution interface.
+ */
+#define SW_KERNEL_PACK_VERSION 1
+typedef struct sw_kernel_pack_decl {
+    uint32_t version;
+    const char *namespace_;   /* non-empty, copied */
+    const char *pack_version; /* non-empty, copied */
+    const void *cls;
+    const void *interface_type;
+    const char *interface_version;
+    int64_t npatterns; /* at least one */
+    const sw_kernel_pattern_decl *patterns;
+    void *ctx;               /* owned by the registry from success on */
+    void (*drop)(void *ctx); /* when the class is forgotten; may be NULL */
+} sw_kernel_pack_decl;
+
+/*
+ * Registers a kernel pack, checked in this order under the registry's
+ * lock (so that registration and observation are atomic against each
+ * other): its own shape (SW_EVALUE "a kernel pack must not be empty",
+ * "duplicate kernel_id 'k' in the pack", the pattern rules of
+ * sw_carrier_define); the target (SW_ETYPE "<name> is a DependentCarrier:
+ * kernel packs target independent carriers", SW_ETYPE "kernel pack
+ * target must have its own exact CarrierDefinition with a
+ * KernelProvider"); SW_ETYPE "... was already observed" once the class is
+ * sealed; the interface (SW_ETYPE "the pack's execution interface does not
+ * match the KernelProvider's"); SW_EVALUE "a kernel pack with namespace
+ * and version 'n' 'v' is already registered"; SW_EVALUE "kernel_id 'k'
+ * is already used by <name>". A rejected pack contributes nothing and the
+ * caller keeps ctx.
+ */
+SW_API sw_status sw_kernel_pack_register(const sw_kernel_pack_decl *pack);
+
+/*
+ * Runs one bound, resolved call on definition-backed carrier c (the
+ * carrier of its first tensor operand), after the caller's released-
+ * carrier check and alias ban:
+ *  1. SW_ENOTIMPL "<name> is storage-only ..." without a kernel
+ *     provider, "<name> has no kernel for '<op>' with plan <plan>" when
+ *     no pattern serves the plan;
+ *  2. the candidates' prepare, in order: descending preference, then the
+ *     built-in patterns in provider order, then packs by (namespace,
+ *     version), each in pattern order; a refusal moves on, a failure ends
+ *     the call; when all refuse, SW_ENOTIMPL "no kernel of <name>
+ *     accepted '<op>': <kernel_id>: <reason>; ...";
+ *  3. submit, with graph construction off;
+ *  4. the results' checks, failing as broken contracts
+ *     (sw_op_contract_failed) with SW_ERUNTIME naming the rule: "count",
+ *     "dtype", "layout", "size", "carrier role", "aliases", and
+ *     "unauthorized operand" for an operand mutated without being
+ *     declared;
+ *  5. on any failure after submission, the operands' values written
+ *     through definition-backed carriers are rolled back and every
+ *     operand's version restored; on success each carrier of a declared
+ *     mutated operand is one version above where it was.
+ * Writes res->nresults owned tensors into results, without autograd
+ * contexts (the caller attaches them). Nothing is written on failure.
+ */
+SW_API sw_status sw_kernel_run(sw_carrier *c, const struct sw_op_info *op,
+                               const struct sw_bound_call *call,
+                               const struct sw_resolution *res,
+                               sw_tensor **results);
+
+/* The kernel ids of the patterns that would be tried for plan-less
+ * inspection: the number of patterns of cls (built-in and packs, in
+ * candidate order), and the id of the i-th, or NULL. Observes nothing. */
+SW_API int64_t sw_carrier_kernel_count(const void *cls);
+SW_API const char *sw_carrier_kernel_id(const void *cls, int64_t i);
 
 /*
  * Registers def for class tag cls (see the header comment for the

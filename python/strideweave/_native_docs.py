@@ -3113,7 +3113,7 @@ Examples:
     >>> _carrier_definition(sw.CPU) is None
     True
 """,
-    "_define_carrier": """_define_carrier($module, cls, definition, storage, routes, dependent, has_kernels, has_composite, fallback, /)
+    "_define_carrier": """_define_carrier($module, cls, definition, storage, routes, dependent, has_kernels, has_composite, fallback, interface, patterns, /)
 --
 
 Registers a CarrierDefinition with the library (see strideweave.carriers.extension).
@@ -3122,11 +3122,14 @@ Args:
     cls: the exact class.
     definition: the CarrierDefinition (kept until the class goes).
     storage: its StorageProvider.
-    routes: (source class, destination class, route id) per TransferRoute.
+    routes: (source class, destination class, route id, provider) per TransferRoute.
     dependent: whether cls is a DependentCarrier.
     has_kernels: whether a KernelProvider is supplied.
     has_composite: whether a CompositeProvider is supplied.
     fallback: the storage provider's elementwise_fallback.
+    interface: the KernelProvider's KernelExecutionInterface, or None.
+    patterns: (operation name, raw plans, kernel_id, preference, KernelPattern)
+        per pattern of the KernelProvider.
 
 Returns:
     None.
@@ -3135,6 +3138,47 @@ Examples:
     >>> from strideweave._native import _define_carrier
     >>> callable(_define_carrier)
     True
+""",
+    "_register_kernel_pack": """_register_kernel_pack($module, cls, namespace, version, interface, provider_interface, patterns, /)
+--
+
+Registers a KernelPack with the library (see strideweave.carriers.extension).
+
+Args:
+    cls: the exact target class.
+    namespace: the pack's namespace.
+    version: the pack's version.
+    interface: the pack's KernelExecutionInterface (its type and version must
+        match the provider's).
+    provider_interface: the KernelProvider's interface, which each prepare
+        receives.
+    patterns: (operation name, raw plans, kernel_id, preference, KernelPattern)
+        per pattern.
+
+Returns:
+    None.
+
+Examples:
+    >>> from strideweave._native import _register_kernel_pack
+    >>> callable(_register_kernel_pack)
+    True
+""",
+    "_kernel_ids": """_kernel_ids($module, cls, /)
+--
+
+The kernel ids of exactly cls's patterns in candidate order; observes nothing.
+
+Args:
+    cls: a class.
+
+Returns:
+    tuple[str, ...]: the ids (empty without a definition).
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _kernel_ids
+    >>> _kernel_ids(sw.CPU)
+    ()
 """,
     "_caps_list": """_caps_list($module, source, name, /)
 --

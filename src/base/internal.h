@@ -18,6 +18,11 @@
 #define SW_PRINTF(f, a)
 #endif
 
+/* Marks the failure just recorded as a broken provider contract
+ * (sw_op_contract_failed); the next failure recorded clears the mark. */
+void sw_error_mark_contract(void);
+int sw_error_is_contract(void);
+
 /* Records a failure for sw_errmsg() and returns its status. */
 sw_status sw_fail(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
 

@@ -12,6 +12,9 @@ static _Thread_local char errmsg[SW_ERRMSG_CAP];
 static _Thread_local sw_status errcode;
 
 static _Thread_local int errnum;
+/* Whether the last failure is a broken provider contract: set after the
+ * failure is recorded, cleared by the next one. */
+static _Thread_local int errcontract;
 
 sw_status sw_fail(sw_status status, const char *fmt, ...) {
     va_list ap;
@@ -20,7 +23,16 @@ sw_status sw_fail(sw_status status, const char *fmt, ...) {
     va_end(ap);
     errcode = status;
     errnum = 0;
+    errcontract = 0;
     return status;
+}
+
+void sw_error_mark_contract(void) {
+    errcontract = errcode != SW_OK;
+}
+
+int sw_error_is_contract(void) {
+    return errcontract;
 }
 
 sw_status sw_fail_os(int err, const char *fmt, ...) {
@@ -39,6 +51,7 @@ sw_status sw_fail_os(int err, const char *fmt, ...) {
     snprintf(errmsg, sizeof errmsg, "%s: %s", what, msg);
     errcode = SW_EOS;
     errnum = err;
+    errcontract = 0;
     return SW_EOS;
 }
 
@@ -46,6 +59,7 @@ sw_status sw_restore_error(sw_status status, int err, const char *message) {
     snprintf(errmsg, sizeof errmsg, "%s", message ? message : "");
     errcode = status;
     errnum = status == SW_EOS ? err : 0;
+    errcontract = 0;
     return status;
 }
 
@@ -69,6 +83,7 @@ void sw_clear_error(void) {
     errmsg[0] = '\0';
     errcode = SW_OK;
     errnum = 0;
+    errcontract = 0;
 }
 
 const char *sw_status_name(sw_status status) {

@@ -8,12 +8,14 @@
  * at allocation, and kept: the provider's answer is the carrier's size
  * from then on.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "carrier/defined.h"
 #include "carrier/internal.h"
+#include "op/internal.h"
 #include "strideweave/capability.h"
 #include "strideweave/interop.h"
 #include "strideweave/op.h"
@@ -26,6 +28,8 @@ typedef struct defined_state {
     int allocated;
     int64_t size;
     void *data;
+    /* The rollback journal of the kernel call writing this carrier now. */
+    _Atomic(sw_journal *) journal;
 } defined_state;
 
 static const sw_carrier_class defined_class;
@@ -44,6 +48,13 @@ static const sw_storage_provider *storage_of(const defined_state *s) {
 void sw_defn_release(sw_defn *d) {
     if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
         return;
+    while (d->packs) {
+        sw_kernel_pack_rec *next = d->packs->next;
+        sw_kernel_pack_free(d->packs);
+        d->packs = next;
+    }
+    sw_free((void *)d->order);
+    sw_free(d->caps);
     if (d->def.drop)
         d->def.drop(d->def.ctx);
     sw_free(d);
@@ -97,17 +108,23 @@ static sw_status check_definition(const void *cls,
     return SW_OK;
 }
 
-/* One allocation: the record, then the routes, then the strings. */
+/* One allocation: the record, the routes and their move classes, the
+ * patterns, then the strings. */
 static sw_status copy_definition(const void *cls,
                                  const sw_carrier_definition *def,
                                  sw_defn **out) {
     size_t bytes = sizeof(sw_defn), name_len = strlen(def->name) + 1;
+    size_t iface_len =
+        def->has_kernels ? strlen(def->interface_version) + 1 : 0;
     size_t routes_at = bytes;
     bytes += (size_t)def->nroutes * sizeof(sw_transfer_route_decl);
     size_t classes_at = bytes;
     bytes += (size_t)def->nroutes * sizeof(sw_move_class);
+    bytes = (bytes + 15) & ~(size_t)15;
+    size_t patterns_at = bytes;
+    bytes += sw_kernel_patterns_size(def->npatterns, def->patterns);
     size_t strings_at = bytes;
-    bytes += name_len;
+    bytes += name_len + iface_len;
     for (int64_t i = 0; i < def->nroutes; ++i)
         bytes += strlen(def->routes[i].route_id) + 1;
     char *block = sw_calloc(1, bytes);
@@ -123,6 +140,14 @@ static sw_status copy_definition(const void *cls,
     memcpy(text, def->name, name_len);
     d->def.name = text;
     text += name_len;
+    if (iface_len) {
+        memcpy(text, def->interface_version, iface_len);
+        d->def.interface_version = text;
+        text += iface_len;
+    }
+    d->patterns = sw_kernel_patterns_place(def->npatterns, def->patterns,
+                                           block + patterns_at);
+    d->def.patterns = def->npatterns ? d->patterns : NULL;
     for (int64_t i = 0; i < def->nroutes; ++i) {
         size_t n = strlen(def->routes[i].route_id) + 1;
         routes[i] = def->routes[i];
@@ -146,9 +171,16 @@ static sw_status copy_definition(const void *cls,
 sw_status sw_carrier_define(const void *cls, const sw_carrier_definition *def) {
     if (!cls)
         return sw_fail(SW_EVALUE, "carrier class tag must not be NULL");
-    if (!def || def->version != SW_CARRIER_DEFINITION_VERSION)
+    if (!def || def->version < 1 ||
+        def->version > SW_CARRIER_DEFINITION_VERSION)
         return sw_fail(SW_EVALUE, "carrier definition is missing or of an "
                                   "unsupported version");
+    /* A version-1 definition ends before the kernel provider's fields. */
+    sw_carrier_definition full = {0};
+    memcpy(&full, def,
+           def->version == 1 ? offsetof(sw_carrier_definition, interface_type)
+                             : sizeof full);
+    def = &full;
     const char *name = def->name && *def->name ? def->name : "carrier";
     if (!complete(&def->storage))
         return sw_fail(SW_EVALUE,
@@ -158,13 +190,30 @@ sw_status sw_carrier_define(const void *cls, const sw_carrier_definition *def) {
     sw_status st = check_definition(cls, def, name);
     if (st)
         return st;
+    if (def->has_kernels && def->version == 1)
+        return sw_fail(SW_EVALUE,
+                       "%s: a KernelProvider needs a version-2 definition",
+                       name);
+    if (def->has_kernels && (!def->interface_type || !def->interface_version ||
+                             !*def->interface_version))
+        return sw_fail(SW_EVALUE,
+                       "%s: the KernelProvider needs an execution interface "
+                       "(a type and a non-empty version)",
+                       name);
+    if (!def->has_kernels && def->npatterns)
+        return sw_fail(SW_EVALUE, "%s: kernel patterns need a KernelProvider",
+                       name);
+    if ((st = sw_kernel_patterns_check(name, def->npatterns, def->patterns)))
+        return st;
     sw_carrier_definition named = *def;
     named.name = name;
     sw_defn *d = NULL;
     st = copy_definition(cls, &named, &d);
     if (st)
         return st;
-    st = sw_defn_register(cls, d);
+    st = sw_defn_rebuild_kernels(d);
+    if (!st)
+        st = sw_defn_register(cls, d);
     if (st) {
         d->def.drop = NULL; /* the caller keeps ctx */
         sw_defn_release(d);
@@ -209,7 +258,42 @@ static sw_status defined_get(sw_carrier *c, int64_t i, sw_value *out) {
 static sw_status defined_set(sw_carrier *c, int64_t i, const sw_value *v) {
     defined_state *s = sw_carrier_state(c);
     const sw_storage_provider *p = storage_of(s);
+    sw_journal *j = atomic_load(&s->journal);
+    if (j) {
+        /* Under a kernel call: the old value first, so that a failing
+         * call can put it back. */
+        sw_value old;
+        sw_status st = p->read(p->ctx, c, i, &old);
+        if (!st && (st = sw_journal_record(j, c, i, &old)))
+            sw_value_clear(&old);
+        if (st)
+            return st;
+    }
     return p->write(p->ctx, c, i, v);
+}
+
+int sw_defined_journal_begin(sw_carrier *c, sw_journal *j) {
+    defined_state *s = state_of(c);
+    sw_journal *none = NULL;
+    return s && atomic_compare_exchange_strong(&s->journal, &none, j);
+}
+
+void sw_defined_journal_end(sw_carrier *c, sw_journal *j) {
+    defined_state *s = state_of(c);
+    if (s)
+        atomic_compare_exchange_strong(&s->journal, &j, NULL);
+}
+
+sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v) {
+    defined_state *s = state_of(c);
+    if (!s || !s->allocated || i < 0 || i >= s->size)
+        return SW_OK; /* released meanwhile: nothing to put back */
+    const sw_storage_provider *p = storage_of(s);
+    return p->write(p->ctx, c, i, v);
+}
+
+void sw_carrier_version_restore(sw_carrier *c, int64_t version) {
+    atomic_store(&c->version, version);
 }
 
 static sw_dtype defined_dtype(sw_carrier *c) {
@@ -239,9 +323,10 @@ static void defined_release(sw_carrier *c) {
 
 static void defined_destroy(sw_carrier *c) {
     defined_state *s = sw_carrier_state(c);
-    sw_defn_release((sw_defn *)s->defn);
-    sw_free(s);
+    sw_defn_release((sw_defn *)s->defn); /* the state goes with the block */
 }
+
+static sw_status new_of(const sw_defn *d, sw_carrier **out);
 
 static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
                            sw_dtype dtype, sw_carrier **out) {
@@ -249,8 +334,11 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
     const sw_carrier_definition *def = &s->defn->def;
     if (def->make)
         return def->make(def->ctx, c, size, dtype, mutable_, out);
+    /* The class is sealed and alive (this carrier holds its definition):
+     * no registry lookup. */
+    atomic_fetch_add(&((sw_defn *)s->defn)->refs, 1);
     sw_carrier *r = NULL;
-    sw_status st = sw_carrier_defined_new(s->defn->cls, &r);
+    sw_status st = new_of(s->defn, &r);
     if (!st)
         st = sw_carrier_defined_allocate(r, size, dtype, mutable_);
     if (st) {
@@ -295,30 +383,59 @@ static sw_status defined_new_like(sw_carrier *c, int64_t n,
     return SW_OK;
 }
 
-/* No kernel runs on a definition-backed carrier yet (extension.h). */
-static sw_status no_kernel(sw_carrier *c, const char *opname) {
+/* Why c runs no operation named opname, or SW_OK when it may (its
+ * kernels decide per plan when the operation runs). */
+static sw_status kernels_refuse(sw_carrier *c, const char *opname) {
     defined_state *s = sw_carrier_state(c);
     const sw_carrier_definition *def = &s->defn->def;
     if (sw_carrier_is_released(c))
         return sw_fail(SW_ERUNTIME, "%s is released", def->name);
+    if (def->dependent)
+        return sw_fail(SW_ENOTIMPL,
+                       "%s does not support '%s': composite providers do "
+                       "not run operations yet",
+                       def->name, opname);
     if (!def->has_kernels)
         return sw_fail(SW_ENOTIMPL,
                        "%s is storage-only: its CarrierDefinition has no "
                        "KernelProvider, so it runs no '%s'",
                        def->name, opname);
-    return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s'", def->name, opname);
+    return SW_OK;
 }
 
 static sw_status defined_dispatch(sw_carrier *c, const struct sw_op_info *op,
                                   struct sw_op **out) {
-    (void)out;
-    return no_kernel(c, op->name);
+    sw_status st = kernels_refuse(c, op->name);
+    if (st)
+        return st;
+    /* Views need no kernel: they share the carrier. */
+    if (op->flags & SW_OPF_LAYOUT)
+        return sw_shared_op_new_info(op, out);
+    const sw_defn *d = ((defined_state *)sw_carrier_state(c))->defn;
+    int any = 0;
+    for (int64_t i = 0; i < d->norder && !any; ++i)
+        any = d->order[i]->op == op->id;
+    if (!any)
+        return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s'", d->def.name,
+                       op->name);
+    if (op->id >= SW_OP_BUILTIN_COUNT)
+        return sw_fail(SW_ENOTIMPL,
+                       "'%s' is a defined operation: call its definition, "
+                       "which dispatches on %s",
+                       op->name,
+                       ((defined_state *)sw_carrier_state(c))->defn->def.name);
+    return sw_defined_op_new(op, out);
 }
 
 static sw_status defined_dispatch_op(sw_carrier *c, const char *name,
                                      struct sw_op **out) {
     (void)out;
-    return no_kernel(c, name);
+    sw_status st = kernels_refuse(c, name);
+    if (st)
+        return st;
+    defined_state *s = sw_carrier_state(c);
+    return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s'", s->defn->def.name,
+                   name);
 }
 
 static const sw_carrier_class defined_class = {
@@ -344,22 +461,26 @@ sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out) {
     const sw_defn *d = sw_defn_lookup(cls, 1);
     if (!d)
         return sw_fail(SW_ETYPE, "carrier class has no CarrierDefinition");
-    defined_state *s = sw_calloc(1, sizeof *s);
-    if (!s) {
-        sw_defn_release((sw_defn *)d);
-        return sw_oom();
-    }
-    s->defn = d;
-    s->dtype = SW_DTYPE_FLOAT32;
+    return new_of(d, out);
+}
+
+/* A carrier of d's class; takes over a reference to d. One block holds
+ * the carrier and its state. */
+static sw_status new_of(const sw_defn *d, sw_carrier **out) {
     sw_carrier *c = NULL;
-    sw_status st = sw_carrier_new(&defined_class, s, s->dtype, &c);
+    void *state = NULL, *tail = NULL;
+    sw_status st =
+        sw_carrier_new_block(&defined_class, sizeof(defined_state), 0, 1,
+                             SW_DTYPE_FLOAT32, &c, &state, &tail);
     if (st) {
         sw_defn_release((sw_defn *)d);
-        sw_free(s);
         return st;
     }
+    defined_state *s = state;
+    s->defn = d;
+    s->dtype = SW_DTYPE_FLOAT32;
     /* Capabilities and dispatch are keyed by the defined class's tag. */
-    sw_carrier_set_dispatch(c, NULL, NULL, cls);
+    sw_carrier_set_dispatch(c, NULL, NULL, d->cls);
     *out = c;
     return SW_OK;
 }

@@ -20,7 +20,63 @@ typedef struct sw_defn {
     atomic_long refs;
     /* One move class per route (route i's ctx is &def.routes[i]). */
     struct sw_move_class *route_classes;
+    /* The kernel set: the built-in patterns (in this record's block) and
+     * the packs registered before the class was sealed. Changed only
+     * under the capability registry's lock while the class is open; read
+     * without it once sealed (a reader seals the class first). */
+    sw_kernel_pattern_decl *patterns; /* def.npatterns entries */
+    struct sw_kernel_pack_rec *packs; /* sorted by (namespace, version) */
+    /* Every pattern in candidate order, and the union of their plans
+     * (sorted, without duplicates: the class's capabilities). */
+    const sw_kernel_pattern_decl **order;
+    int64_t norder;
+    struct sw_op_capability *caps;
+    int64_t ncaps;
 } sw_defn;
+
+/* A registered pack: a copy of its declaration (strings and patterns in
+ * the same block). */
+typedef struct sw_kernel_pack_rec {
+    struct sw_kernel_pack_rec *next;
+    sw_kernel_pack_decl decl;
+} sw_kernel_pack_rec;
+
+/* Rollback journal of one kernel submission (kernel.c). */
+typedef struct sw_journal sw_journal;
+/* Records the old value of element i of c (the journal takes it over). */
+sw_status sw_journal_record(sw_journal *j, sw_carrier *c, int64_t i,
+                            const sw_value *old);
+/* Puts c's writes under j; 0 when c is not definition-backed or already
+ * under a journal (a nested or concurrent call keeps the outer one). */
+int sw_defined_journal_begin(sw_carrier *c, sw_journal *j);
+void sw_defined_journal_end(sw_carrier *c, sw_journal *j);
+/* Writes element i through the provider, without journal or version. */
+sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v);
+/* Sets c's version (rollback and the one step of a declared mutation). */
+void sw_carrier_version_restore(sw_carrier *c, int64_t version);
+
+/* The copy of n patterns: its size, and placing it in block. */
+size_t sw_kernel_patterns_size(int64_t n, const sw_kernel_pattern_decl *ps);
+sw_kernel_pattern_decl *
+sw_kernel_patterns_place(int64_t n, const sw_kernel_pattern_decl *src,
+                         char *block);
+
+/* Checks the patterns of a definition or a pack (owner names it). */
+sw_status sw_kernel_patterns_check(const char *owner, int64_t n,
+                                   const sw_kernel_pattern_decl *patterns);
+
+/* Copies a pack declaration into one block (checked by the caller). */
+sw_status sw_kernel_pack_copy(const sw_kernel_pack_decl *decl,
+                              sw_kernel_pack_rec **out);
+void sw_kernel_pack_free(sw_kernel_pack_rec *rec);
+
+/* Rebuilds d's candidate order and capability union from its patterns
+ * and packs (under the registry's lock, before sealing). On failure d
+ * keeps what it had. */
+sw_status sw_defn_rebuild_kernels(sw_defn *d);
+
+/* Registers a pack for its class (capability.c, under the lock). */
+sw_status sw_defn_add_pack(const sw_kernel_pack_decl *decl);
 
 /* The copy hook of route classes (src/interop/move.c): ctx is the route. */
 sw_status sw_route_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,

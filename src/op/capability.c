@@ -597,7 +597,8 @@ void sw_capabilities_forget(const void *cls) {
         --nentries;
     }
     pthread_mutex_unlock(&reg_lock);
-    sw_free(items);
+    if (!defn)
+        sw_free(items); /* a definition owns its capability union */
     sw_defn_release(defn);
 }
 
@@ -620,8 +621,70 @@ sw_status sw_defn_register(const void *cls, sw_defn *d) {
                            "CarrierDefinition",
                            name);
     } else {
-        cap_entry e = {cls, SW_CAPS_DEFINED, NULL, 0, d};
+        cap_entry e = {cls, SW_CAPS_DEFINED, d->caps, d->ncaps, d};
         st = insert_locked(-at - 1, &e);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return st;
+}
+
+sw_status sw_defn_add_pack(const sw_kernel_pack_decl *decl) {
+    pthread_mutex_lock(&reg_lock);
+    int64_t at = find_locked(decl->cls);
+    cap_entry *e = at >= 0 ? &entries[at] : NULL;
+    sw_defn *d = e ? e->defn : NULL;
+    sw_status st = SW_OK;
+    if (d && d->def.dependent)
+        st = sw_fail(SW_ETYPE,
+                     "%s is a DependentCarrier: kernel packs target "
+                     "independent carriers",
+                     d->def.name);
+    else if (!d || !d->def.has_kernels)
+        st = sw_fail(SW_ETYPE, "kernel pack target must have its own exact "
+                               "CarrierDefinition with a KernelProvider");
+    else if (e->state != SW_CAPS_DEFINED)
+        st = sw_fail(SW_ETYPE,
+                     "%s was already observed: its kernel packs are frozen",
+                     d->def.name);
+    else if (decl->interface_type != d->def.interface_type ||
+             strcmp(decl->interface_version, d->def.interface_version) != 0)
+        st = sw_fail(SW_ETYPE, "the pack's execution interface does not "
+                               "match the KernelProvider's");
+    sw_kernel_pack_rec **link = d ? &d->packs : NULL;
+    for (; !st && *link; link = &(*link)->next) {
+        const sw_kernel_pack_decl *o = &(*link)->decl;
+        int c = strcmp(o->namespace_, decl->namespace_);
+        if (c == 0)
+            c = strcmp(o->pack_version, decl->pack_version);
+        if (c == 0)
+            st = sw_fail(SW_EVALUE,
+                         "a kernel pack with namespace and version '%s' "
+                         "'%s' is already registered",
+                         decl->namespace_, decl->pack_version);
+        if (c > 0)
+            break;
+    }
+    for (int64_t i = 0; !st && i < decl->npatterns; ++i)
+        for (int64_t k = 0; !st && k < d->norder; ++k)
+            if (strcmp(d->order[k]->kernel_id, decl->patterns[i].kernel_id) ==
+                0)
+                st = sw_fail(SW_EVALUE, "kernel_id '%s' is already used by %s",
+                             decl->patterns[i].kernel_id, d->def.name);
+    sw_kernel_pack_rec *rec = NULL;
+    if (!st)
+        st = sw_kernel_pack_copy(decl, &rec);
+    if (!st) {
+        rec->next = *link;
+        *link = rec;
+        st = sw_defn_rebuild_kernels(d);
+        if (st) {
+            *link = rec->next;
+            rec->decl.drop = NULL; /* the caller keeps ctx */
+            sw_kernel_pack_free(rec);
+        } else {
+            e->items = d->caps;
+            e->count = d->ncaps;
+        }
     }
     pthread_mutex_unlock(&reg_lock);
     return st;

@@ -5,11 +5,14 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "carrier/internal.h"
 #include "op/internal.h"
+#include "profile/internal.h"
+#include "strideweave/extension.h"
 #include "strideweave/definition.h"
 #include "tensor/internal.h"
 
@@ -36,10 +39,8 @@ static def_record *records[SW_DEF_MAX_DEFINITIONS];
 static atomic_int nrecords;
 static pthread_mutex_t define_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static _Thread_local int contract_failed;
-
 int sw_op_contract_failed(void) {
-    return contract_failed;
+    return sw_error_is_contract();
 }
 
 int32_t sw_def_count(void) {
@@ -483,7 +484,18 @@ sw_status sw_op_resolve(const sw_bound_call *call, sw_resolution *out) {
 
 /* A broken provider contract: bindings raise their contract error. */
 static sw_status contract(void) {
-    contract_failed = 1;
+    sw_error_mark_contract();
+    return SW_ERUNTIME;
+}
+
+sw_status sw_contract_fail(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sw_fail(SW_ERUNTIME, "%s", msg);
+    sw_error_mark_contract();
     return SW_ERUNTIME;
 }
 
@@ -568,7 +580,6 @@ static sw_status run_reference(const def_record *r, const sw_bound_call *call,
 sw_status sw_op_execute_reference(const sw_bound_call *call,
                                   const sw_resolution *res,
                                   sw_tensor **results) {
-    contract_failed = 0;
     const def_record *r = call ? record_of(call->op) : NULL;
     if (!r || !res)
         return sw_fail(SW_EKEY, "not a bound call of a definition");
@@ -691,7 +702,6 @@ static sw_status check_grads(const def_record *r, const def_call *dc,
 
 static sw_status node_backward(sw_op *op, sw_tensor *gradient, int32_t n,
                                sw_tensor **grads) {
-    contract_failed = 0;
     node_state *ns = op->state;
     def_call *dc = ns->dc;
     const def_record *r = dc->rec;
@@ -826,6 +836,14 @@ static sw_status make_def_call(const def_record *r, const sw_bound_call *call,
     return SW_OK;
 }
 
+/* The carrier the call dispatches on: its first tensor operand's. */
+static sw_carrier *first_carrier(const sw_bound_call *call) {
+    for (int32_t i = 0; i < call->noperands; ++i)
+        if (call->operands[i].kind == SW_ARG_TENSOR)
+            return call->operands[i].as.tensor->carrier;
+    return NULL;
+}
+
 /* Gives each differentiable result a node; nothing changes on failure. */
 static sw_status attach_nodes(const def_record *r, const sw_bound_call *call,
                               sw_resolution *res, sw_tensor **results) {
@@ -833,6 +851,13 @@ static sw_status attach_nodes(const def_record *r, const sw_bound_call *call,
     for (int32_t j = 0; j < r->ndiff; ++j)
         inputs[j] = call->operands[r->diff[j]].as.tensor;
     sw_op *nodes[SW_DEF_MAX_RESULTS] = {NULL};
+    /* The nodes name the class the call dispatched on (sw_op_dispatch_tag),
+     * as a dispatched operation does. */
+    sw_carrier *c = first_carrier(call);
+    const void *tag = !c                         ? NULL
+                      : sw_carrier_is_defined(c) ? sw_carrier_defined_class(c)
+                      : c->dispatch_tag          ? c->dispatch_tag
+                                                 : (const void *)c->cls;
     def_call *dc = NULL;
     sw_status st = make_def_call(r, call, res, results, &dc);
     int32_t nnodes = 0;
@@ -854,6 +879,7 @@ static sw_status attach_nodes(const def_record *r, const sw_bound_call *call,
             break;
         }
         nodes[k]->info = &r->info;
+        nodes[k]->dispatch_tag = tag;
         st = sw_op_store_inputs(nodes[k], r->ndiff, inputs);
         ++nnodes;
     }
@@ -875,10 +901,37 @@ static sw_status attach_nodes(const def_record *r, const sw_bound_call *call,
 
 /* ---------------------------------------------------------------- calls */
 
+static const sw_op_class frame_class = {SW_OP_CLASS_VERSION, "DefinitionCall",
+                                        NULL, NULL, NULL};
+
+/* The kernels of a definition-backed carrier, inside one profiler event
+ * when a profiler is active on this thread (the event needs an operation
+ * to name it: a state-less one that stands for the call). */
+static sw_status run_kernels(const def_record *r, sw_carrier *c,
+                             const sw_bound_call *call,
+                             const sw_resolution *res, sw_tensor **got) {
+    const sw_op_info *info = &r->info;
+    if (!SW_UNLIKELY(sw_profile_tls != NULL))
+        return sw_kernel_run(c, info, call, res, got);
+    sw_op *frame = NULL;
+    sw_status st = sw_op_new(&frame_class, NULL, &frame);
+    if (st)
+        return st;
+    frame->info = info;
+    frame->dispatched = 1;
+    frame->dispatch_tag = sw_carrier_defined_class(c);
+    sw_profile_frame f;
+    int on = sw_profile_begin(frame, call->noperands, call->operands, &f);
+    st = sw_kernel_run(c, info, call, res, got);
+    if (on)
+        sw_profile_end(&f, st == SW_OK);
+    sw_op_unref(frame);
+    return st;
+}
+
 sw_status sw_op_call(int32_t id, int32_t noperands, const sw_arg *operands,
                      int32_t noptions, const sw_named_arg *options,
                      int32_t *nresults, sw_tensor **results) {
-    contract_failed = 0;
     sw_bound_call call;
     sw_status st =
         sw_op_bind(id, noperands, operands, noptions, options, &call);
@@ -914,7 +967,11 @@ sw_status sw_op_call(int32_t id, int32_t noperands, const sw_arg *operands,
     }
     sw_tensor *got[SW_DEF_MAX_RESULTS] = {NULL};
     int32_t n = res.nresults;
-    st = run_reference(r, &call, &res, got);
+    sw_carrier *dispatch = first_carrier(&call);
+    if (dispatch && sw_carrier_is_defined(dispatch))
+        st = run_kernels(r, dispatch, &call, &res, got);
+    else
+        st = run_reference(r, &call, &res, got);
     if (!st && graph)
         st = attach_nodes(r, &call, &res, got);
     sw_resolution_clear(&res);

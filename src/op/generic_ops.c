@@ -14,6 +14,8 @@
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
+#include "strideweave/definition.h"
+#include "strideweave/extension.h"
 #include "tensor/internal.h"
 
 /* --------------------------------------------------------------- numbers */
@@ -156,6 +158,7 @@ typedef struct gen_state {
     gen_kind kind;
     sw_vop vop;
     const char *name; /* the canonical operation name (static) */
+    int32_t id;       /* its sw_op_id (definition-backed kernels) */
     sw_arg scalar; /* GEN_SCALAR: borrowed host objects stay with the caller */
 } gen_state;
 
@@ -368,20 +371,26 @@ static sw_status sum_into(const sw_host_ops *ops, sw_value *acc,
     return SW_OK;
 }
 
+/* The result layout of a reduce: mode 0 (one nesting level flattened),
+ * compact. */
+static sw_status reduce_layout(const sw_tensor *x, sw_layout **out) {
+    sw_status st = check_two_modes(x, "tensor");
+    if (st)
+        return st;
+    sw_lb b;
+    sw_lb_init(&b);
+    sw_lb_view(&b, sw_lview_child(sw_lview_of(x->layout), 0));
+    return sw_lb_finish_compact(&b, out);
+}
+
 static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                                 sw_tensor **out) {
     sw_status st = check_tensor(&args[0], "tensor");
     if (st)
         return st;
     sw_tensor *x = args[0].as.tensor;
-    if ((st = check_two_modes(x, "tensor")))
-        return st;
-    sw_lview v = sw_lview_of(x->layout);
-    sw_lb b;
-    sw_lb_init(&b);
-    sw_lb_view(&b, sw_lview_child(v, 0)); /* one nesting level flattened */
     sw_layout *ol = NULL;
-    if ((st = sw_lb_finish_compact(&b, &ol)))
+    if ((st = reduce_layout(x, &ol)))
         return st;
     const sw_host_ops *ops = host_ops_of(x->carrier);
     int64_t m = x->layout->mode_size[0], k = x->layout->mode_size[1];
@@ -545,8 +554,12 @@ static sw_status grad_of(const sw_tensor *like, const double *vals,
         sw_layout_index(like->layout, i, &p);
         slots[p] = sw_value_f64(vals[i]);
     }
-    sw_status st = tensor_of_values(like->carrier, like->layout, slots,
-                                    SW_DTYPE_FLOATING, out);
+    /* Floating on Generic; a definition-backed carrier's gradients keep
+     * the operand's Float32. */
+    sw_dtype dt = sw_tensor_dtype(like) == SW_DTYPE_FLOAT32 ? SW_DTYPE_FLOAT32
+                                                            : SW_DTYPE_FLOATING;
+    sw_status st =
+        tensor_of_values(like->carrier, like->layout, slots, dt, out);
     sw_free(slots);
     return st;
 }
@@ -847,4 +860,72 @@ sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out) {
         return sw_shared_op_new_info(op, out);
     return sw_fail(SW_ENOTIMPL,
                    "Generic carrier does not support operation '%s'", op->name);
+}
+
+/* --------------------------------------------- definition-backed kernels */
+
+sw_status sw_generic_result_layout(const sw_op_info *info, int32_t nargs,
+                                   const sw_arg *args, sw_layout **out) {
+    sw_status st =
+        check_tensor(&args[0], info->form == SW_FORM_MATMUL ? "lhs" : "tensor");
+    if (st)
+        return st;
+    if (info->form == SW_FORM_REDUCE)
+        return reduce_layout(args[0].as.tensor, out);
+    if (nargs < 2 || (st = check_tensor(&args[1], "rhs")))
+        return st ? st : sw_fail(SW_ETYPE, "rhs must be a Tensor");
+    int batched = info->id == SW_OP_BATCHED_MATMUL;
+    int64_t dims[4];
+    st = matmul_operands(args[0].as.tensor, args[1].as.tensor, batched, dims);
+    return st ? st
+              : matmul_layout(args[0].as.tensor, args[1].as.tensor, batched,
+                              out);
+}
+
+/*
+ * A built-in operation on a definition-backed carrier: the forward runs
+ * the carrier's kernels (sw_kernel_run); the backward is the Generic
+ * backend's, which reads the saved operands through their carriers and
+ * allocates each gradient in its operand's class.
+ */
+static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                sw_tensor **out) {
+    gen_state *s = gstate(op);
+    const sw_op_info *info = sw_op_info_get(s->id);
+    sw_bound_call call;
+    sw_resolution res;
+    sw_status st = sw_kernel_resolve_builtin(info, nargs, args, &call, &res);
+    if (st) {
+        sw_resolution_clear(&res);
+        return st;
+    }
+    if (s->kind == GEN_SCALAR)
+        s->scalar = args[1];
+    sw_tensor *r = NULL;
+    st = sw_kernel_run(args[0].as.tensor->carrier, info, &call, &res, &r);
+    sw_resolution_clear(&res);
+    if (!st)
+        *out = r;
+    return st;
+}
+
+/* The state lives in the operation's block (sw_op_new_block). */
+static const sw_op_class kernel_class = {
+    SW_OP_CLASS_VERSION, "DefinedKernelOperation", kernel_forward, gen_backward,
+    gen_destroy};
+
+sw_status sw_defined_op_new(const sw_op_info *op, sw_op **out) {
+    const gen_entry *e =
+        op->id < SW_OP_BUILTIN_COUNT ? &gen_table[op->id] : NULL;
+    if (!e || !e->native.cls.name)
+        return sw_fail(SW_ENOTIMPL, "no kernel runs operation '%s'", op->name);
+    sw_status st = sw_op_new_block(&kernel_class, sizeof(gen_state), out);
+    if (st)
+        return st;
+    gen_state *s = gstate(*out);
+    s->kind = e->kind;
+    s->vop = op->vop;
+    s->name = op->name;
+    s->id = op->id;
+    return SW_OK;
 }

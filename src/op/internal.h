@@ -25,6 +25,11 @@ struct sw_op {
     int64_t small_versions[SW_OP_SMALL_INPUTS];
 };
 
+/* A fresh operation of class cls with a zeroed state of state_size bytes
+ * in the same block (the class's destroy hook must not free it). */
+sw_status sw_op_new_block(const sw_op_class *cls, size_t state_size,
+                          sw_op **out);
+
 /* Dispatches operation id on t's carrier and runs a recorded forward. */
 sw_status sw_dispatch_forward(sw_tensor *t, sw_op_id id, int32_t nargs,
                               const sw_arg *args, sw_tensor **out);
@@ -57,6 +62,27 @@ extern const sw_native_table sw_shared_native_table;
 sw_status sw_cpu_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out);
+
+/* Definition-backed kernels (src/carrier/kernel.c, extension.h). */
+struct sw_bound_call;
+struct sw_resolution;
+/* The result layout Generic gives a reduce or a (batched) matmul, with its
+ * operand checks. */
+sw_status sw_generic_result_layout(const sw_op_info *info, int32_t nargs,
+                                   const sw_arg *args, sw_layout **out);
+/* A fresh operation running built-in op on a definition-backed carrier's
+ * kernels, with the Generic backward. */
+sw_status sw_defined_op_new(const sw_op_info *op, sw_op **out);
+/* Binds and resolves a built-in operation's call for the kernels: the
+ * central plan and one result (same layout for elementwise operations,
+ * Generic's for reduce and matmul). On failure *res holds nothing. */
+sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
+                                    const sw_arg *args,
+                                    struct sw_bound_call *call,
+                                    struct sw_resolution *res);
+/* Fails with SW_ERUNTIME and the message, marked as a broken provider
+ * contract (sw_op_contract_failed). */
+sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);
 
 /* The built-in record of a canonical name, or NULL (dispatch and the
  * backends' tables know built-ins only). */

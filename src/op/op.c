@@ -64,15 +64,21 @@ sw_status sw_op_new(const sw_op_class *cls, void *state, sw_op **out) {
 
 sw_status sw_native_op_new(const sw_native_op *n, size_t state_size,
                            sw_op **out) {
-    /* One block: the operation, then its state, aligned for any member. */
+    sw_status st = sw_op_new_block(&n->cls, state_size, out);
+    if (!st)
+        (*out)->native = n;
+    return st;
+}
+
+sw_status sw_op_new_block(const sw_op_class *cls, size_t state_size,
+                          sw_op **out) {
     size_t head = (sizeof(sw_op) + _Alignof(max_align_t) - 1) /
                   _Alignof(max_align_t) * _Alignof(max_align_t);
     sw_op *op = sw_calloc(1, head + state_size);
     if (!op)
         return sw_oom();
     sw_object_init(&op->obj, op_destroy);
-    op->cls = &n->cls;
-    op->native = n;
+    op->cls = cls;
     op->state = state_size ? (char *)op + head : NULL;
     *out = op;
     return SW_OK;

@@ -21,9 +21,9 @@ Checklist (later-api.md sections 4.1 to 4.4 and 4.6; what is built so far):
 - 6.4/6.5 route resolution and execution: ``test_moves``, ``test_evictable_tier``,
   ``test_moves_through_routes``, ``test_route_autograd``.
 
-Not built yet, and tested as refused: kernel patterns and packs
-(``test_kernel_execution_not_built``), composite providers
-(``test_composite_not_built``).
+Kernel patterns, packs and dispatch (section 5) are in
+``test_kernel_dispatch``. Not built yet, and tested as refused: composite
+providers (``test_composite_not_built``).
 """
 
 from __future__ import annotations
@@ -623,33 +623,6 @@ def test_shipped_are_definition_free():
     for shipped in (sw.Generic, sw.CPU, sw.FileBacked, sw.Evictable):
         assert E._peek_carrier_definition(shipped) is None
         assert not E._has_carrier_definition(shipped)
-
-
-def test_kernel_execution_not_built():
-    cls = type("Packed", (sw.Carrier,), {})
-    relu = _operation_definition("relu")
-    pattern = E.KernelPattern(relu, [relu_plan()], "k", lambda inv, iface: E.Unsupported("x"))
-    iface = E.KernelExecutionInterface("1")
-    with pytest.raises(NotImplementedError, match="not executed yet"):
-        E.register_carrier_definition(
-            cls, E.CarrierDefinition(provider(), kernels=E.KernelProvider(iface, [pattern]))
-        )
-    E.register_carrier_definition(
-        cls, E.CarrierDefinition(provider(), kernels=E.KernelProvider(iface))
-    )
-    pack = E.KernelPack("acme", "1", cls, iface, [pattern])
-    with pytest.raises(NotImplementedError, match="not executed yet"):
-        E.register_kernel_pack(pack)
-    with pytest.raises(TypeError, match="does not match"):
-        E.register_kernel_pack(
-            E.KernelPack("acme", "1", cls, E.KernelExecutionInterface("2"), [pattern])
-        )
-    for target in (sw.CPU, type("Undefined", (sw.Carrier,), {}), defined("NoKernels")):
-        with pytest.raises(TypeError, match="exact CarrierDefinition"):
-            E.register_kernel_pack(E.KernelPack("acme", "1", target, iface, [pattern]))
-    dep = type("DepPack", (sw.DependentCarrier,), {})
-    with pytest.raises(TypeError, match="DependentCarrier"):
-        E.register_kernel_pack(E.KernelPack("acme", "1", dep, iface, [pattern]))
 
 
 def test_composite_not_built():

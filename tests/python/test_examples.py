@@ -132,3 +132,22 @@ def test_custom_storage_example():
         "promoted: [10.0, 11.0, 12.0, 13.0]",
         "gradient on CPU: [2.0, 2.0, 2.0]",
     ]
+
+
+def test_custom_compute_example():
+    # examples/custom_compute.py: a definition-backed compute carrier whose
+    # kernel pack has an optimised pattern (preference 10, contiguous only)
+    # and a general one for relu and a user-defined operation.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "custom_compute.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.splitlines() == [
+        "supports relu: True axpb: True exp: False",
+        "ran: ['relu-fast', 'axpb-general']",
+        "relu: [0.0, 0.0, 0.5, 1.0, 0.0, 4.0] axpb: [-5.0, 2.5, -8.0]",
+        "gradient: [0.0, 0.0, 2.0, 2.0, 0.0, 2.0] on Accelerator",
+        "profiled: [('relu', 'Accelerator'), ('demo.axpb', 'Accelerator')]",
+    ]

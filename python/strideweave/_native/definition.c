@@ -12,6 +12,7 @@
  * Python objects) alive until they go.
  */
 #include "errors.h"
+#include "py_kernels.h"
 #include "gil.h"
 #include "py_layout.h"
 #include "module.h"
@@ -148,7 +149,48 @@ static int index_field(PyObject *o, const char *name, int32_t *n,
     return 0;
 }
 
-/* The plan's operation and roles (what the library checks) and dtypes. */
+/* The library enumerator of a plan's compute (accumulation 0) or
+ * accumulation (accumulation 1; None is SW_ACCUM_NONE) enum attribute,
+ * found by its value's name. */
+static int enum_field(PyObject *plan, const char *name, int accumulation,
+                      void *out) {
+    PyObject *v = PyObject_GetAttrString(plan, name);
+    if (v == NULL) {
+        return -1;
+    }
+    if (v == Py_None && accumulation) {
+        Py_DECREF(v);
+        *(sw_accumulation *)out = SW_ACCUM_NONE;
+        return 0;
+    }
+    PyObject *value = PyObject_GetAttrString(v, "value");
+    Py_DECREF(v);
+    const char *text = value != NULL && PyUnicode_Check(value)
+                           ? PyUnicode_AsUTF8(value)
+                           : NULL;
+    int count = accumulation ? SW_ACCUMULATION_COUNT : SW_ARITHMETIC_COUNT;
+    for (int k = 0; text != NULL && k < count; k++) {
+        const char *known = accumulation
+                                ? sw_accumulation_name((sw_accumulation)k)
+                                : sw_arithmetic_name((sw_arithmetic)k);
+        if (known != NULL && strcmp(known, text) == 0) {
+            Py_DECREF(value);
+            if (accumulation) {
+                *(sw_accumulation *)out = (sw_accumulation)k;
+            } else {
+                *(sw_arithmetic *)out = (sw_arithmetic)k;
+            }
+            return 0;
+        }
+    }
+    Py_XDECREF(value);
+    if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "plan %s is not a known value", name);
+    }
+    return -1;
+}
+
+/* The plan of a resolution: its operation, roles, dtypes and arithmetic. */
 static int plan_from_py(swpy_state *st, PyObject *plan, int32_t id,
                         sw_op_plan *out) {
     memset(out, 0, sizeof *out);
@@ -195,6 +237,11 @@ static int plan_from_py(swpy_state *st, PyObject *plan, int32_t id,
         }
     }
     Py_DECREF(seq);
+    if (enum_field(plan, "compute", 0, &out->compute) < 0 ||
+        enum_field(plan, "accumulation", 1, &out->accumulation) < 0 ||
+        dtype_field(st, plan, "accumulator_dtype", 1, &out->accumulator) < 0) {
+        return -1;
+    }
     return dtype_field(st, plan, "output", 0, &out->output);
 }
 
@@ -291,6 +338,13 @@ static sw_status resolve_adapter(void *ctx, const sw_bound_call *call,
 done:
     swpy_gil_release(g);
     return status;
+}
+
+PyObject *swpy_definition_token(int32_t op, const sw_resolution *res) {
+    const sw_op_definition *d = sw_op_definition_get(op);
+    return d != NULL && d->resolve == resolve_adapter && res->token != NULL
+               ? (PyObject *)res->token
+               : NULL;
 }
 
 /* ----------------------------------------------------------- reference */

@@ -3,6 +3,8 @@
  */
 #include "errors.h"
 
+#include "strideweave/definition.h"
+
 PyObject *swpy_exception_type(sw_status status) {
     switch (status) {
     case SW_ENOMEM:
@@ -69,6 +71,21 @@ PyObject *swpy_raise(sw_status status) {
     const char *msg = sw_errmsg();
     if (msg == NULL || msg[0] == '\0') {
         msg = sw_status_name(status);
+    }
+    if (status == SW_ERUNTIME && sw_op_contract_failed()) {
+        /* A provider broke its contract: the definition layer's error. */
+        PyObject *mod =
+            PyImport_ImportModule("strideweave.operation_definition");
+        PyObject *pce =
+            mod != NULL ? PyObject_GetAttrString(mod, "ProviderContractError")
+                        : NULL;
+        Py_XDECREF(mod);
+        if (pce == NULL) {
+            return NULL;
+        }
+        PyErr_SetString(pce, msg);
+        Py_DECREF(pce);
+        return NULL;
     }
     if (status == SW_EOS) {
         raise_os_error(msg);

@@ -14,6 +14,7 @@
  * forgets it. Its storage provider is borrowed from it.
  */
 #include "py_extension.h"
+#include "py_kernels.h"
 
 #include "errors.h"
 #include "gil.h"
@@ -31,9 +32,10 @@ typedef struct {
 } py_route;
 
 typedef struct {
-    PyObject *definition; /* CarrierDefinition */
-    PyObject *storage;    /* StorageProvider (borrowed from definition) */
-    py_route *routes;     /* one per TransferRoute */
+    PyObject *definition;    /* CarrierDefinition */
+    PyObject *storage;       /* StorageProvider (borrowed from definition) */
+    py_route *routes;        /* one per TransferRoute */
+    swpy_patterns *patterns; /* the KernelProvider's, or NULL */
 } py_definition;
 
 static PyObject *peer_of(sw_carrier *c) {
@@ -231,8 +233,22 @@ ADAPT(py_size, size_body, (void *ctx, sw_carrier *c, int64_t *out),
 ADAPT(py_release, release_body, (void *ctx, sw_carrier *c), (ctx, c))
 ADAPT(py_read, read_body, (void *ctx, sw_carrier *c, int64_t i, sw_value *out),
       (ctx, c, i, out))
-ADAPT(py_write, write_body,
-      (void *ctx, sw_carrier *c, int64_t i, const sw_value *v), (ctx, c, i, v))
+/* A write may run while an exception is pending: the library puts back
+ * what a failed kernel wrote (sw_kernel_run's rollback) before the failure
+ * reaches the caller, whose exception stays the one raised. */
+static sw_status py_write(void *ctx, sw_carrier *c, int64_t i,
+                          const sw_value *v) {
+    swpy_gil g = swpy_gil_ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    sw_status rc = write_body(ctx, c, i, v);
+    if (type != NULL) {
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
+    swpy_gil_release(g);
+    return rc;
+}
 ADAPT(py_make, make_body,
       (void *ctx, sw_carrier *like, int64_t n, sw_dtype d, int m,
        sw_carrier **out),
@@ -240,9 +256,8 @@ ADAPT(py_make, make_body,
 
 /* ------------------------------------------------------------ routes */
 
-/* extension.<fn>(*args): the Python layer's half of a route. */
-static PyObject *call_layer(const char *fn, PyObject *a, PyObject *b,
-                            PyObject *c) {
+PyObject *swpy_call_layer(const char *fn, PyObject *a, PyObject *b,
+                          PyObject *c) {
     PyObject *mod = PyImport_ImportModule("strideweave.carriers.extension");
     if (mod == NULL) {
         return NULL;
@@ -268,7 +283,7 @@ static sw_status route_prepare_body(void *ctx, const sw_transfer_request *r,
               : swpy_carrier_wrap(pr->st, sw_carrier_retain(r->destination));
     PyObject *out =
         tensor != NULL && dst != NULL
-            ? call_layer("_route_prepare", pr->provider, tensor, dst)
+            ? swpy_call_layer("_route_prepare", pr->provider, tensor, dst)
             : NULL;
     Py_XDECREF(tensor);
     Py_XDECREF(dst);
@@ -288,7 +303,7 @@ static sw_status route_prepare_body(void *ctx, const sw_transfer_request *r,
 }
 
 static sw_status route_run_body(void *ctx, void *work) {
-    PyObject *r = call_layer("_route_run", (PyObject *)work, NULL, NULL);
+    PyObject *r = swpy_call_layer("_route_run", (PyObject *)work, NULL, NULL);
     if (r == NULL) {
         return FAILED;
     }
@@ -312,6 +327,7 @@ static void py_drop(void *ctx) {
     swpy_gil g = swpy_gil_ensure();
     py_definition *d = ctx;
     Py_XDECREF(d->definition);
+    swpy_patterns_free(d->patterns);
     PyMem_RawFree(d->routes);
     PyMem_RawFree(d);
     swpy_gil_release(g);
@@ -328,17 +344,19 @@ static int type_of(PyObject *o, const char *what, PyTypeObject **out) {
 
 /*
  * _define_carrier(cls, definition, storage, routes, dependent,
- * has_kernels, has_composite, fallback): routes is a tuple of (source
- * class, destination class, route id). The Python layer has checked the
- * values; the rules are the library's.
+ * has_kernels, has_composite, fallback, interface, patterns): routes is a
+ * tuple of (source class, destination class, route id, provider);
+ * interface the KernelProvider's (or None), patterns its patterns (see
+ * swpy_patterns_new). The Python layer has checked the values; the rules
+ * are the library's.
  */
 static PyObject *define_carrier(PyObject *module, PyObject *args) {
-    PyObject *cls_obj, *definition, *storage, *routes;
+    PyObject *cls_obj, *definition, *storage, *routes, *iface, *patterns;
     int dependent, has_kernels, has_composite, fallback;
-    if (!PyArg_ParseTuple(args, "OOOO!pppp:_define_carrier", &cls_obj,
+    if (!PyArg_ParseTuple(args, "OOOO!ppppOO!:_define_carrier", &cls_obj,
                           &definition, &storage, &PyTuple_Type, &routes,
-                          &dependent, &has_kernels, &has_composite,
-                          &fallback)) {
+                          &dependent, &has_kernels, &has_composite, &fallback,
+                          &iface, &PyTuple_Type, &patterns)) {
         return NULL;
     }
     swpy_state *st = swpy_module_state(module);
@@ -387,6 +405,25 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
     ctx->definition = definition;
     ctx->storage = storage;
     ctx->routes = pr;
+    ctx->patterns = NULL;
+    PyObject *iface_version = NULL;
+    const char *iv = NULL;
+    int64_t npatterns = 0;
+    const sw_kernel_pattern_decl *pdecls = NULL;
+    if (has_kernels) {
+        iface_version = PyObject_GetAttrString(iface, "version");
+        iv = iface_version != NULL ? PyUnicode_AsUTF8(iface_version) : NULL;
+        ctx->patterns =
+            iv != NULL ? swpy_patterns_new(st, iface, patterns) : NULL;
+        if (ctx->patterns == NULL) {
+            Py_XDECREF(iface_version);
+            PyMem_Free(decls);
+            PyMem_RawFree(pr);
+            PyMem_RawFree(ctx);
+            return NULL;
+        }
+        pdecls = swpy_patterns_decls(ctx->patterns, &npatterns);
+    }
     sw_carrier_definition def = {
         .version = SW_CARRIER_DEFINITION_VERSION,
         .name = cls->tp_name,
@@ -407,21 +444,29 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
         .make = py_make,
         .ctx = ctx,
         .drop = py_drop,
+        .interface_type = has_kernels ? (const void *)Py_TYPE(iface) : NULL,
+        .interface_version = iv,
+        .npatterns = npatterns,
+        .patterns = pdecls,
     };
     const char *dot = strrchr(cls->tp_name, '.');
     def.name = dot != NULL ? dot + 1 : cls->tp_name;
+    sw_status s = SW_OK;
     if (swpy_capability_guard(module, st, cls) < 0) {
-        PyMem_Free(decls);
-        PyMem_RawFree(pr);
-        PyMem_RawFree(ctx);
-        return NULL;
+        s = FAILED;
+    } else {
+        s = sw_carrier_define(swpy_capability_tag(st, cls), &def);
     }
-    sw_status s = sw_carrier_define(swpy_capability_tag(st, cls), &def);
     PyMem_Free(decls);
+    Py_XDECREF(iface_version);
     if (s != SW_OK) {
+        swpy_patterns_free(ctx->patterns);
         PyMem_RawFree(pr);
         PyMem_RawFree(ctx);
         return swpy_raise(s);
+    }
+    if (ctx->patterns != NULL) {
+        swpy_patterns_drop_decls(ctx->patterns);
     }
     Py_INCREF(definition);
     Py_RETURN_NONE;

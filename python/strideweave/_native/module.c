@@ -13,6 +13,7 @@
 #include "docs.h"
 #include "errors.h"
 #include "py_extension.h"
+#include "py_kernels.h"
 #include "py_evictable.h"
 #include "gil.h"
 #include "py_einops.h"
@@ -251,7 +252,8 @@ static int module_exec(PyObject *module) {
         swpy_einops_init(module, st) < 0 || swpy_move_init(module, st) < 0 ||
         swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0 ||
         swpy_definition_init(module, st) < 0 ||
-        swpy_extension_init(module, st) < 0) {
+        swpy_extension_init(module, st) < 0 ||
+        swpy_kernels_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {

@@ -10,6 +10,8 @@
  */
 #include "operation.h"
 
+#include "strideweave/extension.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -132,7 +134,7 @@ static PyObject *key_to_py(const sw_view_key *k) {
 
 /* One argument of a library call as the Python object a Python operation
  * sees (a new reference). */
-static PyObject *arg_to_py(swpy_state *st, const sw_arg *a) {
+PyObject *swpy_arg_to_py(swpy_state *st, const sw_arg *a) {
     switch (a->kind) {
     case SW_ARG_TENSOR:
         return swpy_tensor_wrap(st, sw_tensor_retain(a->as.tensor));
@@ -179,7 +181,7 @@ static sw_status pyop_forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
         return HOOK_FAILED;
     }
     for (int32_t i = 0; i < nargs; i++) {
-        PyObject *a = arg_to_py(st, &args[i]);
+        PyObject *a = swpy_arg_to_py(st, &args[i]);
         if (a == NULL) {
             Py_DECREF(tuple);
             return HOOK_FAILED;
@@ -1319,6 +1321,12 @@ static PyObject *tag_type(swpy_state *st, const void *tag, PyObject *known) {
     }
     if (known != NULL && (const void *)known == tag) {
         return Py_NewRef(known);
+    }
+    /* A definition-backed class's tag is the class itself, and the
+     * library forgets its definition when the class goes: while there is
+     * one, the class is alive. */
+    if (sw_carrier_has_definition(tag)) {
+        return Py_NewRef((PyObject *)tag);
     }
     Py_RETURN_NONE;
 }

@@ -125,4 +125,8 @@ const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls);
  * adapter, the class of a known native class, or the fallback class. */
 PyObject *swpy_op_class_type(swpy_state *st, const sw_op_class *cls);
 
+/* One argument of a library call as the Python object a Python operation
+ * sees (a new reference). */
+PyObject *swpy_arg_to_py(swpy_state *st, const sw_arg *a);
+
 #endif /* SWPY_OPERATION_H */

@@ -8,6 +8,7 @@
 #define SWPY_PLANS_H
 
 #include "module.h"
+#include "strideweave/capability.h"
 
 /* Adds the plan and capability functions to the module. */
 int swpy_policy_init(PyObject *module, swpy_state *st);
@@ -18,6 +19,10 @@ int swpy_policy_init(PyObject *module, swpy_state *st);
  * with an exception set.
  */
 int swpy_capability_constructed(PyObject *self);
+/* The capabilities of a sequence of raw entries (an owned PyMem array, or
+ * NULL for none); -1 with an exception set. */
+int swpy_caps_from_raws(swpy_state *st, PyObject *raws, sw_op_capability **out,
+                        int64_t *n);
 /* The tag the library keeps a class's capabilities and definition under. */
 const void *swpy_capability_tag(swpy_state *st, PyTypeObject *type);
 /* Makes sure the library forgets type's class tag when type goes. */

@@ -203,8 +203,8 @@ static PyObject *raw_list(swpy_state *st, sw_capability_list l) {
 
 /* The capabilities of a sequence of raw entries (owned array, or NULL
  * for none); -1 with an exception set. */
-static int caps_from_raws(swpy_state *st, PyObject *raws,
-                          sw_op_capability **out, int64_t *n) {
+int swpy_caps_from_raws(swpy_state *st, PyObject *raws, sw_op_capability **out,
+                        int64_t *n) {
     PyObject *seq = PySequence_Fast(raws, "capabilities must be a sequence");
     if (seq == NULL) {
         return -1;
@@ -569,7 +569,7 @@ static PyObject *declare_capabilities(PyObject *module, PyObject *const *args,
     }
     sw_op_capability *caps = NULL;
     int64_t n = 0;
-    if (caps_from_raws(st, args[2], &caps, &n) < 0 ||
+    if (swpy_caps_from_raws(st, args[2], &caps, &n) < 0 ||
         ensure_guard(module, st, type) < 0) {
         PyMem_Free(caps);
         return NULL;
@@ -732,7 +732,8 @@ static PyObject *snapshot_finalize(PyObject *module, PyObject *const *args,
     }
     sw_op_capability *caps = NULL;
     int64_t n = 0;
-    if (caps_from_raws(swpy_module_state(module), args[2], &caps, &n) < 0) {
+    if (swpy_caps_from_raws(swpy_module_state(module), args[2], &caps, &n) <
+        0) {
         return NULL;
     }
     sw_status st = sw_capability_snapshot_finalize(s, name, n, caps);

@@ -15,4 +15,9 @@ PyObject *swpy_carrier_defined_new(swpy_state *st, PyTypeObject *type);
 /* Carrier.__init__(slots, *, dtype, mutable=True) for a defined class. */
 int swpy_carrier_defined_init(PyObject *self, PyObject *args, PyObject *kwds);
 
+/* strideweave.carriers.extension.<fn>(a, b, c) (c or b and c may be
+ * NULL): the Python layer's half of a provider callback. */
+PyObject *swpy_call_layer(const char *fn, PyObject *a, PyObject *b,
+                          PyObject *c);
+
 #endif

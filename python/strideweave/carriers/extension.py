@@ -11,12 +11,15 @@ the library's (``strideweave/extension.h``).
 
 What works today: storage-only carriers (construction ``Cls(slots, *, dtype,
 mutable=True)``, element access, ``new_like``/``allocate_like``, a refusable
-``release``, facets, capability queries), moves through transfer routes
-(with autograd through the route back), and elementwise moves between two
-definition-backed classes whose providers both allow it. Not built yet, and
-refused with NotImplementedError where it would be needed: executing kernel
-patterns and packs, and composite providers (definition-backed
-DependentCarrier classes).
+``release``, facets, capability queries), compute carriers whose
+``KernelProvider`` and ``KernelPack`` patterns run operations through the
+library's pipeline (candidates in order, result checks, rollback, one
+version step per declared mutation, autograd through the central VJP),
+moves through transfer routes (with autograd through the route back), and
+elementwise moves between two definition-backed classes whose providers
+both allow it. Not built yet, and refused with NotImplementedError where it
+would be needed: composite providers (definition-backed DependentCarrier
+classes).
 
 Examples:
     >>> import strideweave as sw
@@ -579,11 +582,19 @@ class PreparedKernel:
 
     interface: KernelExecutionInterface
     submit: Callable[..., Any]
+    _submitted: list[bool] = field(default_factory=lambda: [False], init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.interface, KernelExecutionInterface):
             raise TypeError("interface must be a KernelExecutionInterface")
         _callable(self.submit, "submit")
+
+    def _take(self) -> Callable[..., Any]:
+        """The submit callback, once: prepared work is submitted at most once."""
+        if self._submitted[0]:
+            raise RuntimeError("prepared work was already submitted")
+        self._submitted[0] = True
+        return self.submit
 
 
 @dataclass(frozen=True)
@@ -680,8 +691,8 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
             dependent rule ('must not supply a composite', 'requires
             composite', 'forbids kernels').
         ValueError: 'duplicate exact transfer routes'.
-        NotImplementedError: kernel patterns or a composite provider, which
-            are not executed yet.
+        NotImplementedError: a composite provider, which is not executed
+            yet.
 
     Examples:
         >>> import strideweave as sw
@@ -713,12 +724,6 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
     # (its own refusals come first for a class that is shipped or defined).
     fresh = cls not in _shipped() and _native._carrier_definition(cls) is None
     kernels = definition.kernels
-    if fresh and not dependent and definition.composite is None:
-        if kernels is not None and kernels.patterns:
-            raise NotImplementedError(
-                "kernel patterns are not executed yet: register a KernelProvider "
-                "without patterns, or none"
-            )
     if fresh and dependent and definition.composite is not None and kernels is None:
         raise NotImplementedError(
             "definition-backed DependentCarrier classes (composite providers) are not supported yet"
@@ -732,16 +737,30 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
         definition.kernels is not None,
         definition.composite is not None,
         definition.storage.elementwise_fallback,
+        kernels.interface if kernels is not None else None,
+        _native_patterns(kernels.patterns if kernels is not None else ()),
+    )
+
+
+def _native_patterns(patterns: tuple[KernelPattern, ...]) -> tuple[Any, ...]:
+    """The patterns as the binding registers them: (operation name, raw
+    plans, kernel_id, preference, pattern)."""
+    from strideweave.carriers.operation_policy import _to_raw
+
+    return tuple(
+        (p.operation.name, [_to_raw(c) for c in p.plans], p.kernel_id, p.preference, p)
+        for p in patterns
     )
 
 
 def register_kernel_pack(pack: KernelPack) -> None:
-    """Adds a pack of kernels to a definition-backed class (not yet executed).
+    """Adds a pack of kernels to a definition-backed class.
 
     The target must be an exact class with its own definition and a
-    KernelProvider whose interface matches the pack's. Executing kernel
-    patterns is not built yet, so a valid pack is refused with
-    NotImplementedError after these checks.
+    KernelProvider whose interface matches the pack's, not yet observed
+    (no instance constructed, no capability queried). The pack's patterns
+    join the class's candidates: by descending preference, then the
+    provider's own patterns, then packs by (namespace, version).
 
     Args:
         pack: the KernelPack.
@@ -752,8 +771,9 @@ def register_kernel_pack(pack: KernelPack) -> None:
     Raises:
         TypeError: a non-pack, 'exact CarrierDefinition' (no definition of
             its own, or a shipped carrier), 'DependentCarrier', 'does not
-            match' (the interface).
-        NotImplementedError: a valid pack (kernel execution is not built).
+            match' (the interface), 'already observed'.
+        ValueError: 'namespace and version' already registered, a
+            'kernel_id' the target already uses.
 
     Examples:
         >>> import strideweave as sw
@@ -779,10 +799,69 @@ def register_kernel_pack(pack: KernelPack) -> None:
             f"{getattr(target, '__name__', target)} has no exact CarrierDefinition "
             "of its own" + ("" if definition is None else " with a KernelProvider")
         )
-    mine = definition.kernels.interface.compatibility_identity
-    if pack.execution_interface.compatibility_identity != mine:
+    provider = definition.kernels.interface
+    if pack.execution_interface.compatibility_identity != provider.compatibility_identity:
         raise TypeError("the pack's execution_interface does not match the KernelProvider's")
-    raise NotImplementedError("kernel packs are not executed yet")
+    _native._register_kernel_pack(
+        target,
+        pack.namespace,
+        pack.version,
+        pack.execution_interface,
+        provider,
+        _native_patterns(pack.patterns),
+    )
+
+
+def _builtin_invocation(name: str, operands: tuple[Any, ...]) -> Any:
+    """The central definition's invocation of a built-in operation's call."""
+    from strideweave.operation_definition import _operation_definition
+
+    return _operation_definition(name).resolve_call(*operands)
+
+
+def _kernel_prepare(pattern: KernelPattern, interface: KernelExecutionInterface, inv: Any) -> Any:
+    """A pattern's prepare: its PreparedKernel, or an Unsupported's reason."""
+    prepared = pattern.prepare(inv, interface)
+    if isinstance(prepared, Unsupported):
+        return prepared.reason
+    if not isinstance(prepared, PreparedKernel):
+        raise TypeError(
+            f"prepare of kernel {pattern.kernel_id!r} must return a PreparedKernel or an "
+            f"Unsupported, not {type(prepared).__name__}"
+        )
+    if prepared.interface.compatibility_identity != interface.compatibility_identity:
+        raise TypeError(
+            f"the PreparedKernel of {pattern.kernel_id!r} carries another interface than "
+            "the KernelProvider's"
+        )
+    return prepared
+
+
+def _kernel_submit(prepared: PreparedKernel, inv: Any) -> tuple[Any, ...]:
+    """Submits prepared kernel work once and waits for its result once."""
+    from strideweave.operation_definition import ProviderContractError
+    from strideweave.tensor import Tensor
+
+    result = prepared._take()()
+    if isinstance(result, Tensor):
+        raise TypeError("kernel submit must return a ProviderResult or a completion, not a Tensor")
+    if not isinstance(result, ProviderResult):
+        completion = _require_provider_completion(result)
+        result = completion.wait()
+        if not isinstance(result, ProviderResult):
+            raise TypeError(
+                f"a kernel completion must yield a ProviderResult, not {type(result).__name__}"
+            )
+    if len(result.outputs) != len(inv.results):
+        raise ProviderContractError(
+            f"kernel returned {len(result.outputs)} outputs: the count must be {len(inv.results)}"
+        )
+    return result.outputs
+
+
+def _definition_kernel_patterns(cls: type) -> tuple[str, ...]:
+    """The kernel ids of exactly cls, in candidate order; observes nothing."""
+    return tuple(_native._kernel_ids(cls))
 
 
 def _route_prepare(provider: TransferProvider, tensor: Any, destination: Carrier) -> Any:

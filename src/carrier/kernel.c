@@ -1,0 +1,630 @@
+/*
+ * Kernels of definition-backed carriers (strideweave/extension.h): the
+ * pattern and pack records, the candidate order and capability union of a
+ * class, the resolution of built-in operations for them, and the dispatch
+ * pipeline with its result checks and rollback.
+ *
+ * Rollback is a journal, not a snapshot: while a submitted kernel runs,
+ * every carrier of a tensor operand that is definition-backed records the
+ * old value of each element written through its storage interface (the
+ * only way in: the provider owns the storage and the framework reaches it
+ * through callbacks), so a failure restores exactly what was written and
+ * a success costs one record per write, nothing per element read.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "carrier/defined.h"
+#include "carrier/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "strideweave/capability.h"
+#include "strideweave/definition.h"
+#include "strideweave/extension.h"
+#include "tensor/internal.h"
+
+/* ------------------------------------------------------------- patterns */
+
+/* Dispatch compares normalised capabilities as bytes: no padding. */
+_Static_assert(sizeof(sw_op_capability) == 15 * sizeof(int32_t),
+               "sw_op_capability has padding");
+
+sw_status sw_kernel_patterns_check(const char *owner, int64_t n,
+                                   const sw_kernel_pattern_decl *patterns) {
+    if (n < 0 || (n > 0 && !patterns))
+        return sw_fail(SW_EVALUE, "%s: pattern count %lld without patterns",
+                       owner, (long long)n);
+    for (int64_t i = 0; i < n; ++i) {
+        const sw_kernel_pattern_decl *p = &patterns[i];
+        const sw_op_info *info = sw_op_info_get(p->op);
+        if (!p->kernel_id || !*p->kernel_id)
+            return sw_fail(SW_EVALUE, "%s: kernel_id must not be empty", owner);
+        if (!info)
+            return sw_fail(SW_EVALUE, "kernel '%s': unknown operation id %d",
+                           p->kernel_id, (int)p->op);
+        if (!p->prepare || !p->submit)
+            return sw_fail(SW_EVALUE, "kernel '%s' needs prepare and submit",
+                           p->kernel_id);
+        if (p->nplans < 1 || !p->plans)
+            return sw_fail(SW_EVALUE, "kernel '%s': plans must not be empty",
+                           p->kernel_id);
+        for (int64_t k = 0; k < p->nplans; ++k) {
+            const sw_op_capability *c = &p->plans[k];
+            if (c->op != p->op)
+                return sw_fail(SW_EVALUE,
+                               "kernel '%s': plan %lld is for another "
+                               "operation than operation.name '%s'",
+                               p->kernel_id, (long long)k, info->plan_name);
+            sw_status st = sw_op_capability_check(c);
+            if (st) {
+                char msg[320];
+                snprintf(msg, sizeof msg, "%s", sw_errmsg());
+                return sw_fail(st, "kernel '%s': plan %lld: %s", p->kernel_id,
+                               (long long)k, msg);
+            }
+            for (int64_t j = 0; j < k; ++j)
+                if (sw_op_capability_compare(&p->plans[j], c) == 0)
+                    return sw_fail(SW_EVALUE,
+                                   "kernel '%s': duplicate plan %lld",
+                                   p->kernel_id, (long long)k);
+        }
+        for (int64_t j = 0; j < i; ++j)
+            if (strcmp(patterns[j].kernel_id, p->kernel_id) == 0)
+                return sw_fail(SW_EVALUE, "%s: duplicate kernel_id '%s'", owner,
+                               p->kernel_id);
+    }
+    return SW_OK;
+}
+
+/* The bytes the copies of n patterns take after their array. */
+static size_t patterns_extra(int64_t n, const sw_kernel_pattern_decl *ps) {
+    size_t bytes = 0;
+    for (int64_t i = 0; i < n; ++i)
+        bytes += (size_t)ps[i].nplans * sizeof(sw_op_capability) +
+                 strlen(ps[i].kernel_id) + 1;
+    return bytes;
+}
+
+/* Copies n patterns into dst, their plans and ids at *cursor (aligned for
+ * capabilities first, then the strings). */
+static void patterns_copy(int64_t n, const sw_kernel_pattern_decl *src,
+                          sw_kernel_pattern_decl *dst, char **cursor) {
+    for (int64_t i = 0; i < n; ++i) {
+        dst[i] = src[i];
+        sw_op_capability *plans = (sw_op_capability *)*cursor;
+        /* Normalised (entries past noperands zero, no stray bytes), so
+         * that dispatch compares plans as bytes. */
+        for (int64_t k = 0; k < src[i].nplans; ++k) {
+            sw_op_plan p;
+            sw_op_capability_to_plan(&src[i].plans[k], &p);
+            sw_op_capability_from_plan(&p, &plans[k]);
+        }
+        dst[i].plans = plans;
+        *cursor += (size_t)src[i].nplans * sizeof(sw_op_capability);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        size_t k = strlen(src[i].kernel_id) + 1;
+        memcpy(*cursor, src[i].kernel_id, k);
+        dst[i].kernel_id = *cursor;
+        *cursor += k;
+    }
+}
+
+size_t sw_kernel_patterns_size(int64_t n, const sw_kernel_pattern_decl *ps) {
+    return (size_t)n * sizeof(sw_kernel_pattern_decl) + patterns_extra(n, ps);
+}
+
+sw_kernel_pattern_decl *
+sw_kernel_patterns_place(int64_t n, const sw_kernel_pattern_decl *src,
+                         char *block) {
+    sw_kernel_pattern_decl *dst = (sw_kernel_pattern_decl *)block;
+    char *cursor = block + (size_t)n * sizeof *dst;
+    patterns_copy(n, src, dst, &cursor);
+    return dst;
+}
+
+sw_status sw_kernel_pack_copy(const sw_kernel_pack_decl *decl,
+                              sw_kernel_pack_rec **out) {
+    size_t head = sizeof(sw_kernel_pack_rec);
+    head = (head + 15) & ~(size_t)15;
+    size_t pats = sw_kernel_patterns_size(decl->npatterns, decl->patterns);
+    size_t ns = strlen(decl->namespace_) + 1,
+           ver = strlen(decl->pack_version) + 1,
+           iv = strlen(decl->interface_version) + 1;
+    char *block = sw_calloc(1, head + pats + ns + ver + iv);
+    if (!block)
+        return sw_oom();
+    sw_kernel_pack_rec *rec = (sw_kernel_pack_rec *)block;
+    rec->decl = *decl;
+    rec->decl.patterns =
+        sw_kernel_patterns_place(decl->npatterns, decl->patterns, block + head);
+    char *text = block + head + pats;
+    memcpy(text, decl->namespace_, ns);
+    rec->decl.namespace_ = text;
+    memcpy(text + ns, decl->pack_version, ver);
+    rec->decl.pack_version = text + ns;
+    memcpy(text + ns + ver, decl->interface_version, iv);
+    rec->decl.interface_version = text + ns + ver;
+    *out = rec;
+    return SW_OK;
+}
+
+void sw_kernel_pack_free(sw_kernel_pack_rec *rec) {
+    if (!rec)
+        return;
+    if (rec->decl.drop)
+        rec->decl.drop(rec->decl.ctx);
+    sw_free(rec);
+}
+
+/* ------------------------------------------------------ candidate order */
+
+typedef struct order_key {
+    const sw_kernel_pattern_decl *p;
+    int64_t group; /* 0 built-in; 1 + the pack's rank */
+    int64_t index; /* in its provider or pack */
+} order_key;
+
+static int order_cmp(const void *a, const void *b) {
+    const order_key *x = a, *y = b;
+    if (x->p->preference != y->p->preference)
+        return x->p->preference > y->p->preference ? -1 : 1;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int cap_cmp(const void *a, const void *b) {
+    return sw_op_capability_compare(a, b);
+}
+
+sw_status sw_defn_rebuild_kernels(sw_defn *d) {
+    int64_t n = d->def.npatterns, nplans = 0;
+    for (const sw_kernel_pack_rec *r = d->packs; r; r = r->next)
+        n += r->decl.npatterns;
+    order_key *keys = sw_calloc((size_t)n + 1, sizeof *keys);
+    const sw_kernel_pattern_decl **order =
+        sw_calloc((size_t)n + 1, sizeof *order);
+    if (!keys || !order) {
+        sw_free(keys);
+        sw_free(order);
+        return sw_oom();
+    }
+    int64_t k = 0, rank = 0;
+    for (int64_t i = 0; i < d->def.npatterns; ++i)
+        keys[k++] = (order_key){&d->patterns[i], 0, i};
+    for (const sw_kernel_pack_rec *r = d->packs; r; r = r->next, ++rank)
+        for (int64_t i = 0; i < r->decl.npatterns; ++i)
+            keys[k++] = (order_key){&r->decl.patterns[i], 1 + rank, i};
+    qsort(keys, (size_t)n, sizeof *keys, order_cmp);
+    for (int64_t i = 0; i < n; ++i) {
+        order[i] = keys[i].p;
+        nplans += keys[i].p->nplans;
+    }
+    sw_free(keys);
+    sw_op_capability *caps = sw_calloc((size_t)nplans + 1, sizeof *caps);
+    if (!caps) {
+        sw_free(order);
+        return sw_oom();
+    }
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < order[i]->nplans; ++j)
+            caps[m++] = order[i]->plans[j];
+    qsort(caps, (size_t)m, sizeof *caps, cap_cmp);
+    int64_t w = 0;
+    for (int64_t i = 0; i < m; ++i)
+        if (w == 0 || sw_op_capability_compare(&caps[w - 1], &caps[i]) != 0)
+            caps[w++] = caps[i];
+    sw_free((void *)d->order);
+    sw_free(d->caps);
+    d->order = order;
+    d->norder = n;
+    d->caps = caps;
+    d->ncaps = w;
+    return SW_OK;
+}
+
+int64_t sw_carrier_kernel_count(const void *cls) {
+    const sw_defn *d = sw_defn_lookup(cls, 0);
+    return d ? d->norder : 0;
+}
+
+const char *sw_carrier_kernel_id(const void *cls, int64_t i) {
+    const sw_defn *d = sw_defn_lookup(cls, 0);
+    return d && i >= 0 && i < d->norder ? d->order[i]->kernel_id : NULL;
+}
+
+/* -------------------------------------------------------------- journal */
+
+/*
+ * The journal of one submission. Each definition-backed operand carrier
+ * points to it while the kernel runs (sw_defined_journal_* in defined.c)
+ * and appends the old value of every element written, from any thread.
+ */
+struct sw_journal {
+    pthread_mutex_t lock;
+    int64_t n, cap;
+    struct journal_entry {
+        sw_carrier *c;
+        int64_t i;
+        sw_value old;
+    } *entries;
+    int failed; /* an entry could not be recorded: the write was refused */
+};
+
+sw_status sw_journal_record(sw_journal *j, sw_carrier *c, int64_t i,
+                            const sw_value *old) {
+    pthread_mutex_lock(&j->lock);
+    if (j->n == j->cap) {
+        int64_t want = j->cap ? j->cap * 2 : 16;
+        void *grown = sw_realloc(j->entries, (size_t)want * sizeof *j->entries);
+        if (!grown) {
+            pthread_mutex_unlock(&j->lock);
+            return sw_oom();
+        }
+        j->entries = grown;
+        j->cap = want;
+    }
+    j->entries[j->n].c = c;
+    j->entries[j->n].i = i;
+    j->entries[j->n].old = *old;
+    ++j->n;
+    pthread_mutex_unlock(&j->lock);
+    return SW_OK;
+}
+
+/* Whether carrier c was written under j. */
+static int journal_touched(sw_journal *j, const sw_carrier *c) {
+    pthread_mutex_lock(&j->lock);
+    int hit = 0;
+    for (int64_t k = 0; k < j->n && !hit; ++k)
+        hit = j->entries[k].c == c;
+    pthread_mutex_unlock(&j->lock);
+    return hit;
+}
+
+/* Puts back every recorded value, the latest write undone first. */
+static void journal_undo(sw_journal *j) {
+    for (int64_t k = j->n - 1; k >= 0; --k) {
+        struct journal_entry *e = &j->entries[k];
+        if (sw_defined_restore(e->c, e->i, &e->old))
+            sw_clear_error();
+    }
+}
+
+static void journal_clear(sw_journal *j) {
+    for (int64_t k = 0; k < j->n; ++k)
+        sw_value_clear(&j->entries[k].old);
+    sw_free(j->entries);
+    j->entries = NULL;
+    j->n = j->cap = 0;
+}
+
+/* ------------------------------------------------------------- pipeline */
+
+#define MAX_TENSORS SW_DEF_MAX_OPERANDS
+
+/* The distinct carriers of a call's tensor operands, what is known about
+ * each before submission, and whether its journal is this call's. */
+typedef struct operand_set {
+    int32_t n;
+    sw_carrier *c[MAX_TENSORS];
+    int64_t version[MAX_TENSORS];
+    int journaled[MAX_TENSORS];
+    int authorized[MAX_TENSORS]; /* an operand on it is declared mutated */
+} operand_set;
+
+static void operands_collect(const sw_bound_call *call,
+                             const sw_resolution *res, operand_set *s) {
+    s->n = 0;
+    for (int32_t i = 0; i < call->noperands; ++i) {
+        if (call->operands[i].kind != SW_ARG_TENSOR)
+            continue;
+        sw_carrier *c = call->operands[i].as.tensor->carrier;
+        int32_t at = 0;
+        while (at < s->n && s->c[at] != c)
+            ++at;
+        if (at == s->n) {
+            s->c[at] = c;
+            s->version[at] = sw_carrier_version(c);
+            s->journaled[at] = 0;
+            s->authorized[at] = 0;
+            ++s->n;
+        }
+        for (int32_t m = 0; m < res->nmutated; ++m)
+            s->authorized[at] |= res->mutated[m] == i;
+    }
+}
+
+static const char *class_name(const sw_defn *d) {
+    return d->def.name;
+}
+
+/* The checks of step 4 for result k; a broken rule is a contract error. */
+static sw_status check_result(const sw_defn *d, const sw_kernel_invocation *inv,
+                              int32_t k, const sw_tensor *r) {
+    const sw_result_spec *spec = &inv->resolution->results[k];
+    const char *op = inv->op->name;
+    if (!r)
+        return sw_contract_fail("kernel for '%s' on %s returned too few "
+                                "results: the count is %d",
+                                op, class_name(d),
+                                (int)inv->resolution->nresults);
+    if (sw_tensor_dtype(r) != spec->dtype)
+        return sw_contract_fail("result %d of '%s' on %s has dtype %s, not "
+                                "the declared dtype %s",
+                                (int)k, op, class_name(d),
+                                sw_dtype_name(sw_tensor_dtype(r)),
+                                sw_dtype_name(spec->dtype));
+    if (!sw_layout_equal(r->layout, spec->layout))
+        return sw_contract_fail("result %d of '%s' on %s does not have the "
+                                "declared layout",
+                                (int)k, op, class_name(d));
+    if (spec->alias_of >= 0) {
+        if (r != inv->call->operands[spec->alias_of].as.tensor)
+            return sw_contract_fail("result %d of '%s' on %s must be operand "
+                                    "%d itself: it is declared as its alias",
+                                    (int)k, op, class_name(d),
+                                    (int)spec->alias_of);
+        return SW_OK;
+    }
+    int64_t size = sw_carrier_size(r->carrier);
+    if (size != spec->layout->cosize)
+        return sw_contract_fail("result %d of '%s' on %s: its carrier holds "
+                                "%lld slots, not the layout's size %lld",
+                                (int)k, op, class_name(d), (long long)size,
+                                (long long)spec->layout->cosize);
+    if (sw_carrier_defined_class(r->carrier) != d->cls)
+        return sw_contract_fail("result %d of '%s' on %s is on another "
+                                "carrier class: its carrier role is %s",
+                                (int)k, op, class_name(d), class_name(d));
+    for (int32_t i = 0; i < inv->call->noperands; ++i) {
+        const sw_arg *a = &inv->call->operands[i];
+        if (a->kind == SW_ARG_TENSOR && a->as.tensor == r)
+            return sw_contract_fail("result %d of '%s' on %s aliases operand "
+                                    "%d without declaring it",
+                                    (int)k, op, class_name(d), (int)i);
+    }
+    return SW_OK;
+}
+
+/* Appends "<id>: <reason>" to the refusals. */
+static void note_refusal(char *buf, size_t size, const char *id,
+                         const char *reason) {
+    size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    snprintf(buf + used, size - used, "%s%s: %s", used ? "; " : "", id,
+             *reason ? reason : "unsupported");
+}
+
+sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
+                        const sw_bound_call *call, const sw_resolution *res,
+                        sw_tensor **results) {
+    const sw_defn *d = sw_carrier_defn(c);
+    if (!d)
+        return sw_fail(SW_ETYPE, "carrier is not definition-backed");
+    if (!d->def.has_kernels)
+        return sw_fail(SW_ENOTIMPL,
+                       "%s is storage-only: its CarrierDefinition has no "
+                       "KernelProvider, so it runs no '%s'",
+                       class_name(d), op->name);
+    sw_op_capability want;
+    sw_op_capability_from_plan(&res->plan, &want);
+    const sw_kernel_pattern_decl *cand[64];
+    int64_t ncand = 0;
+    for (int64_t i = 0; i < d->norder && ncand < 64; ++i) {
+        const sw_kernel_pattern_decl *p = d->order[i];
+        if (p->op != op->id)
+            continue;
+        for (int64_t k = 0; k < p->nplans; ++k)
+            if (memcmp(&p->plans[k], &want, sizeof want) == 0) {
+                cand[ncand++] = p;
+                break;
+            }
+    }
+    if (ncand == 0) {
+        char plan[320];
+        sw_op_plan_describe(&res->plan, plan, sizeof plan);
+        return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s' with plan %s",
+                       class_name(d), op->name, plan);
+    }
+    sw_kernel_invocation inv = {c, op, call, res};
+    char refusals[512];
+    refusals[0] = '\0';
+    const sw_kernel_pattern_decl *chosen = NULL;
+    void *work = NULL;
+    for (int64_t i = 0; i < ncand && !chosen; ++i) {
+        char reason[256];
+        reason[0] = '\0';
+        int unsupported = 0;
+        work = NULL;
+        sw_status st = cand[i]->prepare(cand[i]->ctx, &inv, &work, &unsupported,
+                                        reason, sizeof reason);
+        if (st)
+            return st;
+        if (!unsupported)
+            chosen = cand[i];
+        else
+            note_refusal(refusals, sizeof refusals, cand[i]->kernel_id, reason);
+    }
+    if (!chosen)
+        return sw_fail(SW_ENOTIMPL, "no kernel of %s accepted '%s': %s",
+                       class_name(d), op->name, refusals);
+
+    operand_set ops;
+    operands_collect(call, res, &ops);
+    sw_journal journal = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0};
+    for (int32_t i = 0; i < ops.n; ++i)
+        ops.journaled[i] = sw_defined_journal_begin(ops.c[i], &journal);
+
+    sw_tensor *got[SW_DEF_MAX_RESULTS];
+    for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
+        got[k] = NULL;
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    sw_status st = chosen->submit(chosen->ctx, work, &inv, got);
+    sw_set_grad_enabled(grad);
+    if (chosen->finish)
+        chosen->finish(chosen->ctx, work);
+    for (int32_t k = 0; !st && k < res->nresults; ++k)
+        st = check_result(d, &inv, k, got[k]);
+    for (int32_t i = 0; !st && i < ops.n; ++i) {
+        if (ops.authorized[i])
+            continue;
+        int touched =
+            (ops.journaled[i] && journal_touched(&journal, ops.c[i])) ||
+            sw_carrier_version(ops.c[i]) != ops.version[i];
+        if (touched)
+            st = sw_contract_fail("kernel '%s' for '%s' on %s made an "
+                                  "unauthorized operand mutation: a carrier "
+                                  "of an operand not in mutated_operands was "
+                                  "written",
+                                  chosen->kernel_id, op->name, class_name(d));
+    }
+    for (int32_t i = 0; i < ops.n; ++i)
+        if (ops.journaled[i])
+            sw_defined_journal_end(ops.c[i], &journal);
+    if (st) {
+        /* The operands go back to what they were: values, then versions. */
+        journal_undo(&journal);
+        for (int32_t i = 0; i < ops.n; ++i)
+            sw_carrier_version_restore(ops.c[i], ops.version[i]);
+        for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
+            sw_tensor_unref(got[k]);
+    } else {
+        /* One version step per declared mutation, whatever was written. */
+        for (int32_t i = 0; i < ops.n; ++i)
+            if (ops.authorized[i])
+                sw_carrier_version_restore(ops.c[i], ops.version[i] + 1);
+        memcpy(results, got, (size_t)res->nresults * sizeof *got);
+    }
+    journal_clear(&journal);
+    pthread_mutex_destroy(&journal.lock);
+    return st;
+}
+
+/* ------------------------------------------- built-in operations' calls */
+
+static sw_status tensor_operand(const sw_op_info *info, int32_t nargs,
+                                const sw_arg *args, int32_t i) {
+    if (i >= nargs || args[i].kind != SW_ARG_TENSOR || !args[i].as.tensor)
+        return sw_fail(SW_ETYPE, "%s must be a Tensor",
+                       i < info->noperands ? info->operands[i].name
+                                           : "operand");
+    return SW_OK;
+}
+
+sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
+                                    const sw_arg *args, sw_bound_call *call,
+                                    sw_resolution *res) {
+    /* Only the fields a built-in call uses are set (the structs are large
+     * and this is the per-call path): sw_resolution_clear reads every
+     * result's layout and the token. */
+    for (int32_t k = 1; k < SW_DEF_MAX_RESULTS; ++k)
+        res->results[k].layout = NULL;
+    call->noptions = 0;
+    res->nresults = 0;
+    res->nmutated = 0;
+    res->nsaved = 0;
+    res->kernel_id = NULL;
+    res->token = NULL;
+    res->token_release = NULL;
+    res->results[0].layout = NULL;
+    res->results[0].alias_of = -1;
+    res->results[0].atol = res->results[0].rtol = 0.0;
+    int32_t n = info->noperands;
+    if (nargs < n || n > SW_PLAN_MAX_OPERANDS)
+        return sw_fail(SW_ETYPE, "'%s' takes %d operands, got %d", info->name,
+                       (int)n, (int)nargs);
+    sw_status st = tensor_operand(info, nargs, args, 0);
+    if (st)
+        return st;
+    sw_plan_input in[SW_PLAN_MAX_OPERANDS];
+    for (int32_t i = 0; i < n; ++i) {
+        const sw_arg *a = &args[i];
+        if (info->operands[i].kind == SW_OPERAND_TENSOR) {
+            if ((st = tensor_operand(info, nargs, args, i)))
+                return st;
+            in[i] = sw_plan_tensor(sw_tensor_dtype(a->as.tensor));
+        } else if (a->kind == SW_ARG_I64) {
+            in[i] = sw_plan_scalar_value(SW_SCALAR_INTEGRAL, (double)a->as.i);
+        } else if (a->kind == SW_ARG_BOOL) {
+            in[i] = sw_plan_scalar_value(SW_SCALAR_BOOL, a->as.i ? 1.0 : 0.0);
+        } else if (a->kind == SW_ARG_F64) {
+            in[i] = sw_plan_scalar_value(SW_SCALAR_REAL, a->as.f);
+        } else {
+            return sw_fail(SW_ETYPE, "%s must be a numerical scalar",
+                           info->operands[i].name);
+        }
+        call->operands[i] = *a;
+    }
+    call->op = info->id;
+    call->noperands = n;
+    if ((st =
+             sw_op_plan_resolve(info->id, n, in, SW_PLAN_NO_DTYPE, &res->plan)))
+        return st;
+    const sw_tensor *x = args[0].as.tensor;
+    const sw_layout *xl = x->layout;
+    sw_layout *layout = NULL;
+    switch (info->form) {
+    case SW_FORM_BINARY: {
+        const sw_layout *yl = args[1].as.tensor->layout;
+        if (!sw_tree_equal(sw_layout_shape(xl), sw_layout_shape(yl)))
+            return sw_fail(SW_EVALUE, "%s operands must have the same shape",
+                           info->plan_name);
+        layout = sw_layout_retain((sw_layout *)xl);
+        break;
+    }
+    case SW_FORM_SCALAR:
+    case SW_FORM_UNARY:
+        layout = sw_layout_retain((sw_layout *)xl);
+        break;
+    case SW_FORM_REDUCE:
+    case SW_FORM_MATMUL:
+        st = sw_generic_result_layout(info, nargs, args, &layout);
+        break;
+    default:
+        return sw_fail(SW_ENOTIMPL, "'%s' has no kernel call form", info->name);
+    }
+    if (st)
+        return st;
+    res->nresults = 1;
+    res->results[0].dtype = res->plan.output;
+    res->results[0].layout = layout;
+    return SW_OK;
+}
+
+/* ---------------------------------------------------------------- packs */
+
+sw_status sw_kernel_pack_register(const sw_kernel_pack_decl *pack) {
+    if (!pack || pack->version != SW_KERNEL_PACK_VERSION)
+        return sw_fail(SW_EVALUE,
+                       "kernel pack is missing or of an unsupported version");
+    if (!pack->namespace_ || !*pack->namespace_ || !pack->pack_version ||
+        !*pack->pack_version)
+        return sw_fail(SW_EVALUE,
+                       "a kernel pack needs a namespace and a version");
+    if (!pack->cls)
+        return sw_fail(SW_EVALUE, "carrier class tag must not be NULL");
+    if (!pack->interface_type || !pack->interface_version ||
+        !*pack->interface_version)
+        return sw_fail(SW_EVALUE, "a kernel pack needs an execution interface");
+    if (pack->npatterns < 1)
+        return sw_fail(SW_EVALUE, "a kernel pack must not be empty");
+    for (int64_t i = 0; i < pack->npatterns; ++i)
+        for (int64_t j = 0; j < i; ++j)
+            if (pack->patterns[i].kernel_id && pack->patterns[j].kernel_id &&
+                strcmp(pack->patterns[i].kernel_id,
+                       pack->patterns[j].kernel_id) == 0)
+                return sw_fail(SW_EVALUE,
+                               "duplicate kernel_id '%s' in the pack",
+                               pack->patterns[i].kernel_id);
+    sw_status st = sw_kernel_patterns_check("kernel pack", pack->npatterns,
+                                            pack->patterns);
+    return st ? st : sw_defn_add_pack(pack);
+}
