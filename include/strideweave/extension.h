@@ -56,13 +56,17 @@
  * element-wise gradient, which allocates gradients in the operand's
  * class).
  *
- * What is not built yet, and says so: a composite provider is recorded as
- * present, but a dependent definition-backed carrier runs no operation
- * (SW_ENOTIMPL "does not support").
+ * Composites: a dependent class (built from other carriers) has a
+ * composite provider instead of kernels. Each instance finalizes its own
+ * capabilities once (sw_carrier_defined_finalize, from the provider's
+ * capabilities callback); an operation on it matches that snapshot, asks
+ * the provider which class each result's carrier has, and runs its
+ * prepare and submit through the same pipeline and checks as kernels.
  */
 #ifndef STRIDEWEAVE_EXTENSION_H
 #define STRIDEWEAVE_EXTENSION_H
 
+#include "strideweave/capability.h"
 #include "strideweave/carrier.h"
 
 #ifdef __cplusplus
@@ -193,6 +197,32 @@ typedef struct sw_kernel_pattern_decl {
     void (*finish)(void *ctx, void *work);
 } sw_kernel_pattern_decl;
 
+/*
+ * A composite provider (dependent classes). capabilities is asked once per
+ * instance, at sw_carrier_defined_finalize: it points *out to *n entries
+ * that stay valid until the framework has copied them, after which it
+ * calls capabilities_done (optional) with the same pointer. result_carriers
+ * writes the exact class tag of each declared result's carrier
+ * (resolution->nresults entries of classes). prepare, submit and finish
+ * are as for a kernel pattern, the results on the classes result_carriers
+ * named.
+ */
+typedef struct sw_composite_decl {
+    void *ctx; /* borrowed: lives as long as the definition */
+    sw_status (*capabilities)(void *ctx, sw_carrier *c,
+                              const struct sw_op_capability **out, int64_t *n);
+    void (*capabilities_done)(void *ctx, sw_carrier *c,
+                              const struct sw_op_capability *entries);
+    sw_status (*result_carriers)(void *ctx, const sw_kernel_invocation *inv,
+                                 const void **classes);
+    sw_status (*prepare)(void *ctx, const sw_kernel_invocation *inv,
+                         void **work, int *unsupported, char *reason,
+                         size_t size);
+    sw_status (*submit)(void *ctx, void *work, const sw_kernel_invocation *inv,
+                        sw_tensor **results);
+    void (*finish)(void *ctx, void *work);
+} sw_composite_decl;
+
 #define SW_CARRIER_DEFINITION_VERSION 2
 typedef struct sw_carrier_definition {
     uint32_t version;
@@ -227,6 +257,9 @@ typedef struct sw_carrier_definition {
     const char *interface_version;
     int64_t npatterns;
     const sw_kernel_pattern_decl *patterns;
+    /* Version 2: the composite provider, when has_composite is non-zero
+     * (capabilities, result_carriers, prepare and submit required). */
+    sw_composite_decl composite;
 } sw_carrier_definition;
 
 /*
@@ -293,6 +326,24 @@ SW_API sw_status sw_kernel_run(sw_carrier *c, const struct sw_op_info *op,
                                const struct sw_bound_call *call,
                                const struct sw_resolution *res,
                                sw_tensor **results);
+
+/*
+ * Finalizes the capabilities of an instance of a dependent class, once:
+ * the composite provider's capabilities callback, then the entries'
+ * checks (SW_EVALUE "<name> generated two capabilities equal to: ..."),
+ * sorted. SW_ERUNTIME "<name> capabilities are already finalized" the
+ * second time; SW_ETYPE for a carrier that is not of a dependent
+ * definition-backed class. A failure leaves c unfinalized. Before it,
+ * every operation and capability query of c fails with SW_ERUNTIME "<name>
+ * has not finalized its operation-plan capabilities".
+ */
+SW_API sw_status sw_carrier_defined_finalize(sw_carrier *c);
+/* Whether c is of a dependent definition-backed class. */
+SW_API int sw_carrier_defined_is_dependent(const sw_carrier *c);
+/* The finalized capabilities of a dependent definition-backed carrier
+ * (valid while c lives), or that SW_ERUNTIME. */
+SW_API sw_status sw_carrier_defined_capabilities(const sw_carrier *c,
+                                                 sw_capability_list *out);
 
 /* The kernel ids of the patterns that would be tried for plan-less
  * inspection: the number of patterns of cls (built-in and packs, in

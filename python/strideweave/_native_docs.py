@@ -3163,6 +3163,29 @@ Examples:
     >>> callable(_register_kernel_pack)
     True
 """,
+    "_defined_finalize": """_defined_finalize($module, carrier, /)
+--
+
+Finalizes a dependent definition-backed carrier's capabilities through its CompositeProvider.
+
+Args:
+    carrier: an instance of a DependentCarrier class with a CarrierDefinition.
+
+Returns:
+    None.
+
+Raises:
+    RuntimeError: 'already finalized'.
+    TypeError: a carrier of another class.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _defined_finalize
+    >>> _defined_finalize(sw.CPU(1))
+    Traceback (most recent call last):
+    ...
+    TypeError: carrier is not of a dependent definition-backed class
+""",
     "_kernel_ids": """_kernel_ids($module, cls, /)
 --
 

@@ -30,6 +30,8 @@ typedef struct defined_state {
     void *data;
     /* The rollback journal of the kernel call writing this carrier now. */
     _Atomic(sw_journal *) journal;
+    /* A dependent class's instance capabilities (made at finalization). */
+    _Atomic(sw_capability_snapshot *) snap;
 } defined_state;
 
 static const sw_carrier_class defined_class;
@@ -83,6 +85,17 @@ static sw_status check_definition(const void *cls,
         return sw_fail(SW_ETYPE,
                        "%s is an independent carrier: its "
                        "CarrierDefinition must not supply a composite",
+                       name);
+    const sw_composite_decl *k = &def->composite;
+    if (def->has_composite && def->version >= 2 &&
+        (!k->capabilities || !k->result_carriers || !k->prepare || !k->submit))
+        return sw_fail(SW_EVALUE,
+                       "%s: the composite provider needs capabilities, "
+                       "result_carriers, prepare and submit",
+                       name);
+    if (def->has_composite && def->version == 1)
+        return sw_fail(SW_EVALUE,
+                       "%s: a composite provider needs a version-2 definition",
                        name);
     if (def->nroutes < 0 || (def->nroutes > 0 && !def->routes))
         return sw_fail(SW_EVALUE, "route count %lld without routes",
@@ -323,6 +336,7 @@ static void defined_release(sw_carrier *c) {
 
 static void defined_destroy(sw_carrier *c) {
     defined_state *s = sw_carrier_state(c);
+    sw_capability_snapshot_free(atomic_load(&s->snap));
     sw_defn_release((sw_defn *)s->defn); /* the state goes with the block */
 }
 
@@ -391,10 +405,7 @@ static sw_status kernels_refuse(sw_carrier *c, const char *opname) {
     if (sw_carrier_is_released(c))
         return sw_fail(SW_ERUNTIME, "%s is released", def->name);
     if (def->dependent)
-        return sw_fail(SW_ENOTIMPL,
-                       "%s does not support '%s': composite providers do "
-                       "not run operations yet",
-                       def->name, opname);
+        return SW_OK; /* its composite decides, by its instance snapshot */
     if (!def->has_kernels)
         return sw_fail(SW_ENOTIMPL,
                        "%s is storage-only: its CarrierDefinition has no "
@@ -412,6 +423,13 @@ static sw_status defined_dispatch(sw_carrier *c, const struct sw_op_info *op,
     if (op->flags & SW_OPF_LAYOUT)
         return sw_shared_op_new_info(op, out);
     const sw_defn *d = ((defined_state *)sw_carrier_state(c))->defn;
+    if (d->def.dependent)
+        return op->id >= SW_OP_BUILTIN_COUNT
+                   ? sw_fail(SW_ENOTIMPL,
+                             "'%s' is a defined operation: call its "
+                             "definition, which dispatches on %s",
+                             op->name, d->def.name)
+                   : sw_defined_op_new(op, out);
     int any = 0;
     for (int64_t i = 0; i < d->norder && !any; ++i)
         any = d->order[i]->op == op->id;
@@ -483,6 +501,65 @@ static sw_status new_of(const sw_defn *d, sw_carrier **out) {
     sw_carrier_set_dispatch(c, NULL, NULL, d->cls);
     *out = c;
     return SW_OK;
+}
+
+/* ---------------------------------------------------------- composites */
+
+static sw_status not_dependent(void) {
+    return sw_fail(SW_ETYPE, "carrier is not of a dependent definition-backed "
+                             "class");
+}
+
+int sw_carrier_defined_is_dependent(const sw_carrier *c) {
+    const defined_state *s = c ? state_of(c) : NULL;
+    return s && s->defn->def.dependent;
+}
+
+sw_status sw_carrier_defined_finalize(sw_carrier *c) {
+    defined_state *s = c ? state_of(c) : NULL;
+    if (!s || !s->defn->def.dependent)
+        return not_dependent();
+    const sw_carrier_definition *def = &s->defn->def;
+    sw_capability_snapshot *snap = atomic_load(&s->snap);
+    if (snap && sw_capability_snapshot_is_final(snap))
+        return sw_fail(SW_ERUNTIME, "%s capabilities are already finalized",
+                       def->name);
+    if (!snap) {
+        sw_capability_snapshot *fresh = NULL;
+        sw_status st = sw_capability_snapshot_new(&fresh);
+        if (st)
+            return st;
+        if (!atomic_compare_exchange_strong(&s->snap, &snap, fresh))
+            sw_capability_snapshot_free(fresh); /* another thread's won */
+        snap = atomic_load(&s->snap);
+    }
+    const sw_op_capability *caps = NULL;
+    int64_t n = 0;
+    const sw_composite_decl *k = &def->composite;
+    sw_status st = k->capabilities(k->ctx, c, &caps, &n);
+    if (st)
+        return st;
+    if (n < 0 || (n > 0 && !caps))
+        st = sw_fail(SW_EVALUE, "%s: capabilities gave %lld entries", def->name,
+                     (long long)n);
+    else
+        st = sw_capability_snapshot_finalize(snap, def->name, n, caps);
+    if (k->capabilities_done)
+        k->capabilities_done(k->ctx, c, caps);
+    return st;
+}
+
+sw_status sw_carrier_defined_capabilities(const sw_carrier *c,
+                                          sw_capability_list *out) {
+    const defined_state *s = c ? state_of(c) : NULL;
+    if (!s || !s->defn->def.dependent)
+        return not_dependent();
+    sw_capability_snapshot *snap = atomic_load(&s->snap);
+    if (!snap || !sw_capability_snapshot_is_final(snap))
+        return sw_fail(SW_ERUNTIME,
+                       "%s has not finalized its operation-plan capabilities",
+                       s->defn->def.name);
+    return sw_capability_snapshot_get(snap, s->defn->def.name, out);
 }
 
 sw_status sw_carrier_defined_supports_dtype(sw_carrier *c, sw_dtype dtype,

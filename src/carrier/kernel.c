@@ -346,7 +346,7 @@ static const char *class_name(const sw_defn *d) {
 
 /* The checks of step 4 for result k; a broken rule is a contract error. */
 static sw_status check_result(const sw_defn *d, const sw_kernel_invocation *inv,
-                              int32_t k, const sw_tensor *r) {
+                              int32_t k, const sw_tensor *r, const void *role) {
     const sw_result_spec *spec = &inv->resolution->results[k];
     const char *op = inv->op->name;
     if (!r)
@@ -378,10 +378,10 @@ static sw_status check_result(const sw_defn *d, const sw_kernel_invocation *inv,
                                 "%lld slots, not the layout's size %lld",
                                 (int)k, op, class_name(d), (long long)size,
                                 (long long)spec->layout->cosize);
-    if (sw_carrier_defined_class(r->carrier) != d->cls)
+    if (sw_carrier_class_tag(r->carrier) != role)
         return sw_contract_fail("result %d of '%s' on %s is on another "
-                                "carrier class: its carrier role is %s",
-                                (int)k, op, class_name(d), class_name(d));
+                                "carrier class than its carrier role",
+                                (int)k, op, class_name(d));
     for (int32_t i = 0; i < inv->call->noperands; ++i) {
         const sw_arg *a = &inv->call->operands[i];
         if (a->kind == SW_ARG_TENSOR && a->as.tensor == r)
@@ -402,12 +402,85 @@ static void note_refusal(char *buf, size_t size, const char *id,
              *reason ? reason : "unsupported");
 }
 
+/*
+ * Step 3 to 5 of sw_kernel_run for accepted work: submit with graph
+ * construction off, the results' checks (classes: the class of each
+ * result's carrier, NULL for the dispatch class), rollback or the
+ * declared mutations' version step.
+ */
+static sw_status
+submit_checked(const sw_defn *d, const sw_kernel_invocation *inv,
+               const char *kernel_id,
+               sw_status (*submit)(void *, void *, const sw_kernel_invocation *,
+                                   sw_tensor **),
+               void (*finish)(void *, void *), void *ctx, void *work,
+               const void *const *classes, sw_tensor **results) {
+    const sw_resolution *res = inv->resolution;
+    operand_set ops;
+    operands_collect(inv->call, res, &ops);
+    sw_journal journal = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0};
+    for (int32_t i = 0; i < ops.n; ++i)
+        ops.journaled[i] = sw_defined_journal_begin(ops.c[i], &journal);
+
+    sw_tensor *got[SW_DEF_MAX_RESULTS];
+    for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
+        got[k] = NULL;
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    sw_status st = submit(ctx, work, inv, got);
+    sw_set_grad_enabled(grad);
+    if (finish)
+        finish(ctx, work);
+    for (int32_t k = 0; !st && k < res->nresults; ++k)
+        st = check_result(d, inv, k, got[k], classes ? classes[k] : d->cls);
+    for (int32_t i = 0; !st && i < ops.n; ++i) {
+        if (ops.authorized[i])
+            continue;
+        int touched =
+            (ops.journaled[i] && journal_touched(&journal, ops.c[i])) ||
+            sw_carrier_version(ops.c[i]) != ops.version[i];
+        if (touched)
+            st = sw_contract_fail("kernel '%s' for '%s' on %s made an "
+                                  "unauthorized operand mutation: a carrier "
+                                  "of an operand not in mutated_operands was "
+                                  "written",
+                                  kernel_id, inv->op->name, class_name(d));
+    }
+    for (int32_t i = 0; i < ops.n; ++i)
+        if (ops.journaled[i])
+            sw_defined_journal_end(ops.c[i], &journal);
+    if (st) {
+        /* The operands go back to what they were: values, then versions. */
+        journal_undo(&journal);
+        for (int32_t i = 0; i < ops.n; ++i)
+            sw_carrier_version_restore(ops.c[i], ops.version[i]);
+        for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
+            sw_tensor_unref(got[k]);
+    } else {
+        /* One version step per declared mutation, whatever was written. */
+        for (int32_t i = 0; i < ops.n; ++i)
+            if (ops.authorized[i])
+                sw_carrier_version_restore(ops.c[i], ops.version[i] + 1);
+        memcpy(results, got, (size_t)res->nresults * sizeof *got);
+    }
+    journal_clear(&journal);
+    pthread_mutex_destroy(&journal.lock);
+    return st;
+}
+
+/* The composite path of sw_kernel_run (a dependent class). */
+static sw_status run_composite(const sw_defn *d, sw_carrier *c,
+                               const sw_op_info *op, const sw_bound_call *call,
+                               const sw_resolution *res, sw_tensor **results);
+
 sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
                         const sw_bound_call *call, const sw_resolution *res,
                         sw_tensor **results) {
     const sw_defn *d = sw_carrier_defn(c);
     if (!d)
         return sw_fail(SW_ETYPE, "carrier is not definition-backed");
+    if (d->def.dependent)
+        return run_composite(d, c, op, call, res, results);
     if (!d->def.has_kernels)
         return sw_fail(SW_ENOTIMPL,
                        "%s is storage-only: its CarrierDefinition has no "
@@ -456,56 +529,8 @@ sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
         return sw_fail(SW_ENOTIMPL, "no kernel of %s accepted '%s': %s",
                        class_name(d), op->name, refusals);
 
-    operand_set ops;
-    operands_collect(call, res, &ops);
-    sw_journal journal = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0};
-    for (int32_t i = 0; i < ops.n; ++i)
-        ops.journaled[i] = sw_defined_journal_begin(ops.c[i], &journal);
-
-    sw_tensor *got[SW_DEF_MAX_RESULTS];
-    for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
-        got[k] = NULL;
-    int grad = sw_grad_enabled();
-    sw_set_grad_enabled(0);
-    sw_status st = chosen->submit(chosen->ctx, work, &inv, got);
-    sw_set_grad_enabled(grad);
-    if (chosen->finish)
-        chosen->finish(chosen->ctx, work);
-    for (int32_t k = 0; !st && k < res->nresults; ++k)
-        st = check_result(d, &inv, k, got[k]);
-    for (int32_t i = 0; !st && i < ops.n; ++i) {
-        if (ops.authorized[i])
-            continue;
-        int touched =
-            (ops.journaled[i] && journal_touched(&journal, ops.c[i])) ||
-            sw_carrier_version(ops.c[i]) != ops.version[i];
-        if (touched)
-            st = sw_contract_fail("kernel '%s' for '%s' on %s made an "
-                                  "unauthorized operand mutation: a carrier "
-                                  "of an operand not in mutated_operands was "
-                                  "written",
-                                  chosen->kernel_id, op->name, class_name(d));
-    }
-    for (int32_t i = 0; i < ops.n; ++i)
-        if (ops.journaled[i])
-            sw_defined_journal_end(ops.c[i], &journal);
-    if (st) {
-        /* The operands go back to what they were: values, then versions. */
-        journal_undo(&journal);
-        for (int32_t i = 0; i < ops.n; ++i)
-            sw_carrier_version_restore(ops.c[i], ops.version[i]);
-        for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
-            sw_tensor_unref(got[k]);
-    } else {
-        /* One version step per declared mutation, whatever was written. */
-        for (int32_t i = 0; i < ops.n; ++i)
-            if (ops.authorized[i])
-                sw_carrier_version_restore(ops.c[i], ops.version[i] + 1);
-        memcpy(results, got, (size_t)res->nresults * sizeof *got);
-    }
-    journal_clear(&journal);
-    pthread_mutex_destroy(&journal.lock);
-    return st;
+    return submit_checked(d, &inv, chosen->kernel_id, chosen->submit,
+                          chosen->finish, chosen->ctx, work, NULL, results);
 }
 
 /* ------------------------------------------- built-in operations' calls */
@@ -627,4 +652,46 @@ sw_status sw_kernel_pack_register(const sw_kernel_pack_decl *pack) {
     sw_status st = sw_kernel_patterns_check("kernel pack", pack->npatterns,
                                             pack->patterns);
     return st ? st : sw_defn_add_pack(pack);
+}
+
+/* ---------------------------------------------------------- composites */
+
+static sw_status run_composite(const sw_defn *d, sw_carrier *c,
+                               const sw_op_info *op, const sw_bound_call *call,
+                               const sw_resolution *res, sw_tensor **results) {
+    sw_capability_list caps;
+    sw_status st = sw_carrier_defined_capabilities(c, &caps);
+    if (st)
+        return st;
+    if (!sw_capability_list_match(caps, &res->plan)) {
+        char plan[320];
+        sw_op_plan_describe(&res->plan, plan, sizeof plan);
+        return sw_fail(SW_ENOTIMPL, "%s does not support '%s' with plan %s",
+                       class_name(d), op->name, plan);
+    }
+    const sw_composite_decl *k = &d->def.composite;
+    sw_kernel_invocation inv = {c, op, call, res};
+    const void *classes[SW_DEF_MAX_RESULTS];
+    for (int32_t i = 0; i < SW_DEF_MAX_RESULTS; ++i)
+        classes[i] = NULL;
+    if ((st = k->result_carriers(k->ctx, &inv, classes)))
+        return st;
+    for (int32_t i = 0; i < res->nresults; ++i)
+        if (!classes[i])
+            return sw_fail(SW_ETYPE,
+                           "result_carriers of %s gave no class for result %d",
+                           class_name(d), (int)i);
+    char reason[256];
+    reason[0] = '\0';
+    int unsupported = 0;
+    void *work = NULL;
+    if ((st = k->prepare(k->ctx, &inv, &work, &unsupported, reason,
+                         sizeof reason)))
+        return st;
+    if (unsupported)
+        return sw_fail(SW_ENOTIMPL, "the composite of %s refused '%s': %s",
+                       class_name(d), op->name,
+                       *reason ? reason : "unsupported");
+    return submit_checked(d, &inv, "composite", k->submit, k->finish, k->ctx,
+                          work, classes, results);
 }

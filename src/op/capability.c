@@ -859,5 +859,8 @@ sw_status sw_carrier_capabilities(sw_carrier *c, sw_capability_list *out) {
         return sw_fail(SW_EVALUE, "carrier must not be NULL");
     if (sw_carrier_is_evictable(c))
         return evictable_capabilities(c, out);
+    const sw_defn *d = sw_carrier_defn(c);
+    if (d && d->def.dependent)
+        return sw_carrier_defined_capabilities(c, out);
     return sw_capabilities_of_class(sw_carrier_class_tag(c), out);
 }

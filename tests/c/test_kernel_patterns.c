@@ -672,11 +672,142 @@ static void test_definition_kernels(void) {
     sw_capabilities_forget(TAG(2));
 }
 
+/* ---------------------------------------------------------- composites */
+
+static int comp_wrong_class, comp_refuse;
+
+static sw_op_capability comp_caps[1];
+static int comp_done;
+
+static sw_status c_caps(void *ctx, sw_carrier *c, const sw_op_capability **out,
+                        int64_t *n) {
+    (void)ctx;
+    (void)c;
+    comp_caps[0] = relu_plan(SW_DTYPE_FLOAT32);
+    *out = comp_caps;
+    *n = 1;
+    return SW_OK;
+}
+
+static void c_caps_done(void *ctx, sw_carrier *c,
+                        const sw_op_capability *entries) {
+    (void)ctx;
+    (void)c;
+    comp_done += entries == comp_caps;
+}
+
+static sw_status c_results(void *ctx, const sw_kernel_invocation *inv,
+                           const void **classes) {
+    (void)ctx;
+    (void)inv;
+    classes[0] = comp_wrong_class ? TAG(4) : TAG(0); /* results on Dev */
+    return SW_OK;
+}
+
+static sw_status c_prepare(void *ctx, const sw_kernel_invocation *inv,
+                           void **work, int *unsupported, char *reason,
+                           size_t size) {
+    (void)ctx;
+    (void)inv;
+    if (comp_refuse) {
+        *unsupported = 1;
+        snprintf(reason, size, "tile footprint");
+    }
+    *work = NULL;
+    return SW_OK;
+}
+
+static sw_status c_submit(void *ctx, void *work,
+                          const sw_kernel_invocation *inv,
+                          sw_tensor **results) {
+    (void)ctx;
+    (void)work;
+    const sw_tensor *x = inv->call->operands[0].as.tensor;
+    const sw_layout *l = inv->resolution->results[0].layout;
+    int64_t n = sw_layout_cosize(l);
+    double v[16] = {0};
+    for (int64_t i = 0; i < n && i < 16; ++i)
+        v[i] = values(sw_tensor_carrier(x))[i] > 0
+                   ? values(sw_tensor_carrier(x))[i]
+                   : 0;
+    sw_tensor *t = tensor_of(TAG(0), v, n, SW_DTYPE_FLOAT32);
+    results[0] = t;
+    return SW_OK;
+}
+
+static void test_composites(void) {
+    sw_carrier_definition d = definition("Tiled", NULL, 0);
+    d.has_kernels = 0;
+    d.interface_type = NULL;
+    d.interface_version = NULL;
+    d.dependent = 1;
+    d.has_composite = 1;
+    sw_carrier_definition bad = d;
+    expect_fail(sw_carrier_define(TAG(5), &bad), SW_EVALUE,
+                "Tiled: the composite provider needs capabilities, "
+                "result_carriers, prepare and submit",
+                "an incomplete composite");
+    d.composite = (sw_composite_decl){
+        NULL, c_caps, c_caps_done, c_results, c_prepare, c_submit, NULL};
+    expect_ok(sw_carrier_define(TAG(5), &d), "define Tiled");
+
+    const double xv[3] = {-1, 2, -3};
+    sw_tensor *x = tensor_of(TAG(5), xv, 3, SW_DTYPE_FLOAT32);
+    sw_tensor *y = NULL;
+    sw_capability_list l;
+    expect_fail(sw_unary("relu", x, &y), SW_ERUNTIME,
+                "Tiled has not finalized its operation-plan capabilities",
+                "an operation before finalization");
+    expect_fail(sw_carrier_capabilities(sw_tensor_carrier(x), &l), SW_ERUNTIME,
+                "Tiled has not finalized its operation-plan capabilities",
+                "a query before finalization");
+    expect_ok(sw_carrier_defined_finalize(sw_tensor_carrier(x)), "finalize");
+    is_int(comp_done, 1, "the entries were handed back once");
+    expect_fail(sw_carrier_defined_finalize(sw_tensor_carrier(x)), SW_ERUNTIME,
+                "Tiled capabilities are already finalized", "twice");
+    expect_ok(sw_carrier_capabilities(sw_tensor_carrier(x), &l), "query");
+    is_int(l.count, 1, "the instance snapshot");
+
+    expect_ok(sw_unary("relu", x, &y), "relu through the composite");
+    ok(sw_carrier_defined_class(sw_tensor_carrier(y)) == TAG(0),
+       "the result is on the class result_carriers named");
+    ok(values(sw_tensor_carrier(y))[1] == 2 &&
+           values(sw_tensor_carrier(y))[0] == 0,
+       "composite values");
+    sw_tensor_unref(y);
+    y = NULL;
+    expect_fail(sw_unary("exp", x, &y), SW_ENOTIMPL,
+                "Tiled does not support 'exp' with plan exp with operands "
+                "(tensor Float32->Float32), binary32 compute, no "
+                "accumulation, Float32 output",
+                "a plan outside the snapshot");
+    comp_refuse = 1;
+    expect_fail(sw_unary("relu", x, &y), SW_ENOTIMPL,
+                "the composite of Tiled refused 'relu': tile footprint",
+                "a refusing composite");
+    comp_refuse = 0;
+    comp_wrong_class = 1;
+    sw_status st = sw_unary("relu", x, &y);
+    is_int(st, SW_ERUNTIME, "a result on another class than named");
+    ok(sw_op_contract_failed() && strstr(sw_errmsg(), "carrier role"),
+       "a carrier-role contract failure");
+    comp_wrong_class = 0;
+
+    sw_tensor *plain = tensor_of(TAG(0), xv, 3, SW_DTYPE_FLOAT32);
+    expect_fail(sw_carrier_defined_finalize(sw_tensor_carrier(plain)), SW_ETYPE,
+                "carrier is not of a dependent definition-backed class",
+                "finalizing an independent carrier");
+    sw_tensor_unref(plain);
+    sw_tensor_unref(x);
+    sw_capabilities_forget(TAG(5));
+}
+
 int main(void) {
     test_registration();
     test_dispatch();
     test_autograd();
     test_definition_kernels();
+    test_composites();
     test_injection();
     sw_capabilities_forget(TAG(0));
     sw_capabilities_forget(TAG(1));

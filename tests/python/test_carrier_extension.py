@@ -21,9 +21,8 @@ Checklist (later-api.md sections 4.1 to 4.4 and 4.6; what is built so far):
 - 6.4/6.5 route resolution and execution: ``test_moves``, ``test_evictable_tier``,
   ``test_moves_through_routes``, ``test_route_autograd``.
 
-Kernel patterns, packs and dispatch (section 5) are in
-``test_kernel_dispatch``. Not built yet, and tested as refused: composite
-providers (``test_composite_not_built``).
+Kernel patterns, packs, dispatch (section 5) and definition-backed
+DependentCarrier classes (4.5) are in ``test_kernel_dispatch``.
 """
 
 from __future__ import annotations
@@ -623,15 +622,6 @@ def test_shipped_are_definition_free():
     for shipped in (sw.Generic, sw.CPU, sw.FileBacked, sw.Evictable):
         assert E._peek_carrier_definition(shipped) is None
         assert not E._has_carrier_definition(shipped)
-
-
-def test_composite_not_built():
-    fn = lambda *a: ()  # noqa: E731
-    dep = type("DepComposite", (sw.DependentCarrier,), {})
-    with pytest.raises(NotImplementedError, match="not supported yet"):
-        E.register_carrier_definition(
-            dep, E.CarrierDefinition(provider(), composite=E.CompositeProvider(fn, fn, fn))
-        )
 
 
 # ------------------------------------------------------------------ 6.4

@@ -17,7 +17,11 @@ Checklist:
   ``test_declared_mutation_bumps_once``, ``test_one_node_per_output``,
   ``test_builtin_autograd``, ``test_profiler_one_event``.
 - 5.5 typical extension use: ``test_e2e_optimized_and_reference``
-  (and ``examples/custom_compute.py`` in test_examples).
+  (and ``examples/custom_compute.py`` in test_examples),
+  ``test_composite_results_on_compute_class``.
+- 4.5 definition-backed DependentCarrier: ``test_composite_finalization``,
+  ``test_composite_snapshots_per_instance``, ``test_composite_result_carriers``,
+  ``test_composite_refusals``.
 """
 
 from __future__ import annotations
@@ -661,3 +665,140 @@ def test_e2e_optimized_and_reference():
     # On CPU the same definition runs its reference.
     cpu = sw.Tensor(sw.CPU(2), 0, sw.Layout.leaf(2, 1))
     assert values_of(scale(cpu)) == [0.0, 0.0]
+
+
+# ------------------------------------------------------------ 4.5 / 5.5
+
+
+def composite_class(name, compute, *, caps=None, result_carriers=None, refuse=None, log=None):
+    """A DependentCarrier whose composite computes relu onto compute."""
+    cls = type(name, (sw.DependentCarrier,), {})
+
+    def capabilities(carrier):
+        if log is not None:
+            log.append("capabilities")
+        return iter(caps(carrier) if caps else [plan_of("relu", F32)])
+
+    def results(carrier, inv):
+        return result_carriers(carrier, inv) if result_carriers else (compute,)
+
+    def prepare(carrier, inv):
+        if refuse:
+            return E.Unsupported(refuse)
+        x = inv.operands[0]
+        layout = inv.results[0].layout
+
+        def submit():
+            out = sw.Tensor(compute(layout.cosize, dtype=F32), 0, layout)
+            for i in range(layout.size):
+                out[i] = max(x[i], 0.0)
+            return E.ProviderResult([out])
+
+        return E.PreparedComposite(submit)
+
+    E.register_carrier_definition(
+        cls,
+        E.CarrierDefinition(
+            storage(), composite=E.CompositeProvider(capabilities, results, prepare)
+        ),
+    )
+    return cls
+
+
+def dependent_tensor(cls, values):
+    c = cls(len(values), dtype=F32)
+    for i, v in enumerate(values):
+        c[i] = v
+    return sw.Tensor(c, 0, sw.Layout.leaf(len(values), 1))
+
+
+def test_composite_finalization():
+    log = []
+    compute = compute_class("TileCompute", [relu_kernel("k")])
+    cls = composite_class("Tiles", compute, log=log)
+    x = dependent_tensor(cls, [-1.0, 2.0])
+    with pytest.raises(RuntimeError, match="has not finalized"):
+        x.carrier.operation_capabilities()
+    with pytest.raises(RuntimeError, match="has not finalized"):
+        sw.relu(x)
+    x.carrier._finalize_dependent_capabilities()
+    assert log == ["capabilities"]
+    with pytest.raises(RuntimeError, match="already finalized"):
+        x.carrier._finalize_dependent_capabilities()
+    assert log == ["capabilities"]
+    assert x.carrier.supports_operation_plan(resolve_operation_plan("relu", F32))
+    assert len(x.carrier.operation_capabilities()) == 1
+    bad = composite_class("BadTiles", compute, caps=lambda c: [3])
+    b = bad(1, dtype=F32)
+    with pytest.raises(TypeError, match="must be OperationCapability entries"):
+        b._finalize_dependent_capabilities()
+    with pytest.raises(RuntimeError, match="has not finalized"):
+        b.operation_capabilities()
+    dup = composite_class("DupTiles", compute, caps=lambda c: [plan_of("relu", F32)] * 2)
+    with pytest.raises(ValueError, match="generated two capabilities"):
+        dup(1, dtype=F32)._finalize_dependent_capabilities()
+
+
+def test_composite_snapshots_per_instance():
+    compute = compute_class("SnapCompute", [relu_kernel("k")])
+    cls = composite_class(
+        "SnapTiles",
+        compute,
+        caps=lambda c: [plan_of("relu", F32)] if c.size() > 1 else [plan_of("exp", F32)],
+    )
+    a, b = cls(2, dtype=F32), cls(1, dtype=F32)
+    a._finalize_dependent_capabilities()
+    b._finalize_dependent_capabilities()
+    relu = resolve_operation_plan("relu", F32)
+    assert a.supports_operation_plan(relu) and not b.supports_operation_plan(relu)
+
+
+def test_composite_results_on_compute_class():
+    compute = compute_class("ResultCompute", [relu_kernel("k")])
+    cls = composite_class("ResultTiles", compute)
+    x = dependent_tensor(cls, [-1.0, 2.0, -3.0])
+    x.carrier._finalize_dependent_capabilities()
+    y = sw.relu(x)
+    assert type(y.carrier) is compute and values_of(y) == [0.0, 2.0, 0.0]
+    with sw.profile() as prof:
+        sw.relu(x)
+    assert [(e.name, e.carrier_type) for e in prof.events()] == [("relu", cls)]
+
+
+def test_composite_result_carriers():
+    compute = compute_class("RoleCompute", [relu_kernel("k")])
+    cases = [
+        (lambda c, inv: [compute], TypeError, "tuple"),
+        (lambda c, inv: (int,), TypeError, "concrete Carrier"),
+        (lambda c, inv: (sw.Carrier,), TypeError, "concrete Carrier"),
+        (lambda c, inv: (compute, compute), ValueError, "2 classes for 1 results"),
+        (lambda c, inv: (sw.CPU,), ProviderContractError, "carrier role"),
+    ]
+    for i, (rc, exc, match) in enumerate(cases):
+        cls = composite_class(f"RoleTiles{i}", compute, result_carriers=rc)
+        x = dependent_tensor(cls, [1.0])
+        x.carrier._finalize_dependent_capabilities()
+        with pytest.raises(exc, match=match):
+            sw.relu(x)
+
+
+def test_composite_refusals():
+    compute = compute_class("RefuseCompute", [relu_kernel("k")])
+    cls = composite_class("RefuseTiles", compute, refuse="tile footprint")
+    x = dependent_tensor(cls, [1.0])
+    x.carrier._finalize_dependent_capabilities()
+    with pytest.raises(NotImplementedError, match="tile footprint"):
+        sw.relu(x)
+    with pytest.raises(NotImplementedError, match="does not support"):
+        sw.exp(x)
+    with pytest.raises(TypeError, match="forbids kernels"):
+        dep = type("KernelTiles", (sw.DependentCarrier,), {})
+        fn = lambda *a: ()  # noqa: E731
+        E.register_carrier_definition(
+            dep,
+            E.CarrierDefinition(
+                storage(),
+                kernels=E.KernelProvider(IFACE),
+                composite=E.CompositeProvider(fn, fn, fn),
+            ),
+        )

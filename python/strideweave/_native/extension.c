@@ -32,10 +32,11 @@ typedef struct {
 } py_route;
 
 typedef struct {
-    PyObject *definition;    /* CarrierDefinition */
-    PyObject *storage;       /* StorageProvider (borrowed from definition) */
-    py_route *routes;        /* one per TransferRoute */
-    swpy_patterns *patterns; /* the KernelProvider's, or NULL */
+    PyObject *definition;      /* CarrierDefinition */
+    PyObject *storage;         /* StorageProvider (borrowed from definition) */
+    py_route *routes;          /* one per TransferRoute */
+    swpy_patterns *patterns;   /* the KernelProvider's, or NULL */
+    swpy_composite *composite; /* the CompositeProvider's, or NULL */
 } py_definition;
 
 static PyObject *peer_of(sw_carrier *c) {
@@ -328,6 +329,7 @@ static void py_drop(void *ctx) {
     py_definition *d = ctx;
     Py_XDECREF(d->definition);
     swpy_patterns_free(d->patterns);
+    swpy_composite_free(d->composite);
     PyMem_RawFree(d->routes);
     PyMem_RawFree(d);
     swpy_gil_release(g);
@@ -344,19 +346,21 @@ static int type_of(PyObject *o, const char *what, PyTypeObject **out) {
 
 /*
  * _define_carrier(cls, definition, storage, routes, dependent,
- * has_kernels, has_composite, fallback, interface, patterns): routes is a
- * tuple of (source class, destination class, route id, provider);
- * interface the KernelProvider's (or None), patterns its patterns (see
- * swpy_patterns_new). The Python layer has checked the values; the rules
- * are the library's.
+ * has_kernels, has_composite, fallback, interface, patterns, composite):
+ * routes is a tuple of (source class, destination class, route id,
+ * provider); interface the KernelProvider's (or None), patterns its
+ * patterns (see swpy_patterns_new), composite the CompositeProvider (or
+ * None). The Python layer has checked the values; the rules are the
+ * library's.
  */
 static PyObject *define_carrier(PyObject *module, PyObject *args) {
-    PyObject *cls_obj, *definition, *storage, *routes, *iface, *patterns;
+    PyObject *cls_obj, *definition, *storage, *routes, *iface, *patterns,
+        *composite;
     int dependent, has_kernels, has_composite, fallback;
-    if (!PyArg_ParseTuple(args, "OOOO!ppppOO!:_define_carrier", &cls_obj,
+    if (!PyArg_ParseTuple(args, "OOOO!ppppOO!O:_define_carrier", &cls_obj,
                           &definition, &storage, &PyTuple_Type, &routes,
                           &dependent, &has_kernels, &has_composite, &fallback,
-                          &iface, &PyTuple_Type, &patterns)) {
+                          &iface, &PyTuple_Type, &patterns, &composite)) {
         return NULL;
     }
     swpy_state *st = swpy_module_state(module);
@@ -406,6 +410,15 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
     ctx->storage = storage;
     ctx->routes = pr;
     ctx->patterns = NULL;
+    ctx->composite = NULL;
+    sw_composite_decl cdecl = {0};
+    if (has_composite &&
+        (ctx->composite = swpy_composite_new(st, composite, &cdecl)) == NULL) {
+        PyMem_Free(decls);
+        PyMem_RawFree(pr);
+        PyMem_RawFree(ctx);
+        return NULL;
+    }
     PyObject *iface_version = NULL;
     const char *iv = NULL;
     int64_t npatterns = 0;
@@ -417,6 +430,7 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
             iv != NULL ? swpy_patterns_new(st, iface, patterns) : NULL;
         if (ctx->patterns == NULL) {
             Py_XDECREF(iface_version);
+            swpy_composite_free(ctx->composite);
             PyMem_Free(decls);
             PyMem_RawFree(pr);
             PyMem_RawFree(ctx);
@@ -448,6 +462,7 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
         .interface_version = iv,
         .npatterns = npatterns,
         .patterns = pdecls,
+        .composite = cdecl,
     };
     const char *dot = strrchr(cls->tp_name, '.');
     def.name = dot != NULL ? dot + 1 : cls->tp_name;
@@ -461,6 +476,7 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
     Py_XDECREF(iface_version);
     if (s != SW_OK) {
         swpy_patterns_free(ctx->patterns);
+        swpy_composite_free(ctx->composite);
         PyMem_RawFree(pr);
         PyMem_RawFree(ctx);
         return swpy_raise(s);

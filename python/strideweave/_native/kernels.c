@@ -270,6 +270,176 @@ swpy_patterns *swpy_patterns_new(swpy_state *st, PyObject *interface,
     return ps;
 }
 
+/* ----------------------------------------------------------- composites */
+
+struct swpy_composite {
+    PyObject *composite; /* CompositeProvider */
+    swpy_state *st;
+};
+
+static PyObject *peer_object(sw_carrier *c) {
+    PyObject *self = sw_carrier_get_peer(c);
+    if (self == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a definition-backed carrier without its object");
+    }
+    return self;
+}
+
+static sw_status caps_body(void *ctx, sw_carrier *c,
+                           const sw_op_capability **out, int64_t *n) {
+    swpy_composite *k = ctx;
+    PyObject *self = peer_object(c);
+    PyObject *raws = self != NULL ? swpy_call_layer("_composite_capabilities",
+                                                    k->composite, self, NULL)
+                                  : NULL;
+    if (raws == NULL) {
+        return FAILED;
+    }
+    sw_op_capability *caps = NULL;
+    int rc = swpy_caps_from_raws(k->st, raws, &caps, n);
+    Py_DECREF(raws);
+    if (rc < 0) {
+        return FAILED;
+    }
+    *out = caps;
+    return SW_OK;
+}
+
+static void caps_done(void *ctx, sw_carrier *c,
+                      const sw_op_capability *entries) {
+    (void)ctx;
+    (void)c;
+    PyMem_Free((void *)entries);
+}
+
+static sw_status results_body(void *ctx, const sw_kernel_invocation *inv,
+                              const void **classes) {
+    swpy_composite *k = ctx;
+    PyObject *self = peer_object(inv->carrier);
+    PyObject *invocation = self != NULL ? invocation_of(k->st, inv) : NULL;
+    PyObject *r = invocation != NULL
+                      ? swpy_call_layer("_composite_result_carriers",
+                                        k->composite, self, invocation)
+                      : NULL;
+    Py_XDECREF(invocation);
+    if (r == NULL) {
+        return FAILED;
+    }
+    /* The Python layer checked the classes and their count. */
+    Py_ssize_t n = PyTuple_Check(r) ? PyTuple_GET_SIZE(r) : 0;
+    for (Py_ssize_t i = 0; i < n && i < inv->resolution->nresults; i++) {
+        classes[i] =
+            swpy_capability_tag(k->st, (PyTypeObject *)PyTuple_GET_ITEM(r, i));
+    }
+    Py_DECREF(r);
+    return SW_OK;
+}
+
+static sw_status composite_prepare_body(void *ctx,
+                                        const sw_kernel_invocation *inv,
+                                        void **work, int *unsupported,
+                                        char *reason, size_t size) {
+    swpy_composite *k = ctx;
+    PyObject *self = peer_object(inv->carrier);
+    PyObject *invocation = self != NULL ? invocation_of(k->st, inv) : NULL;
+    PyObject *out = invocation != NULL
+                        ? swpy_call_layer("_composite_prepare", k->composite,
+                                          self, invocation)
+                        : NULL;
+    if (out == NULL) {
+        Py_XDECREF(invocation);
+        return FAILED;
+    }
+    if (PyUnicode_Check(out)) {
+        const char *text = PyUnicode_AsUTF8(out);
+        PyOS_snprintf(reason, size, "%s", text != NULL ? text : "");
+        PyErr_Clear();
+        Py_DECREF(out);
+        Py_DECREF(invocation);
+        *unsupported = 1;
+        return SW_OK;
+    }
+    *work = Py_BuildValue("(NN)", out, invocation);
+    return *work != NULL ? SW_OK : FAILED;
+}
+
+#define WITH_GIL(call)                                                         \
+    do {                                                                       \
+        swpy_gil g_ = swpy_gil_ensure();                                       \
+        sw_status s_ = call;                                                   \
+        swpy_gil_release(g_);                                                  \
+        return s_;                                                             \
+    } while (0)
+
+static sw_status caps_adapter(void *ctx, sw_carrier *c,
+                              const sw_op_capability **out, int64_t *n) {
+    WITH_GIL(caps_body(ctx, c, out, n));
+}
+
+static void caps_done_adapter(void *ctx, sw_carrier *c,
+                              const sw_op_capability *entries) {
+    swpy_gil g = swpy_gil_ensure();
+    caps_done(ctx, c, entries);
+    swpy_gil_release(g);
+}
+
+static sw_status results_adapter(void *ctx, const sw_kernel_invocation *inv,
+                                 const void **classes) {
+    WITH_GIL(results_body(ctx, inv, classes));
+}
+
+static sw_status composite_prepare_adapter(void *ctx,
+                                           const sw_kernel_invocation *inv,
+                                           void **work, int *unsupported,
+                                           char *reason, size_t size) {
+    WITH_GIL(composite_prepare_body(ctx, inv, work, unsupported, reason, size));
+}
+
+swpy_composite *swpy_composite_new(swpy_state *st, PyObject *composite,
+                                   sw_composite_decl *decl) {
+    swpy_composite *k = PyMem_RawMalloc(sizeof *k);
+    if (k == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    k->composite = Py_NewRef(composite);
+    k->st = st;
+    *decl = (sw_composite_decl){
+        .ctx = k,
+        .capabilities = caps_adapter,
+        .capabilities_done = caps_done_adapter,
+        .result_carriers = results_adapter,
+        .prepare = composite_prepare_adapter,
+        .submit = submit_adapter,
+        .finish = finish_adapter,
+    };
+    return k;
+}
+
+void swpy_composite_free(swpy_composite *k) {
+    if (k != NULL) {
+        Py_XDECREF(k->composite);
+        PyMem_RawFree(k);
+    }
+}
+
+/* _defined_finalize(carrier): finalizes a dependent definition-backed
+ * carrier's capabilities through its composite. */
+static PyObject *defined_finalize(PyObject *module, PyObject *self) {
+    swpy_state *st = swpy_module_state(module);
+    if (!swpy_is_carrier(st, self)) {
+        PyErr_SetString(PyExc_TypeError, "carrier must be a Carrier");
+        return NULL;
+    }
+    sw_carrier *c = swpy_carrier_of(self, Py_TYPE(self)->tp_name);
+    if (c == NULL) {
+        return NULL;
+    }
+    sw_status s = sw_carrier_defined_finalize(c);
+    return s == SW_OK ? Py_NewRef(Py_None) : swpy_raise(s);
+}
+
 /* ---------------------------------------------------------------- packs */
 
 static void pack_drop(void *ctx) {
@@ -354,6 +524,7 @@ static PyObject *kernel_ids(PyObject *module, PyObject *cls_obj) {
 static PyMethodDef kernel_methods[] = {
     {"_register_kernel_pack", register_kernel_pack, METH_VARARGS, NULL},
     {"_kernel_ids", kernel_ids, METH_O, NULL},
+    {"_defined_finalize", defined_finalize, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,8 @@
  */
 #include "plans.h"
 
+#include "strideweave/extension.h"
+
 #include <math.h>
 
 #include "py_carrier.h"
@@ -615,7 +617,8 @@ static int source_list(PyObject *module, PyObject *src, const char *name,
         if (c == NULL) {
             return -1;
         }
-        if (!sw_carrier_is_evictable(c)) {
+        if (!sw_carrier_is_evictable(c) &&
+            !sw_carrier_defined_is_dependent(c)) {
             return source_list(module, (PyObject *)Py_TYPE(src), name, out);
         }
         return swpy_check(sw_carrier_capabilities(c, out));

@@ -26,6 +26,13 @@ void swpy_patterns_drop_decls(swpy_patterns *ps);
 /* Frees everything (with the GIL held). */
 void swpy_patterns_free(swpy_patterns *ps);
 
+/* A Python CompositeProvider adapted into decl (its context, which lives
+ * as long as the definition); NULL with an exception set. */
+typedef struct swpy_composite swpy_composite;
+swpy_composite *swpy_composite_new(swpy_state *st, PyObject *composite,
+                                   sw_composite_decl *decl);
+void swpy_composite_free(swpy_composite *k);
+
 /* The ResolvedInvocation a Python definition's resolve returned for this
  * resolution (borrowed), or NULL for an operation that is not a Python
  * definition (definition.c). */

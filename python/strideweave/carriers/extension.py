@@ -17,9 +17,9 @@ library's pipeline (candidates in order, result checks, rollback, one
 version step per declared mutation, autograd through the central VJP),
 moves through transfer routes (with autograd through the route back), and
 elementwise moves between two definition-backed classes whose providers
-both allow it. Not built yet, and refused with NotImplementedError where it
-would be needed: composite providers (definition-backed DependentCarrier
-classes).
+both allow it, and definition-backed ``DependentCarrier`` classes whose
+``CompositeProvider`` gives each instance its capabilities (at
+``_finalize_dependent_capabilities``) and runs its operations.
 
 Examples:
     >>> import strideweave as sw
@@ -691,8 +691,6 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
             dependent rule ('must not supply a composite', 'requires
             composite', 'forbids kernels').
         ValueError: 'duplicate exact transfer routes'.
-        NotImplementedError: a composite provider, which is not executed
-            yet.
 
     Examples:
         >>> import strideweave as sw
@@ -720,14 +718,7 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
     routes = tuple(
         (t.source_class, t.destination_class, t.route_id, t.provider) for t in definition.transfers
     )
-    # What is not executed yet, for a definition the library would accept
-    # (its own refusals come first for a class that is shipped or defined).
-    fresh = cls not in _shipped() and _native._carrier_definition(cls) is None
     kernels = definition.kernels
-    if fresh and dependent and definition.composite is not None and kernels is None:
-        raise NotImplementedError(
-            "definition-backed DependentCarrier classes (composite providers) are not supported yet"
-        )
     _native._define_carrier(
         cls,
         definition,
@@ -739,6 +730,7 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
         definition.storage.elementwise_fallback,
         kernels.interface if kernels is not None else None,
         _native_patterns(kernels.patterns if kernels is not None else ()),
+        definition.composite,
     )
 
 
@@ -837,8 +829,9 @@ def _kernel_prepare(pattern: KernelPattern, interface: KernelExecutionInterface,
     return prepared
 
 
-def _kernel_submit(prepared: PreparedKernel, inv: Any) -> tuple[Any, ...]:
-    """Submits prepared kernel work once and waits for its result once."""
+def _kernel_submit(prepared: Any, inv: Any) -> tuple[Any, ...]:
+    """Submits prepared kernel or composite work once and waits for its
+    result once."""
     from strideweave.operation_definition import ProviderContractError
     from strideweave.tensor import Tensor
 
@@ -857,6 +850,55 @@ def _kernel_submit(prepared: PreparedKernel, inv: Any) -> tuple[Any, ...]:
             f"kernel returned {len(result.outputs)} outputs: the count must be {len(inv.results)}"
         )
     return result.outputs
+
+
+def _composite_capabilities(composite: CompositeProvider, carrier: Carrier) -> list[Any]:
+    """A composite's capabilities of one instance, consumed once, as raw entries."""
+    from strideweave.carriers.operation_policy import _to_raw
+
+    entries = tuple(composite.capabilities(carrier))
+    if not all(isinstance(c, OperationCapability) for c in entries):
+        raise TypeError(
+            f"{type(carrier).__name__} capabilities must be OperationCapability entries"
+        )
+    return [_to_raw(c) for c in entries]
+
+
+def _composite_result_carriers(
+    composite: CompositeProvider, carrier: Carrier, inv: Any
+) -> tuple[type, ...]:
+    """The class of each result's carrier, checked."""
+    classes = composite.result_carriers(carrier, inv)
+    if not isinstance(classes, tuple):
+        raise TypeError(
+            f"result_carriers must return a tuple of Carrier classes, not {type(classes).__name__}"
+        )
+    for cls in classes:
+        if (
+            not isinstance(cls, type)
+            or not issubclass(cls, Carrier)
+            or cls is Carrier
+            or inspect.isabstract(cls)
+        ):
+            raise TypeError(f"result_carriers must name concrete Carrier classes, not {cls!r}")
+    if len(classes) != len(inv.results):
+        raise ValueError(
+            f"result_carriers returned {len(classes)} classes for {len(inv.results)} results"
+        )
+    return classes
+
+
+def _composite_prepare(composite: CompositeProvider, carrier: Carrier, inv: Any) -> Any:
+    """A composite's prepare: its PreparedComposite, or an Unsupported's reason."""
+    prepared = composite.prepare(carrier, inv)
+    if isinstance(prepared, Unsupported):
+        return prepared.reason
+    if not isinstance(prepared, PreparedComposite):
+        raise TypeError(
+            "composite prepare must return a PreparedComposite or an Unsupported, not "
+            f"{type(prepared).__name__}"
+        )
+    return prepared
 
 
 def _definition_kernel_patterns(cls: type) -> tuple[str, ...]:

@@ -503,6 +503,13 @@ class DependentCarrier(Carrier):
         name = type(self).__name__
         if self in _FROZEN:
             raise RuntimeError(f"{name} capabilities are already finalized")
+        definition = _native._carrier_definition(type(self))
+        if definition is not None and definition.composite is not None:
+            # The library asks the CompositeProvider, once, and keeps the
+            # snapshot with the carrier.
+            _native._defined_finalize(self)
+            _FROZEN.set(self, (self, _caps(_native._caps_list(self, name))))
+            return
         entries = tuple(self._generate_operation_capabilities())
         if not all(isinstance(c, OperationCapability) for c in entries):
             raise TypeError(f"{name} capabilities must be OperationCapability entries")
