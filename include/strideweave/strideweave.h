@@ -23,5 +23,6 @@
 #include "strideweave/evictable.h"
 #include "strideweave/profile.h"
 #include "strideweave/threads.h"
+#include "strideweave/tiled.h"
 
 #endif /* STRIDEWEAVE_H */
