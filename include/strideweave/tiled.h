@@ -20,6 +20,7 @@
 #ifndef STRIDEWEAVE_TILED_H
 #define STRIDEWEAVE_TILED_H
 
+#include "strideweave/carrier.h"
 #include "strideweave/layout.h"
 
 #ifdef __cplusplus
@@ -78,6 +79,88 @@ SW_API void sw_tile_coord(const sw_tile_geometry *g, int64_t t, int64_t *coord);
 SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
                                           int64_t offset,
                                           const sw_layout *layout);
+
+/* ------------------------------------------------------ TiledEvictable */
+
+/*
+ * TiledEvictable: a definition-backed dependent carrier (extension.h)
+ * whose storage is the tiled array of geometry g over two tier carriers,
+ * a primary (compute) and a secondary (backing) one, each holding the
+ * whole array slot for slot. Every tile is in one place: "primary"
+ * (valid in the primary tier; dirty when the secondary's copy is stale),
+ * "secondary" (valid in the secondary tier) or "implicit" (a valid tile
+ * of zeros stored nowhere); a tile that holds no value yet is invalid.
+ *
+ * Reads go to the tile's place (implicit tiles read 0; invalid tiles fail
+ * with SW_ERUNTIME "tile (i, j) of TiledEvictable is invalid: it must be
+ * promoted or written first"). A write promotes its tile first (an
+ * invalid one fails with SW_ERUNTIME "tile (i, j) of TiledEvictable is
+ * invalid: its initialization must come from a write to a valid tile or
+ * a promotion"), then writes the primary and marks the tile dirty; the
+ * version rises by one as for any carrier. The carrier owns both tiers
+ * exclusively from construction to release (sw_carrier_claim), and its
+ * release releases both.
+ *
+ * What is not built yet: residency policies and pinning, asynchronous
+ * residency requests, projection, scatter and operations (the carrier is
+ * storage and residency only for now).
+ */
+
+/* The class tag of TiledEvictable (its definition is the library's). */
+SW_API const void *sw_tiled_class(void);
+SW_API int sw_carrier_is_tiled(const sw_carrier *c);
+
+/* Where a tile is (sw_tiled_tile_state). */
+typedef enum sw_tile_location {
+    SW_TILE_PRIMARY = 0,
+    SW_TILE_SECONDARY = 1,
+    SW_TILE_IMPLICIT = 2
+} sw_tile_location;
+
+/*
+ * A TiledEvictable over primary and secondary with rank-axis grid and
+ * tile extents. Checked before anything is claimed: SW_ETYPE for a
+ * missing tier, tiers of different dtypes ("primary and secondary dtypes
+ * must match") or a tier that is itself tiled; SW_ERUNTIME for a
+ * released, owned or immutable (secondary) tier; SW_EVALUE for the same
+ * carrier twice, sw_tile_geometry_init's errors, a non-empty tier whose
+ * size is not the array's ("primary tier holds N slots, not the full
+ * extent M"). Initial residency: a full primary makes every tile primary,
+ * valid and clean; an empty primary (size 0: it is grown to the extent
+ * first) with a full secondary makes every tile secondary and valid; two
+ * empty tiers make every tile invalid. An empty tier that cannot grow
+ * fails with its growth's error.
+ */
+SW_API sw_status sw_tiled_new(sw_carrier *primary, sw_carrier *secondary,
+                              int32_t rank, const int64_t *grid,
+                              const int64_t *tile, sw_carrier **out);
+
+/* The geometry, tiers (borrowed) and a tile's state of a TiledEvictable
+ * (NULL / SW_ETYPE for another carrier; SW_EVALUE for a tile out of
+ * range). */
+SW_API const sw_tile_geometry *sw_tiled_geometry(const sw_carrier *c);
+SW_API sw_carrier *sw_tiled_primary(const sw_carrier *c);
+SW_API sw_carrier *sw_tiled_secondary(const sw_carrier *c);
+SW_API sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
+                                     sw_tile_location *location, int *valid,
+                                     int *dirty);
+
+/*
+ * Residency of n tiles (tile indices; duplicates are not allowed):
+ * promote makes each primary and valid (copying from the secondary, or
+ * writing zeros for an implicit tile); evict copies each dirty primary
+ * tile to the secondary and makes it secondary and clean (implicit tiles
+ * stay implicit). Satisfied tiles are left alone; an invalid tile cannot
+ * be promoted or evicted (SW_ERUNTIME "tile ... is invalid"). Neither
+ * changes the version. A failing copy rolls the whole request back: every
+ * tile's state is as before and the values are unchanged (the primary
+ * tier keeps its copy of an evicted tile until it is overwritten).
+ * SW_EVALUE "tile index N is outside the grid", "duplicate tile index N";
+ * SW_ERUNTIME "TiledEvictable is released".
+ */
+SW_API sw_status sw_tiled_promote(sw_carrier *c, int64_t n,
+                                  const int64_t *tiles);
+SW_API sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles);
 
 #ifdef __cplusplus
 }

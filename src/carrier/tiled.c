@@ -158,3 +158,594 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
     sw_free(seen);
     return st;
 }
+
+/* ------------------------------------------------------ TiledEvictable */
+
+#include <pthread.h>
+
+#include "carrier/defined.h"
+#include "carrier/internal.h"
+#include "strideweave/definition.h"
+#include "strideweave/extension.h"
+
+typedef struct tiled_state {
+    sw_tile_geometry g;
+    sw_carrier *primary, *secondary;
+    int64_t ptoken, stoken;
+    /* Per tile: where it is, whether it holds values, whether it was
+     * written since it came into the primary, and whether the secondary
+     * holds its current values (eviction copies a tile that is dirty or
+     * not backed). Guarded by lock. */
+    uint8_t *loc, *valid, *dirty, *backed;
+    pthread_mutex_t lock;
+} tiled_state;
+
+static char tiled_tag;
+
+const void *sw_tiled_class(void) {
+    return &tiled_tag;
+}
+
+int sw_carrier_is_tiled(const sw_carrier *c) {
+    return c && sw_carrier_defined_class(c) == &tiled_tag;
+}
+
+static tiled_state *tstate(const sw_carrier *c) {
+    return sw_carrier_is_tiled(c) ? sw_carrier_defined_data(c) : NULL;
+}
+
+static const char *tile_text(const sw_tile_geometry *g, int64_t t, char *buf,
+                             size_t size) {
+    return coord_text(g, t, buf, size);
+}
+
+/* ----------------------------------------------------- tier transfers */
+
+/* Copies tile t's footprint from tier src to tier dst (both owned by the
+ * carrier: inside owner access). Runs along the first axis are contiguous:
+ * CPU and FileBacked tiers copy them in bulk, others element by element. */
+static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
+                           int64_t stoken, sw_carrier *dst, int64_t dtoken) {
+    const sw_tile_geometry *g = &s->g;
+    int64_t run = g->tile[0], nruns = g->tile_size / run;
+    int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(src));
+    size_t esize = isz > 0 ? (size_t)isz : 0;
+    int cpu_src = sw_carrier_is_cpu(src), cpu_dst = sw_carrier_is_cpu(dst);
+    int file_src = sw_carrier_is_file(src), file_dst = sw_carrier_is_file(dst);
+    sw_status st = sw_carrier_begin_owner_access(src, stoken);
+    if (st)
+        return st;
+    if ((st = sw_carrier_begin_owner_access(dst, dtoken))) {
+        (void)sw_carrier_end_owner_access(src, stoken);
+        return st;
+    }
+    for (int64_t r = 0; r < nruns && !st; ++r) {
+        int64_t p = sw_tile_slot(g, t, r * run);
+        if (esize && cpu_src && cpu_dst) {
+            memcpy((char *)sw_cpu_data(dst) + (size_t)p * esize,
+                   (const char *)sw_cpu_data(src) + (size_t)p * esize,
+                   (size_t)run * esize);
+        } else if (esize && file_src && cpu_dst) {
+            st = sw_file_read(src, p, run,
+                              (char *)sw_cpu_data(dst) + (size_t)p * esize);
+        } else if (esize && cpu_src && file_dst) {
+            st = sw_file_write(dst, p, run,
+                               (const char *)sw_cpu_data(src) +
+                                   (size_t)p * esize);
+        } else {
+            for (int64_t k = 0; k < run && !st; ++k) {
+                sw_value v;
+                st = sw_carrier_get(src, p + k, &v);
+                if (!st) {
+                    st = sw_carrier_set(dst, p + k, &v);
+                    sw_value_clear(&v);
+                }
+            }
+        }
+    }
+    (void)sw_carrier_end_owner_access(dst, dtoken);
+    (void)sw_carrier_end_owner_access(src, stoken);
+    return st;
+}
+
+/* Writes zeros over tile t's footprint in tier dst. */
+static sw_status zero_tile(const tiled_state *s, int64_t t, sw_carrier *dst,
+                           int64_t token) {
+    sw_status st = sw_carrier_begin_owner_access(dst, token);
+    if (st)
+        return st;
+    sw_value zero = sw_carrier_dtype(dst) == SW_DTYPE_INT32 ||
+                            sw_carrier_dtype(dst) == SW_DTYPE_ANY
+                        ? sw_value_i64(0)
+                        : sw_value_f64(0.0);
+    for (int64_t k = 0; k < s->g.tile_size && !st; ++k)
+        st = sw_carrier_set(dst, sw_tile_slot(&s->g, t, k), &zero);
+    (void)sw_carrier_end_owner_access(dst, token);
+    return st;
+}
+
+/* Makes tile t primary and valid; under the lock. */
+static sw_status promote_locked(tiled_state *s, int64_t t) {
+    if (s->loc[t] == SW_TILE_PRIMARY)
+        return SW_OK;
+    sw_status st =
+        s->loc[t] == SW_TILE_IMPLICIT
+            ? zero_tile(s, t, s->primary, s->ptoken)
+            : copy_tile(s, t, s->secondary, s->stoken, s->primary, s->ptoken);
+    if (!st) {
+        s->backed[t] = s->loc[t] == SW_TILE_SECONDARY;
+        s->loc[t] = SW_TILE_PRIMARY;
+        s->dirty[t] = 0;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ storage */
+
+static sw_status t_supports(void *ctx, sw_carrier *c, sw_dtype d, int *out) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(c);
+    *out = s && sw_carrier_supports_storage_dtype(s->primary, d) &&
+           sw_carrier_supports_storage_dtype(s->secondary, d);
+    return SW_OK;
+}
+
+static sw_status t_allocate(void *ctx, sw_carrier *c, int64_t slots) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(c);
+    if (!s || slots != s->g.size)
+        return sw_fail(SW_EVALUE, "a TiledEvictable is made by sw_tiled_new");
+    return SW_OK;
+}
+
+static sw_status t_size(void *ctx, sw_carrier *c, int64_t *out) {
+    (void)ctx;
+    const tiled_state *s = sw_carrier_defined_data(c);
+    *out = s ? s->g.size : 0;
+    return SW_OK;
+}
+
+/* Releases a tier under owner access and gives it up. */
+static void drop_tier(sw_carrier *tier, int64_t token) {
+    if (sw_carrier_begin_owner_access(tier, token) == SW_OK) {
+        if (sw_carrier_release_storage(tier))
+            sw_clear_error();
+        (void)sw_carrier_end_owner_access(tier, token);
+    }
+    (void)sw_carrier_relinquish(tier, token);
+}
+
+static void free_state(tiled_state *s) {
+    if (!s)
+        return;
+    if (s->primary)
+        drop_tier(s->primary, s->ptoken);
+    if (s->secondary)
+        drop_tier(s->secondary, s->stoken);
+    sw_carrier_unref(s->primary);
+    sw_carrier_unref(s->secondary);
+    sw_free(s->loc);
+    pthread_mutex_destroy(&s->lock);
+    sw_free(s);
+}
+
+static sw_status t_release(void *ctx, sw_carrier *c) {
+    (void)ctx;
+    free_state(sw_carrier_defined_data(c));
+    sw_carrier_defined_set_data(c, NULL);
+    return SW_OK;
+}
+
+static sw_status invalid_tile(const tiled_state *s, int64_t t, int write) {
+    char a[96];
+    return write ? sw_fail(SW_ERUNTIME,
+                           "tile %s of TiledEvictable is invalid: its "
+                           "initialization must come from a write to a "
+                           "valid tile or a promotion",
+                           tile_text(&s->g, t, a, sizeof a))
+                 : sw_fail(SW_ERUNTIME,
+                           "tile %s of TiledEvictable is invalid: it must be "
+                           "promoted or written first",
+                           tile_text(&s->g, t, a, sizeof a));
+}
+
+static sw_status t_read(void *ctx, sw_carrier *c, int64_t i, sw_value *out) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(c);
+    int64_t t = sw_tile_of_slot(&s->g, i);
+    pthread_mutex_lock(&s->lock);
+    sw_status st = SW_OK;
+    if (!s->valid[t]) {
+        st = invalid_tile(s, t, 0);
+    } else if (s->loc[t] == SW_TILE_IMPLICIT) {
+        sw_dtype d = sw_carrier_dtype(s->primary);
+        *out = d == SW_DTYPE_INT32 || d == SW_DTYPE_ANY ? sw_value_i64(0)
+                                                        : sw_value_f64(0.0);
+    } else {
+        sw_carrier *tier =
+            s->loc[t] == SW_TILE_PRIMARY ? s->primary : s->secondary;
+        int64_t token = s->loc[t] == SW_TILE_PRIMARY ? s->ptoken : s->stoken;
+        st = sw_carrier_begin_owner_access(tier, token);
+        if (!st) {
+            st = sw_carrier_get(tier, i, out);
+            (void)sw_carrier_end_owner_access(tier, token);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static sw_status t_write(void *ctx, sw_carrier *c, int64_t i,
+                         const sw_value *v) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(c);
+    int64_t t = sw_tile_of_slot(&s->g, i);
+    pthread_mutex_lock(&s->lock);
+    sw_status st = s->valid[t] ? promote_locked(s, t) : invalid_tile(s, t, 1);
+    if (!st) {
+        st = sw_carrier_begin_owner_access(s->primary, s->ptoken);
+        if (!st) {
+            st = sw_carrier_set(s->primary, i, v);
+            (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+        }
+        if (!st) {
+            s->dirty[t] = 1;
+            s->backed[t] = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+/* ---------------------------------------------------------- composite */
+
+static sw_status t_caps(void *ctx, sw_carrier *c, const sw_op_capability **out,
+                        int64_t *n) {
+    (void)ctx;
+    (void)c;
+    *out = NULL; /* operations are not built yet: an empty snapshot */
+    *n = 0;
+    return SW_OK;
+}
+
+static sw_status t_results(void *ctx, const sw_kernel_invocation *inv,
+                           const void **classes) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(inv->carrier);
+    for (int32_t k = 0; k < inv->resolution->nresults; ++k)
+        classes[k] = sw_carrier_class_tag(s->primary);
+    return SW_OK;
+}
+
+static sw_status t_prepare(void *ctx, const sw_kernel_invocation *inv,
+                           void **work, int *unsupported, char *reason,
+                           size_t size) {
+    (void)ctx;
+    (void)inv;
+    *work = NULL;
+    *unsupported = 1;
+    snprintf(reason, size, "operations on TiledEvictable are not built yet");
+    return SW_OK;
+}
+
+static sw_status t_submit(void *ctx, void *work,
+                          const sw_kernel_invocation *inv,
+                          sw_tensor **results) {
+    (void)ctx;
+    (void)work;
+    (void)inv;
+    (void)results;
+    return sw_fail(SW_ENOTIMPL, "operations on TiledEvictable are not built "
+                                "yet");
+}
+
+/* new_like and allocate_like: a TiledEvictable of the same geometry over
+ * fresh tiers of the same classes, every tile a valid implicit zero. */
+static sw_status t_make(void *ctx, sw_carrier *like, int64_t slots,
+                        sw_dtype dtype, int mutable_, sw_carrier **out);
+
+static pthread_once_t define_once = PTHREAD_ONCE_INIT;
+static sw_status define_status;
+
+static void define_tiled(void) {
+    sw_carrier_definition d;
+    memset(&d, 0, sizeof d);
+    d.version = SW_CARRIER_DEFINITION_VERSION;
+    d.name = "TiledEvictable";
+    d.storage = (sw_storage_provider){SW_STORAGE_PROVIDER_VERSION,
+                                      NULL,
+                                      t_supports,
+                                      t_allocate,
+                                      t_size,
+                                      t_release,
+                                      t_read,
+                                      t_write,
+                                      0};
+    d.dependent = 1;
+    d.has_composite = 1;
+    d.composite = (sw_composite_decl){NULL,      t_caps,   NULL, t_results,
+                                      t_prepare, t_submit, NULL};
+    d.make = t_make;
+    define_status = sw_carrier_define(&tiled_tag, &d);
+}
+
+static sw_status ensure_defined(void) {
+    pthread_once(&define_once, define_tiled);
+    return define_status
+               ? sw_fail(define_status, "TiledEvictable could not be defined")
+               : SW_OK;
+}
+
+static sw_status check_tier(sw_carrier *t, const char *which) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "%s tier carrier is missing", which);
+    if (sw_carrier_is_tiled(t))
+        return sw_fail(SW_ETYPE, "%s tier must not be a TiledEvictable", which);
+    if (sw_carrier_is_released(t))
+        return sw_fail(SW_ERUNTIME, "%s tier carrier is released", which);
+    if (sw_carrier_is_owned(t))
+        return sw_fail(SW_ERUNTIME,
+                       "%s tier carrier is already owned by another carrier",
+                       which);
+    return SW_OK;
+}
+
+/* Builds the carrier; initial selects the tiles' start: 0 from the tiers'
+ * sizes, 1 every tile implicit zero. */
+static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
+                            const sw_tile_geometry *g, int implicit,
+                            int mutable_, sw_carrier **out) {
+    sw_status st = check_tier(primary, "primary");
+    if (!st)
+        st = check_tier(secondary, "secondary");
+    if (st)
+        return st;
+    if (primary == secondary)
+        return sw_fail(SW_EVALUE,
+                       "primary and secondary must be distinct carriers");
+    sw_dtype dtype = sw_carrier_dtype(primary);
+    if (dtype != sw_carrier_dtype(secondary))
+        return sw_fail(SW_ETYPE, "primary and secondary dtypes must match");
+    if (!sw_carrier_is_mutable(secondary))
+        return sw_fail(SW_ERUNTIME, "secondary tier carrier must be mutable");
+    int64_t psize = sw_carrier_size(primary),
+            ssize = sw_carrier_size(secondary);
+    if (psize != 0 && psize != g->size)
+        return sw_fail(SW_EVALUE,
+                       "primary tier holds %lld slots, not the full extent "
+                       "%lld",
+                       (long long)psize, (long long)g->size);
+    if (ssize != 0 && ssize != g->size)
+        return sw_fail(SW_EVALUE,
+                       "secondary tier holds %lld slots, not the full extent "
+                       "%lld",
+                       (long long)ssize, (long long)g->size);
+    if ((st = ensure_defined()))
+        return st;
+    /* Every check is done: grow what is empty, then claim. */
+    for (int k = 0; k < 2; ++k) {
+        sw_carrier *tier = k ? secondary : primary;
+        if (sw_carrier_size(tier) == g->size)
+            continue;
+        if (!sw_carrier_is_file(tier))
+            return sw_fail(SW_EVALUE,
+                           "an empty %s tier must be able to grow to the "
+                           "extent %lld (a FileBacked tier)",
+                           k ? "secondary" : "primary", (long long)g->size);
+        if ((st = sw_file_resize(tier, g->size)))
+            return st;
+    }
+    tiled_state *s = sw_calloc(1, sizeof *s);
+    uint8_t *flags = sw_calloc((size_t)g->ntiles, 4);
+    if (!s || !flags) {
+        sw_free(s);
+        sw_free(flags);
+        return sw_oom();
+    }
+    s->g = *g;
+    s->loc = flags;
+    s->valid = flags + g->ntiles;
+    s->dirty = flags + 2 * g->ntiles;
+    s->backed = flags + 3 * g->ntiles;
+    pthread_mutex_init(&s->lock, NULL);
+    for (int64_t t = 0; t < g->ntiles; ++t) {
+        s->loc[t] = implicit     ? SW_TILE_IMPLICIT
+                    : psize != 0 ? SW_TILE_PRIMARY
+                                 : SW_TILE_SECONDARY;
+        s->valid[t] = implicit || psize != 0 || ssize != 0;
+        s->backed[t] = !implicit && psize == 0 && ssize != 0;
+    }
+    int64_t pt = 0, stk = 0;
+    st = sw_carrier_claim(primary, &pt);
+    if (!st && (st = sw_carrier_claim(secondary, &stk)))
+        (void)sw_carrier_relinquish(primary, pt);
+    if (st) {
+        sw_free(flags);
+        pthread_mutex_destroy(&s->lock);
+        sw_free(s);
+        return st;
+    }
+    s->primary = sw_carrier_retain(primary);
+    s->secondary = sw_carrier_retain(secondary);
+    s->ptoken = pt;
+    s->stoken = stk;
+    sw_carrier *c = NULL;
+    st = sw_carrier_defined_new(&tiled_tag, &c);
+    if (!st) {
+        sw_carrier_defined_set_data(c, s);
+        st = sw_carrier_defined_allocate(c, g->size, dtype, mutable_);
+    }
+    if (!st)
+        st = sw_carrier_defined_finalize(c);
+    if (st) {
+        /* The tiers go back as they were, unreleased: the carrier forgets
+         * its state before it goes. */
+        if (c) {
+            sw_carrier_defined_set_data(c, NULL);
+            sw_carrier_unref(c);
+        }
+        (void)sw_carrier_relinquish(primary, pt);
+        (void)sw_carrier_relinquish(secondary, stk);
+        sw_carrier_unref(s->primary);
+        sw_carrier_unref(s->secondary);
+        sw_free(flags);
+        pthread_mutex_destroy(&s->lock);
+        sw_free(s);
+        return st;
+    }
+    *out = c;
+    return SW_OK;
+}
+
+sw_status sw_tiled_new(sw_carrier *primary, sw_carrier *secondary, int32_t rank,
+                       const int64_t *grid, const int64_t *tile,
+                       sw_carrier **out) {
+    sw_tile_geometry g;
+    sw_status st = sw_tile_geometry_init(rank, grid, tile, &g);
+    return st ? st : make_tiled(primary, secondary, &g, 0, 1, out);
+}
+
+static sw_status t_make(void *ctx, sw_carrier *like, int64_t slots,
+                        sw_dtype dtype, int mutable_, sw_carrier **out) {
+    (void)ctx;
+    tiled_state *s = sw_carrier_defined_data(like);
+    if (!s)
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    if (slots != s->g.size)
+        return sw_fail(SW_EVALUE,
+                       "a TiledEvictable like this one holds exactly %lld "
+                       "slots, not %lld",
+                       (long long)s->g.size, (long long)slots);
+    sw_carrier *p = NULL, *q = NULL;
+    sw_status st = sw_carrier_allocate_like(s->primary, slots, 1, dtype, 0, &p);
+    if (!st)
+        st = sw_carrier_allocate_like(s->secondary, slots, 1, dtype, 0, &q);
+    if (!st)
+        st = make_tiled(p, q, &s->g, 1, mutable_, out);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+    return st;
+}
+
+/* ------------------------------------------------------------ queries */
+
+const sw_tile_geometry *sw_tiled_geometry(const sw_carrier *c) {
+    tiled_state *s = tstate(c);
+    return s ? &s->g : NULL;
+}
+
+sw_carrier *sw_tiled_primary(const sw_carrier *c) {
+    tiled_state *s = tstate(c);
+    return s ? s->primary : NULL;
+}
+
+sw_carrier *sw_tiled_secondary(const sw_carrier *c) {
+    tiled_state *s = tstate(c);
+    return s ? s->secondary : NULL;
+}
+
+static sw_status state_for(const sw_carrier *c, tiled_state **out) {
+    if (!sw_carrier_is_tiled(c))
+        return sw_fail(SW_ETYPE, "carrier is not a TiledEvictable");
+    tiled_state *s = sw_carrier_defined_data(c);
+    if (!s || sw_carrier_is_released(c))
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    *out = s;
+    return SW_OK;
+}
+
+sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
+                              sw_tile_location *location, int *valid,
+                              int *dirty) {
+    tiled_state *s = NULL;
+    sw_status st = state_for(c, &s);
+    if (st)
+        return st;
+    if (t < 0 || t >= s->g.ntiles)
+        return sw_fail(SW_EVALUE, "tile index %lld is outside the grid",
+                       (long long)t);
+    pthread_mutex_lock(&s->lock);
+    *location = (sw_tile_location)s->loc[t];
+    *valid = s->valid[t];
+    *dirty = s->dirty[t];
+    pthread_mutex_unlock(&s->lock);
+    return SW_OK;
+}
+
+/* ---------------------------------------------------------- residency */
+
+static sw_status check_request(const tiled_state *s, int64_t n,
+                               const int64_t *tiles, uint8_t *mark) {
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t t = tiles[i];
+        if (t < 0 || t >= s->g.ntiles)
+            return sw_fail(SW_EVALUE, "tile index %lld is outside the grid",
+                           (long long)t);
+        if (mark[t])
+            return sw_fail(SW_EVALUE, "duplicate tile index %lld",
+                           (long long)t);
+        mark[t] = 1;
+        if (!s->valid[t])
+            return invalid_tile(s, t, 0);
+    }
+    return SW_OK;
+}
+
+/* promote (evict 0) or evict n tiles, all or nothing. */
+static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
+                           int evict) {
+    tiled_state *s = NULL;
+    sw_status st = state_for(c, &s);
+    if (st)
+        return st;
+    if (n < 0 || (n > 0 && !tiles))
+        return sw_fail(SW_EVALUE, "tile count %lld without tiles",
+                       (long long)n);
+    /* Scratch: the marks of the request, then the states to roll back. */
+    uint8_t *mark = sw_calloc((size_t)s->g.ntiles + 1, 1);
+    uint8_t *saved = sw_malloc((size_t)s->g.ntiles * 3 + 1);
+    if (!mark || !saved) {
+        sw_free(mark);
+        sw_free(saved);
+        return sw_oom();
+    }
+    pthread_mutex_lock(&s->lock);
+    st = check_request(s, n, tiles, mark);
+    memcpy(saved, s->loc, (size_t)s->g.ntiles);
+    memcpy(saved + s->g.ntiles, s->dirty, (size_t)s->g.ntiles);
+    memcpy(saved + 2 * s->g.ntiles, s->backed, (size_t)s->g.ntiles);
+    for (int64_t i = 0; i < n && !st; ++i) {
+        int64_t t = tiles[i];
+        if (!evict) {
+            st = promote_locked(s, t);
+        } else if (s->loc[t] == SW_TILE_PRIMARY) {
+            if (s->dirty[t] || !s->backed[t])
+                st = copy_tile(s, t, s->primary, s->ptoken, s->secondary,
+                               s->stoken);
+            if (!st) {
+                s->loc[t] = SW_TILE_SECONDARY;
+                s->dirty[t] = 0;
+                s->backed[t] = 1;
+            }
+        }
+    }
+    if (st) {
+        /* All or nothing: the primary still holds every tile it held, so
+         * the states alone go back. */
+        memcpy(s->loc, saved, (size_t)s->g.ntiles);
+        memcpy(s->dirty, saved + s->g.ntiles, (size_t)s->g.ntiles);
+        memcpy(s->backed, saved + 2 * s->g.ntiles, (size_t)s->g.ntiles);
+    }
+    pthread_mutex_unlock(&s->lock);
+    sw_free(mark);
+    sw_free(saved);
+    return st;
+}
+
+sw_status sw_tiled_promote(sw_carrier *c, int64_t n, const int64_t *tiles) {
+    return residency(c, n, tiles, 0);
+}
+
+sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles) {
+    return residency(c, n, tiles, 1);
+}

@@ -139,8 +139,201 @@ static void test_footprints(void) {
     leak_check(base, "footprint checks");
 }
 
+/* ------------------------------------------------------ TiledEvictable */
+
+static sw_carrier *cpu(int64_t n) {
+    sw_carrier *c = NULL;
+    if (sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c))
+        bail_out(sw_errmsg());
+    return c;
+}
+
+static sw_carrier *file(void) {
+    sw_carrier *c = NULL;
+    if (sw_file_new_in(NULL, NULL, SW_DTYPE_FLOAT32, 1, &c))
+        bail_out(sw_errmsg());
+    return c;
+}
+
+static double at(sw_carrier *c, int64_t i) {
+    sw_value v;
+    if (sw_carrier_get(c, i, &v))
+        bail_out(sw_errmsg());
+    double d = v.kind == SW_VALUE_I64 ? (double)v.as.i : v.as.f;
+    sw_value_clear(&v);
+    return d;
+}
+
+static void set(sw_carrier *c, int64_t i, double d) {
+    sw_value v = sw_value_f64(d);
+    if (sw_carrier_set(c, i, &v))
+        bail_out(sw_errmsg());
+}
+
+static int where(sw_carrier *c, int64_t t, int *valid, int *dirty) {
+    sw_tile_location loc;
+    if (sw_tiled_tile_state(c, t, &loc, valid, dirty))
+        bail_out(sw_errmsg());
+    return (int)loc;
+}
+
+static void test_tiled_construction(void) {
+    int64_t grid[2] = {2, 2}, tile[2] = {2, 2};
+    sw_carrier *p = cpu(16), *q = file(), *t = NULL;
+    sw_carrier *small = cpu(5);
+    expect_fail(sw_tiled_new(NULL, q, 2, grid, tile, &t), SW_ETYPE,
+                "primary tier carrier is missing", "no primary");
+    expect_fail(sw_tiled_new(small, q, 2, grid, tile, &t), SW_EVALUE,
+                "primary tier holds 5 slots, not the full extent 16",
+                "a primary of the wrong size");
+    expect_fail(sw_tiled_new(p, p, 2, grid, tile, &t), SW_EVALUE,
+                "primary and secondary must be distinct carriers",
+                "one carrier twice");
+    int64_t zero[2] = {2, 0};
+    expect_fail(sw_tiled_new(p, q, 2, grid, zero, &t), SW_EVALUE,
+                "tile extents must be positive", "a tile extent of 0");
+    ok(!sw_carrier_is_owned(p) && !sw_carrier_is_owned(q),
+       "failed construction claims nothing");
+    for (int64_t i = 0; i < 16; ++i)
+        set(p, i, (double)i);
+    expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a CPU + FileBacked one");
+    ok(sw_carrier_is_owned(p) && sw_carrier_is_owned(q), "both tiers owned");
+    ok(sw_carrier_is_tiled(t), "is tiled");
+    is_int(sw_carrier_size(t), 16, "size");
+    is_int(sw_carrier_size(q), 16, "the empty secondary grew");
+    int valid, dirty;
+    is_int(where(t, 3, &valid, &dirty), SW_TILE_PRIMARY, "full primary");
+    ok(valid && !dirty, "valid and clean");
+    ok(at(t, 13) == 13.0, "reads through the primary");
+    expect_fail(sw_tiled_new(p, cpu(16), 2, grid, tile, &t), SW_ERUNTIME,
+                "primary tier carrier is already owned by another carrier",
+                "an owned tier");
+    sw_capability_list l;
+    expect_ok(sw_carrier_capabilities(t, &l), "finalized at construction");
+    is_int(l.count, 0, "no operations yet");
+
+    /* Evict tile (1, 0) (slots 2, 3, 6, 7) clean, write, evict dirty. */
+    int64_t one[1] = {1};
+    expect_ok(sw_tiled_evict(t, 1, one), "evict a clean tile");
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_SECONDARY, "now secondary");
+    int64_t v0 = sw_carrier_version(t);
+    set(t, 6, 60.0);
+    is_int(sw_carrier_version(t), v0 + 1, "a write bumps once");
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_PRIMARY, "a write promotes");
+    ok(dirty, "and dirties");
+    expect_ok(sw_tiled_evict(t, 1, one), "evict the dirty tile");
+    ok(!sw_carrier_is_cpu(q) && at(t, 6) == 60.0 && at(t, 7) == 7.0,
+       "values survive through the secondary");
+    is_int(sw_carrier_version(t), v0 + 1, "residency changes no version");
+    expect_ok(sw_tiled_promote(t, 1, one), "promote back");
+    ok(at(t, 6) == 60.0 && at(t, 2) == 2.0, "values after promotion");
+    int64_t dup[2] = {1, 1}, far[1] = {4};
+    expect_fail(sw_tiled_promote(t, 2, dup), SW_EVALUE,
+                "duplicate tile index 1", "a duplicate");
+    expect_fail(sw_tiled_evict(t, 1, far), SW_EVALUE,
+                "tile index 4 is outside the grid", "out of range");
+
+    /* allocate_like: same geometry, every tile an implicit zero. */
+    sw_carrier *z = NULL;
+    expect_ok(sw_carrier_allocate_like(t, 16, 1, SW_DTYPE_FLOAT32, 0, &z),
+              "allocate_like");
+    is_int(where(z, 0, &valid, &dirty), SW_TILE_IMPLICIT, "implicit");
+    ok(valid && at(z, 5) == 0.0, "reads zero");
+    set(z, 5, 1.5);
+    is_int(where(z, 0, &valid, &dirty), SW_TILE_PRIMARY,
+           "a write materializes its tile");
+    ok(at(z, 5) == 1.5 && at(z, 4) == 0.0, "zeros around the write");
+    sw_carrier_unref(z);
+
+    /* Release releases both tiers and gives them up. */
+    expect_ok(sw_carrier_release_storage(t), "release");
+    ok(sw_carrier_is_released(p) && sw_carrier_is_released(q),
+       "tiers released");
+    ok(!sw_carrier_is_owned(p) && !sw_carrier_is_owned(q),
+       "tiers relinquished");
+    expect_fail(sw_tiled_promote(t, 1, one), SW_ERUNTIME,
+                "TiledEvictable is released", "promote after release");
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+    sw_carrier_unref(small);
+}
+
+static void test_tiled_invalid_and_rollback(void) {
+    int64_t grid[1] = {3}, tile[1] = {2};
+    sw_carrier *p = file(), *q = file(), *t = NULL;
+    expect_ok(sw_tiled_new(p, q, 1, grid, tile, &t), "two empty tiers");
+    int valid, dirty;
+    where(t, 0, &valid, &dirty);
+    ok(!valid, "every tile invalid");
+    sw_value v;
+    expect_fail(sw_carrier_get(t, 1, &v), SW_ERUNTIME,
+                "tile (0) of TiledEvictable is invalid: it must be promoted "
+                "or written first",
+                "reading an invalid tile");
+    sw_value w = sw_value_f64(1.0);
+    expect_fail(sw_carrier_set(t, 1, &w), SW_ERUNTIME,
+                "tile (0) of TiledEvictable is invalid: its initialization "
+                "must come from a write to a valid tile or a promotion",
+                "writing an invalid tile");
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+
+    /* A failing copy rolls the whole request back. */
+    sw_carrier *p2 = cpu(6), *q2 = file();
+    for (int64_t i = 0; i < 6; ++i)
+        set(p2, i, (double)i + 1);
+    expect_ok(sw_tiled_new(p2, q2, 1, grid, tile, &t), "CPU + FileBacked");
+    set(t, 0, 10.0);
+    set(t, 4, 50.0); /* tiles 0 and 2 dirty */
+    int64_t all[3] = {0, 1, 2};
+    int64_t base = sw_carrier_version(t);
+    sw_debug_fail_io_after(1); /* the second tile's write fails */
+    sw_status st = sw_tiled_evict(t, 3, all);
+    sw_debug_fail_io_after(-1);
+    is_int(st, SW_EOS, "an injected I/O failure");
+    int loc0 = where(t, 0, &valid, &dirty);
+    ok(loc0 == SW_TILE_PRIMARY && dirty, "tile 0 rolled back to dirty primary");
+    is_int(where(t, 2, &valid, &dirty), SW_TILE_PRIMARY, "tile 2 untouched");
+    ok(at(t, 0) == 10.0 && at(t, 4) == 50.0 && at(t, 3) == 4.0,
+       "values unchanged");
+    is_int(sw_carrier_version(t), base, "version unchanged");
+    expect_ok(sw_tiled_evict(t, 3, all), "the retry succeeds");
+    ok(at(t, 0) == 10.0 && at(t, 4) == 50.0, "values after the retry");
+    sw_carrier_unref(t);
+    sw_carrier_unref(p2);
+    sw_carrier_unref(q2);
+}
+
+static void test_tiled_injection(void) {
+    int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
+    int64_t base = sw_debug_live_allocs();
+    for (int64_t k = 0; k < 200; ++k) {
+        sw_carrier *p = cpu(8), *q = cpu(8), *t = NULL;
+        sw_debug_fail_alloc_after(k);
+        sw_status st = sw_tiled_new(p, q, 2, grid, tile, &t);
+        int64_t one[1] = {3};
+        if (!st)
+            st = sw_tiled_evict(t, 1, one);
+        sw_debug_fail_alloc_after(-1);
+        if (t == NULL)
+            ok(!sw_carrier_is_owned(p) && !sw_carrier_is_owned(q),
+               "nothing claimed after failure %lld", (long long)k);
+        sw_carrier_unref(t);
+        sw_carrier_unref(p);
+        sw_carrier_unref(q);
+        if (!st)
+            break;
+    }
+    leak_check(base, "TiledEvictable under allocation failure");
+}
+
 int main(void) {
     test_geometry();
     test_footprints();
+    test_tiled_construction();
+    test_tiled_invalid_and_rollback();
+    test_tiled_injection();
     return done_testing();
 }
