@@ -101,9 +101,19 @@ SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
  * exclusively from construction to release (sw_carrier_claim), and its
  * release releases both.
  *
+ * Operations: a full, tile-compatible tensor on a TiledEvictable runs
+ * add, elementwise_mul, mul, relu, reduce_sum and matmul directly (its
+ * capabilities are its primary's plans of these six): the operands are
+ * read whole, whatever their residency, into dense tensors of the
+ * primary's class, the operation runs there, and the result is an
+ * ordinary dense tensor of that class laid out as the same operation on a
+ * dense tensor would be. Residency does not change. Gradients are
+ * full-shaped TiledEvictable tensors (Generic's VJP, allocated through
+ * allocate_like). Any other operation: SW_ENOTIMPL "TiledEvictable does
+ * not support ...".
+ *
  * What is not built yet: residency policies and pinning, asynchronous
- * residency requests, projection, scatter and operations (the carrier is
- * storage and residency only for now).
+ * residency requests, projection and scatter.
  */
 
 /* The class tag of TiledEvictable (its definition is the library's). */

@@ -167,6 +167,8 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
 #include "carrier/internal.h"
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
+#include "strideweave/registry.h"
+#include "tensor/internal.h"
 
 typedef struct tiled_state {
     sw_tile_geometry g;
@@ -399,13 +401,39 @@ static sw_status t_write(void *ctx, sw_carrier *c, int64_t i,
 
 /* ---------------------------------------------------------- composite */
 
+/* The operations a full TiledEvictable tensor runs directly. */
+static int direct_op(int32_t id) {
+    return id == SW_OP_ADD || id == SW_OP_ELEMENTWISE_MUL || id == SW_OP_MUL ||
+           id == SW_OP_RELU || id == SW_OP_REDUCE || id == SW_OP_MATMUL;
+}
+
+/* The instance's capabilities: its primary's plans of the direct
+ * operations (they run on the primary's class). */
 static sw_status t_caps(void *ctx, sw_carrier *c, const sw_op_capability **out,
                         int64_t *n) {
     (void)ctx;
-    (void)c;
-    *out = NULL; /* operations are not built yet: an empty snapshot */
-    *n = 0;
+    tiled_state *s = sw_carrier_defined_data(c);
+    sw_capability_list l;
+    sw_status st = sw_carrier_capabilities(s->primary, &l);
+    if (st)
+        return st;
+    sw_op_capability *a = sw_malloc((size_t)l.count * sizeof *a + 1);
+    if (!a)
+        return sw_oom();
+    int64_t k = 0;
+    for (int64_t i = 0; i < l.count; ++i)
+        if (direct_op(l.items[i].op))
+            a[k++] = l.items[i];
+    *out = a;
+    *n = k;
     return SW_OK;
+}
+
+static void t_caps_done(void *ctx, sw_carrier *c,
+                        const sw_op_capability *entries) {
+    (void)ctx;
+    (void)c;
+    sw_free((void *)entries);
 }
 
 static sw_status t_results(void *ctx, const sw_kernel_invocation *inv,
@@ -417,26 +445,116 @@ static sw_status t_results(void *ctx, const sw_kernel_invocation *inv,
     return SW_OK;
 }
 
+/* Every tiled operand must be a full, tile-compatible tensor: checked
+ * before anything runs. */
 static sw_status t_prepare(void *ctx, const sw_kernel_invocation *inv,
                            void **work, int *unsupported, char *reason,
                            size_t size) {
     (void)ctx;
-    (void)inv;
+    (void)unsupported;
+    (void)reason;
+    (void)size;
     *work = NULL;
-    *unsupported = 1;
-    snprintf(reason, size, "operations on TiledEvictable are not built yet");
+    for (int32_t i = 0; i < inv->call->noperands; ++i) {
+        const sw_arg *a = &inv->call->operands[i];
+        if (a->kind != SW_ARG_TENSOR ||
+            !sw_carrier_is_tiled(a->as.tensor->carrier))
+            continue;
+        const sw_tensor *t = a->as.tensor;
+        tiled_state *s = sw_carrier_defined_data(t->carrier);
+        if (!s || sw_carrier_is_released(t->carrier))
+            return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+        sw_status st = sw_tile_check_footprints(&s->g, t->offset, t->layout);
+        if (st)
+            return st;
+    }
     return SW_OK;
 }
 
+/* A dense copy of a full tiled tensor on its primary's class: the same
+ * layout at offset 0 (slot j holds tiled slot offset + j). */
+static sw_status densify(const sw_tensor *t, sw_tensor **out) {
+    tiled_state *s = sw_carrier_defined_data(t->carrier);
+    int64_t n = t->layout->cosize;
+    sw_carrier *d = NULL;
+    sw_status st = sw_carrier_allocate_like(
+        s->primary, n, 1, sw_carrier_dtype(t->carrier), 0, &d);
+    for (int64_t j = 0; j < n && !st; ++j) {
+        sw_value v;
+        st = sw_carrier_get(t->carrier, t->offset + j, &v);
+        if (!st) {
+            st = sw_carrier_set(d, j, &v);
+            sw_value_clear(&v);
+        }
+    }
+    if (!st)
+        st = sw_tensor_new(d, 0, t->layout, out);
+    sw_carrier_unref(d);
+    return st;
+}
+
+/* r laid out by layout on a fresh carrier of r's class, if it is not. */
+static sw_status relaid(sw_tensor *r, sw_layout *layout, sw_tensor **out) {
+    if (r->offset == 0 && sw_layout_equal(r->layout, layout) &&
+        sw_carrier_size(r->carrier) == layout->cosize) {
+        *out = sw_tensor_retain(r);
+        return SW_OK;
+    }
+    sw_carrier *c = NULL;
+    sw_status st = sw_carrier_allocate_like(
+        r->carrier, layout->cosize, 1, sw_carrier_dtype(r->carrier), 0, &c);
+    sw_tensor *t = NULL;
+    if (!st)
+        st = sw_tensor_new(c, 0, layout, &t);
+    sw_carrier_unref(c);
+    for (int64_t i = 0; i < layout->size && !st; ++i) {
+        sw_value v;
+        st = sw_tensor_get(r, i, &v);
+        if (!st) {
+            st = sw_tensor_set(t, i, &v);
+            sw_value_clear(&v);
+        }
+    }
+    if (st) {
+        sw_tensor_unref(t);
+        return st;
+    }
+    *out = t;
+    return SW_OK;
+}
+
+/* Runs the operation on dense copies of the tiled operands, on the
+ * primary's class, and lays the result out as declared. */
 static sw_status t_submit(void *ctx, void *work,
                           const sw_kernel_invocation *inv,
                           sw_tensor **results) {
     (void)ctx;
     (void)work;
-    (void)inv;
-    (void)results;
-    return sw_fail(SW_ENOTIMPL, "operations on TiledEvictable are not built "
-                                "yet");
+    sw_arg args[SW_DEF_MAX_OPERANDS];
+    sw_tensor *dense[SW_DEF_MAX_OPERANDS] = {NULL};
+    int32_t n = inv->call->noperands;
+    sw_status st = SW_OK;
+    for (int32_t i = 0; i < n && !st; ++i) {
+        args[i] = inv->call->operands[i];
+        if (args[i].kind == SW_ARG_TENSOR &&
+            sw_carrier_is_tiled(args[i].as.tensor->carrier) &&
+            !(st = densify(args[i].as.tensor, &dense[i])))
+            args[i] = sw_arg_tensor(dense[i]);
+    }
+    sw_op *op = NULL;
+    sw_tensor *r = NULL;
+    if (!st)
+        st = sw_carrier_dispatch_id(args[0].as.tensor->carrier, inv->op->id,
+                                    &op);
+    if (!st)
+        st = sw_op_execute_lowered(op, n, args, &r);
+    sw_op_unref(op);
+    if (!st)
+        st = relaid(r, inv->resolution->results[0].layout, &results[0]);
+    sw_tensor_unref(r);
+    for (int32_t i = 0; i < n; ++i)
+        sw_tensor_unref(dense[i]);
+    return st;
 }
 
 /* new_like and allocate_like: a TiledEvictable of the same geometry over
@@ -463,8 +581,8 @@ static void define_tiled(void) {
                                       0};
     d.dependent = 1;
     d.has_composite = 1;
-    d.composite = (sw_composite_decl){NULL,      t_caps,   NULL, t_results,
-                                      t_prepare, t_submit, NULL};
+    d.composite = (sw_composite_decl){
+        NULL, t_caps, t_caps_done, t_results, t_prepare, t_submit, NULL};
     d.make = t_make;
     define_status = sw_carrier_define(&tiled_tag, &d);
 }

@@ -210,7 +210,14 @@ static void test_tiled_construction(void) {
                 "an owned tier");
     sw_capability_list l;
     expect_ok(sw_carrier_capabilities(t, &l), "finalized at construction");
-    is_int(l.count, 0, "no operations yet");
+    int only_direct = l.count > 0;
+    for (int64_t i = 0; i < l.count; ++i)
+        only_direct &=
+            l.items[i].op == SW_OP_ADD ||
+            l.items[i].op == SW_OP_ELEMENTWISE_MUL ||
+            l.items[i].op == SW_OP_MUL || l.items[i].op == SW_OP_RELU ||
+            l.items[i].op == SW_OP_REDUCE || l.items[i].op == SW_OP_MATMUL;
+    ok(only_direct, "the primary's plans of the six direct operations");
 
     /* Evict tile (1, 0) (slots 2, 3, 6, 7) clean, write, evict dirty. */
     int64_t one[1] = {1};
@@ -306,6 +313,83 @@ static void test_tiled_invalid_and_rollback(void) {
     sw_carrier_unref(q2);
 }
 
+static void test_tiled_operations(void) {
+    int64_t grid[2] = {2, 2}, tile[2] = {2, 2};
+    sw_carrier *p = cpu(16), *q = file(), *t = NULL;
+    for (int64_t i = 0; i < 16; ++i)
+        set(p, i, (double)i - 8);
+    expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a tiled operand");
+    int64_t some[2] = {1, 2};
+    expect_ok(sw_tiled_evict(t, 2, some), "part of it evicted");
+    sw_layout *l = parse("(4,4):(1,4)");
+    sw_tensor *x = NULL, *y = NULL;
+    expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
+    expect_ok(sw_unary("relu", x, &y), "relu on a partly resident tensor");
+    ok(sw_carrier_is_cpu(sw_tensor_carrier(y)), "the result is on CPU");
+    int good = 1;
+    for (int64_t i = 0; i < 16; ++i) {
+        sw_value v;
+        sw_tensor_get(y, i, &v);
+        good &= v.as.f == ((double)i - 8 > 0 ? (double)i - 8 : 0.0);
+    }
+    ok(good, "relu values");
+    int valid, dirty;
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_SECONDARY,
+           "the operation left residency alone");
+    sw_tensor *g = NULL, *ones = NULL;
+    sw_carrier *oc = cpu(16);
+    for (int64_t i = 0; i < 16; ++i)
+        set(oc, i, 1.0);
+    expect_ok(sw_tensor_new(oc, 0, l, &ones), "a cotangent");
+    expect_ok(sw_tensor_backward(y, ones), "backward");
+    g = sw_tensor_grad(x);
+    ok(g && sw_carrier_is_tiled(sw_tensor_carrier(g)),
+       "the gradient is a TiledEvictable tensor");
+    if (g) {
+        sw_value v;
+        sw_tensor_get(g, 15, &v);
+        ok(v.as.f == 1.0, "gradient of a positive element");
+        sw_tensor_get(g, 0, &v);
+        ok(v.as.f == 0.0, "gradient of a negative element");
+    }
+    sw_tensor_unref(y);
+    y = NULL;
+    expect_ok(sw_add(x, x, &y), "add of two tiled tensors");
+    sw_value v;
+    sw_tensor_get(y, 15, &v);
+    ok(v.as.f == 14.0, "add values");
+    sw_tensor_unref(y);
+    y = NULL;
+    expect_ok(sw_matmul(x, x, &y), "matmul");
+    sw_tensor_unref(y);
+    y = NULL;
+    expect_ok(sw_reduce_sum(x, &y), "reduce_sum");
+    sw_tensor_get(y, 0, &v);
+    ok(v.as.f == -8.0 + -4.0 + 0.0 + 4.0, "reduce values");
+    sw_tensor_unref(y);
+    y = NULL;
+    sw_status st = sw_unary("exp", x, &y);
+    is_int(st, SW_ENOTIMPL, "exp is not a direct operation");
+    ok(strstr(sw_errmsg(), "TiledEvictable does not support 'exp'") != NULL,
+       "does not support");
+    sw_layout *rm = parse("(4,4):(4,1)");
+    sw_tensor *xr = NULL;
+    expect_ok(sw_tensor_new(t, 0, rm, &xr), "a row-major view");
+    expect_fail(sw_unary("relu", xr, &y), SW_EVALUE,
+                "tile footprints: logical tile (1, 0) remaps onto carrier "
+                "tile (0, 1)",
+                "an incompatible layout");
+    sw_tensor_unref(xr);
+    sw_layout_release(rm);
+    sw_tensor_unref(ones);
+    sw_carrier_unref(oc);
+    sw_tensor_unref(x);
+    sw_layout_release(l);
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+
 static void test_tiled_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
     int64_t base = sw_debug_live_allocs();
@@ -334,6 +418,7 @@ int main(void) {
     test_footprints();
     test_tiled_construction();
     test_tiled_invalid_and_rollback();
+    test_tiled_operations();
     test_tiled_injection();
     return done_testing();
 }
