@@ -41,6 +41,12 @@ from strideweave.carriers.operation_capability import OperationCapability as Ope
 from strideweave.carriers.operation_capability import (
     UnsupportedOperationPlan as UnsupportedOperationPlan,
 )
+from strideweave.carriers.tiled_evictable import ResidencyPlan as ResidencyPlan
+from strideweave.carriers.tiled_evictable import ResidencyPolicy as ResidencyPolicy
+from strideweave.carriers.tiled_evictable import TiledEvictable as TiledEvictable
+from strideweave.carriers.tiled_evictable import TiledResidencyFacet as TiledResidencyFacet
+from strideweave.carriers.tiled_evictable import TileSelection as TileSelection
+from strideweave.carriers.tiled_evictable import TileSet as TileSet
 from strideweave.core.layout import Layout, Node, Shape, Stride, Tiler, Tree
 from strideweave.core.module import Module, Parameter
 from strideweave.operation import *  # noqa: F403 (the operation names of __all__ below)

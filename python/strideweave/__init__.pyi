@@ -32,6 +32,12 @@ from strideweave.carriers.operation_capability import OperationCapability as Ope
 from strideweave.carriers.operation_capability import (
     UnsupportedOperationPlan as UnsupportedOperationPlan,
 )
+from strideweave.carriers.tiled_evictable import ResidencyPlan as ResidencyPlan
+from strideweave.carriers.tiled_evictable import ResidencyPolicy as ResidencyPolicy
+from strideweave.carriers.tiled_evictable import TiledEvictable as TiledEvictable
+from strideweave.carriers.tiled_evictable import TiledResidencyFacet as TiledResidencyFacet
+from strideweave.carriers.tiled_evictable import TileSelection as TileSelection
+from strideweave.carriers.tiled_evictable import TileSet as TileSet
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Node as Node
 from strideweave.core.layout import Shape as Shape

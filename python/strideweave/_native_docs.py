@@ -3186,6 +3186,127 @@ Examples:
     ...
     TypeError: carrier is not of a dependent definition-backed class
 """,
+    "_tiled_new": """_tiled_new($module, cls, primary, secondary, grid_shape, tile_shape, /)
+--
+
+A library TiledEvictable over the tiers, wrapped in cls (the registered TiledEvictable class).
+
+Args:
+    cls: the TiledEvictable class.
+    primary: the compute tier.
+    secondary: the backing tier.
+    grid_shape: tiles per axis.
+    tile_shape: slots per tile per axis.
+
+Returns:
+    TiledEvictable: the carrier.
+
+Examples:
+    >>> from strideweave._native import _tiled_new
+    >>> callable(_tiled_new)
+    True
+""",
+    "_tiled_geometry": """_tiled_geometry($module, carrier, /)
+--
+
+The (grid_shape, tile_shape) of a live TiledEvictable.
+
+Args:
+    carrier: a TiledEvictable.
+
+Returns:
+    tuple: two tuples of ints.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _tiled_geometry
+    >>> _tiled_geometry(sw.TiledEvictable(sw.CPU(2), sw.CPU(2), (1,), (2,)))
+    ((1,), (2,))
+""",
+    "_tiled_tiers": """_tiled_tiers($module, carrier, /)
+--
+
+The (primary, secondary) tiers of a live TiledEvictable.
+
+Args:
+    carrier: a TiledEvictable.
+
+Returns:
+    tuple: two carriers.
+
+Examples:
+    >>> from strideweave._native import _tiled_tiers
+    >>> callable(_tiled_tiers)
+    True
+""",
+    "_tiled_states": """_tiled_states($module, carrier, /)
+--
+
+Per tile index, (location, valid, dirty): location 0 primary, 1 secondary, 2 implicit.
+
+Args:
+    carrier: a TiledEvictable.
+
+Returns:
+    tuple: one triple per tile.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _tiled_states
+    >>> _tiled_states(sw.TiledEvictable(sw.CPU(2), sw.CPU(2), (1,), (2,)))
+    ((0, True, False),)
+""",
+    "_tiled_residency": """_tiled_residency($module, carrier, tiles, evict, /)
+--
+
+Promotes (evict False) or evicts the tiles of the given indices, all or nothing.
+
+Args:
+    carrier: a TiledEvictable.
+    tiles: a tuple of tile indices.
+    evict: whether to evict.
+
+Returns:
+    None.
+
+Examples:
+    >>> from strideweave._native import _tiled_residency
+    >>> callable(_tiled_residency)
+    True
+""",
+    "_register_tiled_type": """_register_tiled_type($module, cls, /)
+--
+
+Names the Python class library TiledEvictable carriers are wrapped in.
+
+Args:
+    cls: the TiledEvictable class.
+
+Returns:
+    None.
+
+Examples:
+    >>> from strideweave._native import _register_tiled_type
+    >>> callable(_register_tiled_type)
+    True
+""",
+    "_is_defined_dependent": """_is_defined_dependent($module, carrier, /)
+--
+
+Whether the library keeps carrier's instance capabilities (a dependent definition-backed carrier).
+
+Args:
+    carrier: any object.
+
+Returns:
+    bool: the answer.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave._native import _is_defined_dependent
+    >>> _is_defined_dependent(sw.CPU(1))
+    False
+""",
     "_kernel_ids": """_kernel_ids($module, cls, /)
 --
 

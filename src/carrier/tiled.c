@@ -184,7 +184,12 @@ typedef struct tiled_state {
 
 static char tiled_tag;
 
+static sw_status ensure_defined(void);
+
 const void *sw_tiled_class(void) {
+    /* The definition exists once the class is named, so that a second
+     * registration is refused as for any defined class. */
+    (void)ensure_defined();
     return &tiled_tag;
 }
 

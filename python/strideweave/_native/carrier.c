@@ -9,6 +9,8 @@
  */
 #include "py_carrier.h"
 
+#include "strideweave/tiled.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -863,6 +865,7 @@ static PyTypeObject *backend_type(swpy_state *st, const sw_carrier *c) {
            : sw_carrier_is_generic(c)   ? st->generic_type
            : sw_carrier_is_file(c)      ? st->file_type
            : sw_carrier_is_evictable(c) ? st->evictable_type
+           : sw_carrier_is_tiled(c)     ? st->tiled_type
                                         : NULL;
 }
 

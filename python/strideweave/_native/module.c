@@ -253,7 +253,7 @@ static int module_exec(PyObject *module) {
         swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0 ||
         swpy_definition_init(module, st) < 0 ||
         swpy_extension_init(module, st) < 0 ||
-        swpy_kernels_init(module, st) < 0) {
+        swpy_kernels_init(module, st) < 0 || swpy_tiled_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {
@@ -280,6 +280,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->generic_type);
     Py_VISIT(st->file_type);
     Py_VISIT(st->evictable_type);
+    Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
     Py_VISIT(st->tensor_type);
     Py_VISIT(st->cpu_placeholder);
@@ -331,6 +332,7 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->generic_type);
     Py_CLEAR(st->file_type);
     Py_CLEAR(st->evictable_type);
+    Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);
     Py_CLEAR(st->tensor_type);
     Py_CLEAR(st->cpu_placeholder);

@@ -48,6 +48,9 @@ typedef struct swpy_state {
     PyTypeObject *generic_type;
     PyTypeObject *file_type;
     PyTypeObject *evictable_type;
+    /* strideweave.TiledEvictable (a Python class over the library's
+     * definition-backed carrier), registered at import; or NULL. */
+    PyTypeObject *tiled_type;
     PyTypeObject *tensor_type;
     /* The CPU object without a carrier that stands for the carrier object
      * of a result until it is made (see tensor.h). */

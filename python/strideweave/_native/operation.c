@@ -11,6 +11,7 @@
 #include "operation.h"
 
 #include "strideweave/extension.h"
+#include "strideweave/tiled.h"
 
 #include <math.h>
 #include <string.h>
@@ -1322,6 +1323,10 @@ static PyObject *tag_type(swpy_state *st, const void *tag, PyObject *known) {
     if (known != NULL && (const void *)known == tag) {
         return Py_NewRef(known);
     }
+    if (tag == sw_tiled_class()) {
+        return Py_NewRef(st->tiled_type != NULL ? (PyObject *)st->tiled_type
+                                                : Py_None);
+    }
     /* A definition-backed class's tag is the class itself, and the
      * library forgets its definition when the class goes: while there is
      * one, the class is alive. */
@@ -1337,6 +1342,9 @@ PyObject *swpy_carrier_tag_type(swpy_state *st, const void *tag,
 }
 
 const void *swpy_carrier_class_tag(swpy_state *st, PyTypeObject *cls) {
+    if (cls == st->tiled_type && cls != NULL) {
+        return sw_tiled_class();
+    }
     PyTypeObject *types[BUILTIN_TAGS];
     const void *tags[BUILTIN_TAGS];
     builtin_tags(st, types, tags);

@@ -23,6 +23,7 @@
 #include "plans.h"
 
 #include "strideweave/extension.h"
+#include "strideweave/tiled.h"
 
 #include <math.h>
 
@@ -241,6 +242,9 @@ int swpy_caps_from_raws(swpy_state *st, PyObject *raws, sw_op_capability **out,
 static const void *class_tag(swpy_state *st, PyTypeObject *type) {
     if (type == st->file_type) {
         return sw_file_class();
+    }
+    if (type == st->tiled_type && type != NULL) {
+        return sw_tiled_class();
     }
     return swpy_carrier_class_tag(st, type);
 }

@@ -8,6 +8,8 @@
 #include "strideweave/extension.h"
 
 int swpy_kernels_init(PyObject *module, swpy_state *st);
+/* The TiledEvictable functions (tiled.c). */
+int swpy_tiled_init(PyObject *module, swpy_state *st);
 
 /* Python patterns adapted into library patterns: the adapters' contexts
  * (which live as long as the definition or pack) and the declarations to

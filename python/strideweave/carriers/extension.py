@@ -714,6 +714,8 @@ def register_carrier_definition(cls: type, definition: CarrierDefinition) -> Non
             raise TypeError(
                 f"{cls.__name__} derives from {base.__name__}, a definition-free shipped carrier"
             )
+    if cls in _LIBRARY_DEFINITIONS:
+        raise TypeError(f"{cls.__name__} already has a CarrierDefinition")
     dependent = issubclass(cls, DependentCarrier)
     routes = tuple(
         (t.source_class, t.destination_class, t.route_id, t.provider) for t in definition.transfers
@@ -930,21 +932,32 @@ def _route_run(prepared: PreparedTransfer) -> None:
         raise TypeError("a transfer completion must yield None")
 
 
+# Carriers whose definitions the library registers itself (TiledEvictable):
+# the Python value that describes each, by exact class.
+_LIBRARY_DEFINITIONS: dict[type, CarrierDefinition] = {}
+
+
+def _register_library_definition(cls: type, definition: CarrierDefinition) -> None:
+    """Names the Python face of a definition the library registered."""
+    _LIBRARY_DEFINITIONS[cls] = definition
+
+
 def _peek_carrier_definition(cls: type) -> CarrierDefinition | None:
     """The definition of exactly cls, or None; observes nothing."""
-    return _native._carrier_definition(cls)
+    library = _LIBRARY_DEFINITIONS.get(cls) if isinstance(cls, type) else None
+    return library if library is not None else _native._carrier_definition(cls)
 
 
 def _has_carrier_definition(cls: type) -> bool:
     """Whether exactly cls has a definition; observes nothing."""
-    return _native._carrier_definition(cls) is not None
+    return _peek_carrier_definition(cls) is not None
 
 
 def _carrier_facet(carrier: Carrier, kind: Any, required: bool) -> Any:
     """Carrier.facet / require_facet: the facet of exactly kind, or None."""
     if not (isinstance(kind, type) and issubclass(kind, CarrierFacet)):
         raise TypeError("facet type must be a CarrierFacet subclass")
-    definition = _native._carrier_definition(type(carrier))
+    definition = _peek_carrier_definition(type(carrier))
     found = None
     if definition is not None:
         found = next((f for f in definition.facets if type(f) is kind), None)

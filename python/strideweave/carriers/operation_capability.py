@@ -535,6 +535,12 @@ class DependentCarrier(Carrier):
 
 def _instance_entry(carrier: DependentCarrier) -> tuple[Any, tuple[OperationCapability, ...]]:
     entry = _FROZEN.get(carrier)
+    if entry is None and _native._is_defined_dependent(carrier):
+        # The library keeps the snapshot (a carrier it finalized itself,
+        # such as a TiledEvictable); it says when there is none yet.
+        name = type(carrier).__name__
+        entry = (carrier, _caps(_native._caps_list(carrier, name)))
+        _FROZEN.set(carrier, entry)
     if entry is None:
         raise RuntimeError(
             f"{type(carrier).__name__} has not finalized its operation-plan capabilities"

@@ -1,5 +1,9 @@
 """TiledEvictable: tiled residency of one logical array across two tiers."""
 
+from strideweave.carriers.tiled_evictable.carrier import TiledEvictable as TiledEvictable
+from strideweave.carriers.tiled_evictable.carrier import (
+    TiledResidencyFacet as TiledResidencyFacet,
+)
 from strideweave.carriers.tiled_evictable.values import (
     ResidencyPlan as ResidencyPlan,
 )
@@ -13,4 +17,11 @@ from strideweave.carriers.tiled_evictable.values import (
     TileSet as TileSet,
 )
 
-__all__ = ["ResidencyPlan", "ResidencyPolicy", "TileSelection", "TileSet"]
+__all__ = [
+    "ResidencyPlan",
+    "ResidencyPolicy",
+    "TileSelection",
+    "TileSet",
+    "TiledEvictable",
+    "TiledResidencyFacet",
+]

@@ -1,0 +1,243 @@
+/*
+ * TiledEvictable from Python (the library's strideweave/tiled.h): the
+ * constructor and residency calls the Python class
+ * strideweave.carriers.tiled_evictable.TiledEvictable is a face over.
+ * Tier transfers may call a Python tier's methods, so every call keeps
+ * the GIL.
+ */
+#include "py_kernels.h"
+
+#include "errors.h"
+#include "py_carrier.h"
+
+#include "strideweave/extension.h"
+#include "strideweave/tiled.h"
+
+/* Up to SW_TILE_MAX_RANK extents from a sequence of ints. */
+static int extents(PyObject *o, const char *name, int32_t *rank,
+                   int64_t *out) {
+    PyObject *seq = PySequence_Fast(o, "grid and tile shapes must be sequences");
+    if (seq == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > SW_TILE_MAX_RANK) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s must have 1 to %d axes", name,
+                     SW_TILE_MAX_RANK);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+        if (PyBool_Check(v) || !PyLong_Check(v)) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_TypeError, "%s extents must be integers", name);
+            return -1;
+        }
+        out[i] = PyLong_AsLongLong(v);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    *rank = (int32_t)n;
+    return 0;
+}
+
+static sw_carrier *tier(swpy_state *st, PyObject *o, const char *which) {
+    if (!swpy_is_carrier(st, o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Carrier", which);
+        return NULL;
+    }
+    return swpy_carrier_of(o, which);
+}
+
+/* _tiled_new(cls, primary, secondary, grid_shape, tile_shape): a fresh
+ * object of cls (the registered TiledEvictable type) over a new library
+ * carrier. */
+static PyObject *tiled_new(PyObject *module, PyObject *args) {
+    PyObject *cls, *primary, *secondary, *grid_obj, *tile_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO:_tiled_new", &cls, &primary, &secondary,
+                          &grid_obj, &tile_obj)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_module_state(module);
+    if ((PyTypeObject *)cls != st->tiled_type) {
+        PyErr_SetString(PyExc_TypeError, "TiledEvictable is final");
+        return NULL;
+    }
+    sw_carrier *p = tier(st, primary, "primary");
+    sw_carrier *q = p != NULL ? tier(st, secondary, "secondary") : NULL;
+    int64_t grid[SW_TILE_MAX_RANK], tile[SW_TILE_MAX_RANK];
+    int32_t gr = 0, tr = 0;
+    if (q == NULL || extents(grid_obj, "grid_shape", &gr, grid) < 0 ||
+        extents(tile_obj, "tile_shape", &tr, tile) < 0) {
+        return NULL;
+    }
+    if (gr != tr) {
+        PyErr_Format(PyExc_ValueError,
+                     "grid_shape and tile_shape ranks differ (%d and %d)",
+                     (int)gr, (int)tr);
+        return NULL;
+    }
+    sw_carrier *c = NULL;
+    sw_status s = sw_tiled_new(p, q, gr, grid, tile, &c);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_carrier_wrap(st, c);
+}
+
+/* The library carrier of a live TiledEvictable object. */
+static sw_carrier *tiled_of(PyObject *self) {
+    sw_carrier *c = swpy_carrier_of(self, "TiledEvictable");
+    if (c != NULL && !sw_carrier_is_tiled(c)) {
+        PyErr_SetString(PyExc_TypeError, "carrier is not a TiledEvictable");
+        return NULL;
+    }
+    if (c != NULL && sw_tiled_geometry(c) == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TiledEvictable is released");
+        return NULL;
+    }
+    return c;
+}
+
+/* _tiled_geometry(carrier): (grid_shape, tile_shape). */
+static PyObject *tiled_geometry(PyObject *module, PyObject *self) {
+    (void)module;
+    sw_carrier *c = tiled_of(self);
+    const sw_tile_geometry *g = c != NULL ? sw_tiled_geometry(c) : NULL;
+    if (g == NULL) {
+        return NULL;
+    }
+    PyObject *grid = PyTuple_New(g->rank), *tile = PyTuple_New(g->rank);
+    for (int32_t k = 0; grid != NULL && tile != NULL && k < g->rank; k++) {
+        PyTuple_SET_ITEM(grid, k, PyLong_FromLongLong(g->grid[k]));
+        PyTuple_SET_ITEM(tile, k, PyLong_FromLongLong(g->tile[k]));
+    }
+    if (grid == NULL || tile == NULL || PyErr_Occurred()) {
+        Py_XDECREF(grid);
+        Py_XDECREF(tile);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", grid, tile);
+}
+
+/* _tiled_tiers(carrier): (primary, secondary). */
+static PyObject *tiled_tiers(PyObject *module, PyObject *self) {
+    swpy_state *st = swpy_module_state(module);
+    sw_carrier *c = tiled_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    PyObject *p = swpy_carrier_wrap(st, sw_carrier_retain(sw_tiled_primary(c)));
+    PyObject *q =
+        p != NULL ? swpy_carrier_wrap(st, sw_carrier_retain(sw_tiled_secondary(c)))
+                  : NULL;
+    if (q == NULL) {
+        Py_XDECREF(p);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", p, q);
+}
+
+/* _tiled_states(carrier): a tuple of (location, valid, dirty) per tile
+ * index, location 0 primary, 1 secondary, 2 implicit. */
+static PyObject *tiled_states(PyObject *module, PyObject *self) {
+    (void)module;
+    sw_carrier *c = tiled_of(self);
+    const sw_tile_geometry *g = c != NULL ? sw_tiled_geometry(c) : NULL;
+    if (g == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyTuple_New((Py_ssize_t)g->ntiles);
+    for (int64_t t = 0; r != NULL && t < g->ntiles; t++) {
+        sw_tile_location loc;
+        int valid, dirty;
+        sw_status s = sw_tiled_tile_state(c, t, &loc, &valid, &dirty);
+        PyObject *e = s == SW_OK ? Py_BuildValue("(iOO)", (int)loc,
+                                                 valid ? Py_True : Py_False,
+                                                 dirty ? Py_True : Py_False)
+                                 : swpy_raise(s);
+        if (e == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyTuple_SET_ITEM(r, (Py_ssize_t)t, e);
+    }
+    return r;
+}
+
+/* _tiled_residency(carrier, tile_indices, evict): promote or evict. */
+static PyObject *tiled_residency(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *self, *tiles;
+    int evict;
+    if (!PyArg_ParseTuple(args, "OO!p:_tiled_residency", &self, &PyTuple_Type,
+                          &tiles, &evict)) {
+        return NULL;
+    }
+    sw_carrier *c = tiled_of(self);
+    if (c == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(tiles);
+    int64_t *idx = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
+    if (idx == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        idx[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tiles, i));
+        if (idx[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(idx);
+            return NULL;
+        }
+    }
+    sw_status s = evict ? sw_tiled_evict(c, n, idx) : sw_tiled_promote(c, n, idx);
+    PyMem_Free(idx);
+    return s == SW_OK ? Py_NewRef(Py_None) : swpy_raise(s);
+}
+
+/* _register_tiled_type(cls): the Python class library TiledEvictable
+ * carriers are wrapped in. */
+static PyObject *register_tiled_type(PyObject *module, PyObject *cls) {
+    swpy_state *st = swpy_module_state(module);
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a class");
+        return NULL;
+    }
+    Py_XSETREF(st->tiled_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+/* _is_defined_dependent(carrier): whether the library keeps carrier's
+ * instance capabilities (a dependent definition-backed carrier). */
+static PyObject *is_defined_dependent(PyObject *module, PyObject *self) {
+    swpy_state *st = swpy_module_state(module);
+    if (!swpy_is_carrier(st, self)) {
+        Py_RETURN_FALSE;
+    }
+    sw_carrier *c = swpy_carrier_of(self, "Carrier");
+    if (c == NULL) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    return PyBool_FromLong(sw_carrier_defined_is_dependent(c));
+}
+
+static PyMethodDef tiled_methods[] = {
+    {"_is_defined_dependent", is_defined_dependent, METH_O, NULL},
+    {"_tiled_new", tiled_new, METH_VARARGS, NULL},
+    {"_tiled_geometry", tiled_geometry, METH_O, NULL},
+    {"_tiled_tiers", tiled_tiers, METH_O, NULL},
+    {"_tiled_states", tiled_states, METH_O, NULL},
+    {"_tiled_residency", tiled_residency, METH_VARARGS, NULL},
+    {"_register_tiled_type", register_tiled_type, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int swpy_tiled_init(PyObject *module, swpy_state *st) {
+    (void)st;
+    return PyModule_AddFunctions(module, tiled_methods);
+}

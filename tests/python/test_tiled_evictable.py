@@ -1,0 +1,257 @@
+"""TiledEvictable as built so far (later-api.md section 8).
+
+Checklist (built): 8.1 top-level identity ``test_exports``; 8.3
+construction and geometry ``test_geometry``, ``test_construction_errors``,
+``test_initial_residency``, ``test_storage_dtypes``, ``test_definition_and_facet``,
+``test_writes_and_factories``; 8.4 ``test_footprint_compatibility``; 8.5
+blocking residency ``test_promote_evict``, ``test_residency_errors``; 8.8
+direct operations ``test_direct_operations``, ``test_direct_gradients``;
+8.9 ``test_release``; 8.10 tiers ``test_tier_combinations`` (Generic+CPU
+cannot be built here: Generic stores Floating or Any, CPU Float32, Int32
+or Bool, and the tiers' dtypes must match).
+
+Not built yet (section 8.5 asynchronous requests and policies, 8.6
+projection, 8.7 scatter): the package docstring says so.
+"""
+
+from __future__ import annotations
+
+import pytest
+import strideweave as sw
+from strideweave.carriers import extension as E
+from strideweave.carriers.operation_policy import resolve_operation_plan
+from strideweave.carriers.tiled_evictable import (
+    ResidencyPlan,
+    ResidencyPolicy,
+    TiledEvictable,
+    TiledResidencyFacet,
+    TileSelection,
+    TileSet,
+)
+
+F32 = sw.DType.Float32
+I32 = sw.DType.Int32
+
+
+def compact(shape):
+    strides, step = [], 1
+    for n in shape:
+        strides.append(step)
+        step *= n
+    return sw.Layout(sw.Shape(list(shape)), sw.Stride(strides))
+
+
+def filled(n, start=0.0):
+    c = sw.CPU(n)
+    for i in range(n):
+        c[i] = start + i
+    return c
+
+
+def test_exports():
+    for name, obj in (
+        ("TiledEvictable", TiledEvictable),
+        ("TiledResidencyFacet", TiledResidencyFacet),
+        ("TileSelection", TileSelection),
+        ("TileSet", TileSet),
+        ("ResidencyPlan", ResidencyPlan),
+        ("ResidencyPolicy", ResidencyPolicy),
+    ):
+        assert getattr(sw, name) is obj
+
+
+def test_geometry():
+    p, q = filled(24), sw.FileBacked(dtype=F32)
+    t = TiledEvictable(p, q, (3, 2), (2, 2))
+    assert t.primary is p and t.secondary is q
+    assert t.grid_shape == (3, 2) and t.tile_shape == (2, 2)
+    assert t.logical_shape == (6, 4) and t.size() == 24
+    assert t.residency_policy is None
+    # Column-major slots; tile (1, 0) holds rows 2-3 of columns 0-1.
+    assert [t[i] for i in (2, 3, 8, 9)] == [2.0, 3.0, 8.0, 9.0]
+    t.evict(TileSet([(1, 0)]))
+    assert t.secondary_tiles == TileSet([(1, 0)])
+    assert [t[i] for i in (2, 3, 8, 9)] == [2.0, 3.0, 8.0, 9.0]
+
+
+def test_construction_errors():
+    q = sw.FileBacked(dtype=F32)
+    with pytest.raises(TypeError, match="primary must be a Carrier"):
+        TiledEvictable([1.0], q, (2,), (2,))
+    candidate = sw.CPU(5)
+    with pytest.raises(ValueError, match="not the full extent"):
+        TiledEvictable(candidate, q, (2,), (2,))
+    with pytest.raises(TypeError, match="dtypes must match"):
+        TiledEvictable(sw.CPU(4), sw.CPU(4, dtype=I32), (2,), (2,))
+    with pytest.raises(ValueError, match="ranks differ"):
+        TiledEvictable(sw.CPU(4), q, (2, 1), (2,))
+    with pytest.raises(ValueError, match="tile extents must be positive"):
+        TiledEvictable(sw.CPU(4), q, (2,), (0,))
+    with pytest.raises(TypeError, match="plan"):
+        TiledEvictable(sw.CPU(4), q, (2,), (2,), residency_policy=object())
+
+    class NotCallable:
+        plan = 3
+
+    with pytest.raises(TypeError, match="callable"):
+        TiledEvictable(sw.CPU(4), q, (2,), (2,), residency_policy=NotCallable())
+    assert not candidate.is_owned() and not q.is_owned()
+    with pytest.raises(TypeError, match="final"):
+        type("Sub", (TiledEvictable,), {})
+
+
+def test_initial_residency():
+    full = TiledEvictable(filled(4), sw.CPU(4), (2,), (2,))
+    assert full.primary_tiles == full.valid_tiles == TileSet([(0,), (1,)])
+    assert full.dirty_tiles == TileSet()
+    assert full.primary.is_owned() and full.secondary.is_owned()
+    back = TiledEvictable(sw.FileBacked(dtype=F32), filled(4), (2,), (2,))
+    assert back.secondary_tiles == back.valid_tiles == TileSet([(0,), (1,)])
+    assert back[3] == 3.0
+    empty = TiledEvictable(sw.FileBacked(dtype=F32), sw.FileBacked(dtype=F32), (2,), (2,))
+    assert empty.valid_tiles == TileSet()
+    with pytest.raises(RuntimeError, match="invalid|resident|promot"):
+        empty[0]
+    with pytest.raises(RuntimeError, match="invalid|initialization"):
+        empty[0] = 1.0
+    state = empty.tile_state((1,))
+    assert (state.location, state.valid, state.dirty) == ("secondary", False, False)
+
+
+def test_storage_dtypes():
+    cases = [
+        (sw.Generic([0.0] * 4), sw.Generic([0.0] * 4)),
+        (sw.CPU(4), sw.FileBacked(dtype=F32)),
+    ]
+    answers = []
+    for p, q in cases:
+        t = TiledEvictable(p, q, (2,), (2,))
+        answers.append({d for d in (F32, I32, sw.DType.Bool) if t.supports_storage_dtype(d)})
+        t.evict(TileSet([(0,)]))
+        assert {d for d in (F32, I32) if t.supports_storage_dtype(d)} <= answers[-1]
+    assert answers[1] == {F32, I32}
+
+
+def test_definition_and_facet():
+    assert E._peek_carrier_definition(TiledEvictable) is not None
+    assert E._has_carrier_definition(TiledEvictable)
+    assert E._peek_carrier_definition(TiledEvictable).composite is not None
+    t = TiledEvictable(sw.CPU(2), sw.CPU(2), (1,), (2,))
+    assert isinstance(t.require_facet(TiledResidencyFacet), TiledResidencyFacet)
+    with pytest.raises(TypeError, match="already"):
+        E.register_carrier_definition(TiledEvictable, E._peek_carrier_definition(TiledEvictable))
+
+
+def test_writes_and_factories():
+    t = TiledEvictable(filled(8), sw.CPU(8), (2, 2), (2, 1))
+    t.evict(TileSet([(1, 1)]))
+    v = t.version
+    t[7] = 70.0
+    assert t.version == v + 1 and t.dirty_tiles == TileSet([(1, 1)])
+    assert t.tile_state((1, 1)).location == "primary"
+    z = t.allocate_like(8)
+    assert type(z) is TiledEvictable and z.grid_shape == (2, 2) and z.tile_shape == (2, 1)
+    assert z.primary_tiles == TileSet() and z.valid_tiles == TileSet(t._coords())
+    assert z.tile_state((0, 0)).location == "implicit" and z[3] == 0.0
+    n = t.new_like([float(i) for i in range(8)])
+    assert [n[i] for i in range(8)] == [float(i) for i in range(8)]
+    assert n.primary_tiles == n.valid_tiles
+
+
+def test_footprint_compatibility():
+    t = TiledEvictable(filled(16), sw.CPU(16), (2, 2), (2, 2))
+    permuted = sw.Layout(sw.Shape([[2, 2], [2, 2]]), sw.Stride([[4, 2], [1, 8]]))
+    sw.relu(sw.Tensor(t, 0, permuted))
+    cases = [
+        (sw.Tensor(t, 0, sw.Layout(sw.Shape([4, 4]), sw.Stride([4, 1]))), "remaps"),
+        (sw.Tensor(t, 0, sw.Layout(sw.Shape([4, 4]), sw.Stride([0, 4]))), "aliases"),
+        (sw.Tensor(t, 1, compact([4, 3])), "geometry"),
+    ]
+    for x, what in cases:
+        v = t.version
+        with pytest.raises(ValueError, match="tile footprints|geometry"):
+            sw.relu(x)
+        assert t.version == v, what
+
+
+def test_promote_evict():
+    t = TiledEvictable(filled(8), sw.FileBacked(dtype=F32), (4,), (2,))
+    t.evict(TileSelection([[3, 1]]))
+    assert t.secondary_tiles == TileSet([(1,), (3,)])
+    v = t.version
+    t.evict(TileSet([(1,)]))  # satisfied: idempotent
+    t.promote(TileSet([(1,), (3,)]))
+    assert t.primary_tiles == TileSet([(0,), (1,), (2,), (3,)])
+    assert [t[i] for i in range(8)] == [float(i) for i in range(8)]
+    assert t.version == v
+    t.evict(TileSet([(0,), (2,)]))
+    t[0] = 5.0
+    t.evict(TileSet([(0,)]))
+    assert t[0] == 5.0 and t[1] == 1.0
+
+
+def test_residency_errors():
+    t = TiledEvictable(filled(4), sw.CPU(4), (2,), (2,))
+    with pytest.raises(TypeError, match="TileSet or a TileSelection"):
+        t.promote([(0,)])
+    with pytest.raises(ValueError, match="range|grid|coordinate"):
+        t.evict(TileSet([(5,)]))
+    with pytest.raises(ValueError, match="range|grid|coordinate"):
+        t.tile_state((2,))
+    assert t.primary_tiles == TileSet([(0,), (1,)])
+
+
+def test_direct_operations():
+    t = TiledEvictable(filled(16, -8.0), sw.FileBacked(dtype=F32), (2, 2), (2, 2))
+    t.evict(TileSet([(1, 0), (0, 1)]))
+    x = sw.Tensor(t, 0, compact([4, 4]))
+    names = {c.operation for c in t.operation_capabilities()}
+    assert names == {"add", "elementwise_mul", "mul", "relu", "reduce_sum", "matmul"}
+    assert t.supports_operation_plan(resolve_operation_plan("relu", F32))
+    y = sw.relu(x)
+    assert type(y.carrier) is sw.CPU and y.offset == 0
+    assert [y[i] for i in range(16)] == [max(i - 8.0, 0.0) for i in range(16)]
+    assert y.autograd_ctx._dispatch_carrier_class is TiledEvictable
+    assert t.secondary_tiles == TileSet([(1, 0), (0, 1)]) and t.version == 0
+    s = sw.add(x, x)
+    assert s[15] == 14.0
+    m = sw.matmul(x, x)
+    assert type(m.carrier) is sw.CPU
+    with pytest.raises(NotImplementedError, match="does not support"):
+        sw.exp(x)
+
+
+def test_direct_gradients():
+    t = TiledEvictable(filled(4, -2.0), sw.CPU(4), (2,), (2,))
+    x = sw.Tensor(t, 0, compact([4]))
+    y = sw.relu(x)
+    y.backward(sw.Tensor(sw.CPU(4).new_like([1.0] * 4), 0, compact([4])))
+    g = x.grad
+    assert type(g.carrier) is TiledEvictable
+    assert g.carrier.valid_tiles == TileSet([(0,), (1,)])
+    assert [g[i] for i in range(4)] == [0.0, 0.0, 0.0, 1.0]
+    assert t.version == 0
+
+
+def test_release():
+    p, q = filled(4), sw.CPU(4)
+    t = TiledEvictable(p, q, (2,), (2,))
+    assert t.release() is None and t.release() is None
+    assert p.is_released() and q.is_released()
+    assert not p.is_owned() and not q.is_owned()
+    for call in (lambda: t.promote(TileSet([(0,)])), lambda: t[0]):
+        with pytest.raises(RuntimeError, match="released"):
+            call()
+    assert t.grid_shape == (2,)
+
+
+def test_tier_combinations():
+    for p, q in (
+        (sw.Generic([0.0, 1.0, 2.0, 3.0]), sw.Generic([0.0] * 4)),
+        (filled(4), sw.FileBacked(dtype=F32)),
+        (sw.Generic([0.0, 1.0, 2.0, 3.0]), sw.FileBacked(dtype=sw.DType.Floating)),
+    ):
+        t = TiledEvictable(p, q, (2,), (2,))
+        t.evict(TileSet([(0,), (1,)]))
+        t.promote(TileSet([(1,)]))
+        assert [t[i] for i in range(4)] == [0.0, 1.0, 2.0, 3.0]
