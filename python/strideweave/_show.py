@@ -137,6 +137,9 @@ def tensor_repr(tensor: Any) -> str:
         f"{name}({values}, dtype={_dtype_name(tensor)}, "
         f"carrier={type(carrier).__name__}, layout={layout!r}"
     )
+    parameter_name = getattr(tensor, "name", None)
+    if isinstance(parameter_name, str):
+        text += f", name={parameter_name!r}"
     if layout.depth > 1:
         text += f", hierarchical: values by top-level modes {tensor.shape}"
     return text + ")"
@@ -186,3 +189,16 @@ def carrier_repr(carrier: Any) -> str:
     if state is not None:
         fields.append(state)
     return f"{name}({', '.join(fields)})"
+
+
+def module_repr(module: Any) -> str:
+    """PyTorch's form: ``Name(extra)``, or the child modules indented below it."""
+    extra = module.extra_repr()
+    lines = [
+        f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in module._modules.items()
+    ]
+    head = f"{type(module).__name__}("
+    if not lines:
+        return head + extra + ")"
+    body = ([extra] if extra else []) + lines
+    return head + "\n  " + "\n  ".join(body) + "\n)"
