@@ -240,6 +240,7 @@ from strideweave.functional import (
     view as view,
 )
 from strideweave.tensor import Tensor as Tensor
+from strideweave.tensor import TensorIndexError as TensorIndexError
 
 c_version: str
 

@@ -3007,6 +3007,114 @@ Examples:
     >>> y.grad[0], x.grad[0]
     (12.0, 24.0)
 """,
+    "Tensor.T": """The transpose of a two-mode tensor: a permute view (no copy).
+
+Returns:
+    Tensor: permute(self, 1, 0), over the same carrier.
+
+Raises:
+    ValueError: 'T requires a two-mode tensor'.
+
+Examples:
+    >>> t = Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2)))
+    >>> t.T.layout, t.T.carrier is t.carrier
+    ((3,2):(2,1), True)
+""",
+    "Tensor.clone": """clone($self, /)
+--
+
+A differentiable copy with the same layout (recorded as mul(self, 1)).
+
+Returns:
+    Tensor: a fresh tensor over a new carrier of the same class.
+
+Examples:
+    >>> t = Tensor(CPU(2).new_like([1.0, 2.0]), 0, Layout(Shape(2), Stride(1)))
+    >>> c = t.clone()
+    >>> c.tolist(), c.carrier is t.carrier
+    ([1.0, 2.0], False)
+""",
+    "Tensor.detach": """detach($self, /)
+--
+
+A new leaf over the same carrier, offset and layout: no autograd context, so
+gradients stop here; writes through either are seen by both.
+
+Returns:
+    Tensor: Tensor(self.carrier, self.offset, self.layout).
+
+Examples:
+    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))
+    >>> d = t.detach()
+    >>> d.carrier is t.carrier, d.autograd_ctx is None
+    (True, True)
+""",
+    "Tensor.item": """item($self, /)
+--
+
+The single value of a one-element tensor.
+
+Returns:
+    object: the carrier's value (a float for Float32).
+
+Raises:
+    ValueError: 'item requires a tensor with exactly one element'.
+
+Examples:
+    >>> Tensor(CPU(1).new_like([2.5]), 0, Layout(Shape(1), Stride(1))).item()
+    2.5
+""",
+    "Tensor.ndim": """The number of top-level modes (the layout's rank).
+
+Returns:
+    int: len(self.shape).
+
+Examples:
+    >>> Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2))).ndim
+    2
+""",
+    "Tensor.numel": """numel($self, /)
+--
+
+The number of logical elements, as PyTorch names it (the same as size()).
+
+Returns:
+    int: the layout's size.
+
+Examples:
+    >>> Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2))).numel()
+    6
+""",
+    "Tensor.numpy": """numpy($self, /)
+--
+
+A NumPy array of the values, indexed like the tensor by top-level modes.
+
+A CPU tensor whose layout DLPack can describe is shared without a copy (writes
+through either are seen by both); any other tensor (Generic, FileBacked,
+Evictable, hierarchical layouts) is copied. Needs NumPy.
+
+Returns:
+    numpy.ndarray: float32 for Float32, int32 for Int32, float64 for
+    Floating, object otherwise.
+
+Examples:
+    >>> t = Tensor(CPU(6).new_like([1, 2, 3, 4, 5, 6]), 0, Layout(Shape(2, 3), Stride(1, 2)))
+    >>> t.numpy().tolist()
+    [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]
+""",
+    "Tensor.shape": """The top-level extents, as a tuple of ints.
+
+A hierarchical mode counts as its size: ((2,2),3) has shape (4, 3). Unlike
+PyTorch, size() stays the element count.
+
+Returns:
+    tuple[int, ...]: one extent per top-level mode.
+
+Examples:
+    >>> Tensor(CPU(12), 0, Layout(Shape([2, 2], 3), Stride([1, 2], 4))).shape
+    (4, 3)
+""",
     "Tensor.size": """size($self, /)
 --
 
@@ -3018,6 +3126,20 @@ Returns:
 Examples:
     >>> Tensor(CPU(8), 0, Layout(Shape(2, 2), Stride(4, 1))).size()
     4
+""",
+    "Tensor.tolist": """tolist($self, /)
+--
+
+The values as nested lists by top-level modes: mode 0 is the outermost list,
+so t.tolist()[i][j] == t[i, j].
+
+Returns:
+    list: nested lists of the carrier's values (one level per mode).
+
+Examples:
+    >>> t = Tensor(CPU(6).new_like([1, 2, 3, 4, 5, 6]), 0, Layout(Shape(2, 3), Stride(1, 2)))
+    >>> t.tolist()
+    [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]
 """,
     "Tensor.version": """The carrier's version, read on every access.
 

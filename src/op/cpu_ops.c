@@ -116,13 +116,18 @@ static sw_status binary_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if (st)
         return st;
     sw_tensor *a = args[0].as.tensor, *b = args[1].as.tensor;
-    if (!sw_layout_equal(a->layout, b->layout))
-        return sw_fail(SW_EVALUE, "Tensor layouts must match");
+    /* The kernel walks the operands by logical index, so layouts of one
+     * shape need no copy first. */
+    sw_layout *rl = NULL;
+    if ((st = sw_elementwise_layout(a->layout, b->layout, &rl)))
+        return st;
     sw_dtype dt = e->code == SW_KELEM_DIV
                       ? SW_DTYPE_FLOAT32
                       : join(sw_tensor_dtype(a), sw_tensor_dtype(b));
     sw_tensor *r = NULL;
-    if ((st = fresh(a->layout, dt, &r)))
+    st = fresh(rl, dt, &r);
+    sw_layout_release(rl);
+    if (st)
         return st;
     sw_karg in[2] = {karg_of(a), karg_of(b)};
     sw_kscalar none = {0.0, 0};

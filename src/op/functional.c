@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "layout/internal.h"
 #include "op/internal.h"
 #include "tensor/internal.h"
 
@@ -16,6 +17,30 @@ sw_status sw_dispatch_forward(sw_tensor *t, sw_op_id id, int32_t nargs,
     st = sw_op_forward(op, nargs, args, out);
     sw_op_unref(op);
     return st;
+}
+
+sw_status sw_elementwise_layout(const sw_layout *a, const sw_layout *b,
+                                sw_layout **out) {
+    if (sw_layout_equal(a, b)) {
+        *out = sw_layout_retain((sw_layout *)a);
+        return SW_OK;
+    }
+    if (a->rank != b->rank)
+        return sw_fail(SW_EVALUE, "Tensor layouts must match");
+    for (int32_t k = 0; k < a->rank; ++k)
+        if (a->mode_size[k] != b->mode_size[k])
+            return sw_fail(SW_EVALUE, "Tensor layouts must match");
+    int compact = 0;
+    if (sw_layout_is_compact(a, &compact) != SW_OK)
+        compact = 0;
+    if (compact) {
+        *out = sw_layout_retain((sw_layout *)a);
+        return SW_OK;
+    }
+    sw_lb lb;
+    sw_lb_init(&lb);
+    sw_lb_view(&lb, sw_lview_of(a));
+    return sw_lb_finish_compact(&lb, out);
 }
 
 static sw_status binary(sw_op_id id, sw_tensor *lhs, sw_tensor *rhs,

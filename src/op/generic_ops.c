@@ -271,6 +271,59 @@ static void walk_free(distinct_walk *w) {
 
 /* ------------------------------------------------------------- forward */
 
+/*
+ * A binary operation on layouts that differ: the distinct walk above
+ * assumes one layout, so this one visits every logical index and maps it
+ * through each operand's layout and the result's (sw_elementwise_layout).
+ */
+static sw_status mixed_forward(gen_state *s, sw_tensor *x, sw_tensor *y,
+                               sw_tensor **out) {
+    sw_layout *rl = NULL;
+    sw_status st = sw_elementwise_layout(x->layout, y->layout, &rl);
+    if (st)
+        return st;
+    sw_dtype dt = s->vop == SW_VOP_DIV
+                      ? SW_DTYPE_FLOATING
+                      : join_dtype(sw_tensor_dtype(x), sw_tensor_dtype(y));
+    const sw_host_ops *ops = host_ops_of(x->carrier);
+    int64_t n = rl->cosize, size = rl->size;
+    sw_value *slots = sw_calloc((size_t)n + 1, sizeof *slots);
+    if (!slots) {
+        sw_layout_release(rl);
+        return sw_oom();
+    }
+    for (int64_t i = 0; i < size && !st; ++i) {
+        int64_t px = 0, py = 0, pr = 0;
+        sw_value a, c, r;
+        st = sw_layout_index(x->layout, i, &px);
+        if (!st)
+            st = sw_layout_index(y->layout, i, &py);
+        if (!st)
+            st = sw_layout_index(rl, i, &pr);
+        if (!st)
+            st = sw_carrier_get(x->carrier, x->offset + px, &a);
+        if (st)
+            break;
+        st = sw_carrier_get(y->carrier, y->offset + py, &c);
+        if (!st) {
+            st = apply_values(ops, s->vop, &a, &c, &r);
+            sw_value_clear(&c);
+        }
+        sw_value_clear(&a);
+        if (!st)
+            put_slot(slots, pr, r);
+    }
+    if (st) {
+        for (int64_t i = 0; i < n; ++i)
+            sw_value_clear(&slots[i]);
+    } else {
+        st = tensor_of_values(x->carrier, rl, slots, dt, out);
+    }
+    sw_free(slots);
+    sw_layout_release(rl);
+    return st;
+}
+
 static sw_status elementwise_forward(sw_op *op, int32_t nargs,
                                      const sw_arg *args, sw_tensor **out) {
     gen_state *s = gstate(op);
@@ -284,7 +337,7 @@ static sw_status elementwise_forward(sw_op *op, int32_t nargs,
             return st ? st : sw_fail(SW_ETYPE, "rhs must be a Tensor");
         y = args[1].as.tensor;
         if (!sw_layout_equal(x->layout, y->layout))
-            return sw_fail(SW_EVALUE, "Tensor layouts must match");
+            return mixed_forward(s, x, y, out);
     }
     sw_value b = {0};
     sw_dtype dt = sw_tensor_dtype(x);

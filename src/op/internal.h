@@ -84,6 +84,19 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
  * contract (sw_op_contract_failed). */
 sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);
 
+/*
+ * The result layout of an elementwise operation on two tensors (owned in
+ * *out). Equal layouts give that layout, holes and strides included (the
+ * reference's rule). Layouts that differ but have the same top-level
+ * extents (rank and each top-level mode's size) name the same logical
+ * elements, so the operation is defined: the result takes a's layout when
+ * it is compact, else the compact column-major layout of a's shape (its
+ * nesting kept). Anything else fails with SW_EVALUE "Tensor layouts must
+ * match".
+ */
+sw_status sw_elementwise_layout(const sw_layout *a, const sw_layout *b,
+                                sw_layout **out);
+
 /* The built-in record of a canonical name, or NULL (dispatch and the
  * backends' tables know built-ins only). */
 const sw_op_info *sw_builtin_info_find(const char *name);

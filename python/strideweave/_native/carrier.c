@@ -1542,7 +1542,20 @@ static PyMemberDef carrier_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* Class, size, dtype and state (strideweave._show.carrier_repr): never
+ * reads values, so a released or evicted carrier prints too. */
+static PyObject *carrier_repr(PyObject *self) {
+    PyObject *mod = PyImport_ImportModule("strideweave._show");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, "carrier_repr", "O", self);
+    Py_DECREF(mod);
+    return r;
+}
+
 static PyType_Slot carrier_slots[] = {
+    {Py_tp_repr, carrier_repr},
     {Py_tp_new, carrier_tp_new},
     {Py_tp_init, carrier_tp_init},
     {Py_tp_dealloc, swpy_carrier_dealloc},

@@ -283,6 +283,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
     Py_VISIT(st->tensor_type);
+    Py_VISIT(st->tensor_index_error);
     Py_VISIT(st->cpu_placeholder);
     Py_VISIT(st->dtype_enum);
     for (int d = 0; d < SW_DTYPE_COUNT; d++) {
@@ -335,6 +336,7 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);
     Py_CLEAR(st->tensor_type);
+    Py_CLEAR(st->tensor_index_error);
     Py_CLEAR(st->cpu_placeholder);
     Py_CLEAR(st->dtype_enum);
     for (int d = 0; d < SW_DTYPE_COUNT; d++) {

@@ -52,6 +52,8 @@ typedef struct swpy_state {
      * definition-backed carrier), registered at import; or NULL. */
     PyTypeObject *tiled_type;
     PyTypeObject *tensor_type;
+    /* TensorIndexError (IndexError and ValueError), see tensor.c. */
+    PyObject *tensor_index_error;
     /* The CPU object without a carrier that stands for the carrier object
      * of a result until it is made (see tensor.h). */
     PyObject *cpu_placeholder;

@@ -297,6 +297,162 @@ static PyObject *tensor_carrier_type(PyObject *self, PyObject *unused) {
     return Py_NewRef((PyObject *)Py_TYPE(((TensorObject *)self)->carrier));
 }
 
+/* ------------------------------------------ conveniences of PyTorch users */
+
+/* Calls strideweave._show.<name>(self): printing and Python values are
+ * written in Python, and read only the elements they return. */
+static PyObject *call_show(PyObject *self, const char *name) {
+    PyObject *mod = PyImport_ImportModule("strideweave._show");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, name, "O", self);
+    Py_DECREF(mod);
+    return r;
+}
+
+static PyObject *tensor_repr(PyObject *self) {
+    if (swpy_tensor_of(self) == NULL) {
+        PyErr_Clear();
+        return PyUnicode_FromFormat("<%s (uninitialised)>",
+                                    Py_TYPE(self)->tp_name);
+    }
+    return call_show(self, "tensor_repr");
+}
+
+static PyObject *tensor_str(PyObject *self) {
+    if (swpy_tensor_of(self) == NULL) {
+        PyErr_Clear();
+        return tensor_repr(self);
+    }
+    return call_show(self, "tensor_str");
+}
+
+static PyObject *tensor_get_shape(PyObject *self, void *closure) {
+    (void)closure;
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    const sw_layout *l = sw_tensor_layout(t);
+    int32_t rank = sw_layout_rank(l);
+    PyObject *shape = PyTuple_New(rank);
+    for (int32_t k = 0; shape != NULL && k < rank; k++) {
+        sw_layout *m = NULL;
+        PyObject *e = NULL;
+        if (swpy_check(sw_layout_mode(l, k, &m)) == 0) {
+            e = PyLong_FromLongLong((long long)sw_layout_size(m));
+            sw_layout_release(m);
+        }
+        if (e == NULL) {
+            Py_CLEAR(shape);
+        } else {
+            PyTuple_SET_ITEM(shape, k, e);
+        }
+    }
+    return shape;
+}
+
+static PyObject *tensor_get_ndim(PyObject *self, void *closure) {
+    (void)closure;
+    sw_tensor *t = swpy_tensor_of(self);
+    return t == NULL
+               ? NULL
+               : PyLong_FromLong((long)sw_layout_rank(sw_tensor_layout(t)));
+}
+
+static PyObject *tensor_get_T(PyObject *self, void *closure) {
+    (void)closure;
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = t != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    if (st == NULL) {
+        return NULL;
+    }
+    if (sw_layout_rank(sw_tensor_layout(t)) != 2) {
+        PyErr_SetString(PyExc_ValueError, "T requires a two-mode tensor");
+        return NULL;
+    }
+    PyObject *one = PyLong_FromLong(1), *zero = PyLong_FromLong(0);
+    PyObject *r = NULL;
+    if (one != NULL && zero != NULL) {
+        PyObject *args[3] = {self, one, zero};
+        r = swpy_op_call(st, self, SW_OP_PERMUTE, args, 3);
+    }
+    Py_XDECREF(one);
+    Py_XDECREF(zero);
+    return r;
+}
+
+static PyObject *tensor_numel(PyObject *self, PyObject *unused) {
+    (void)unused;
+    sw_tensor *t = swpy_tensor_of(self);
+    return t == NULL ? NULL : PyLong_FromLongLong(sw_tensor_size(t));
+}
+
+static PyObject *tensor_item(PyObject *self, PyObject *unused) {
+    (void)unused;
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return NULL;
+    }
+    if (sw_tensor_size(t) != 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "item requires a tensor with exactly one element");
+        return NULL;
+    }
+    sw_value v;
+    if (swpy_check(sw_tensor_get(t, 0, &v)) < 0) {
+        return NULL;
+    }
+    return swpy_value_to_py(sw_tensor_carrier(t), &v);
+}
+
+static PyObject *tensor_tolist(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return swpy_tensor_of(self) == NULL ? NULL : call_show(self, "tolist");
+}
+
+static PyObject *tensor_numpy(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return swpy_tensor_of(self) == NULL ? NULL : call_show(self, "to_numpy");
+}
+
+/* A new leaf over the same carrier, offset and layout: no autograd
+ * context, so gradients stop here. */
+static PyObject *tensor_detach(PyObject *self, PyObject *unused) {
+    (void)unused;
+    sw_tensor *t = swpy_tensor_of(self);
+    swpy_state *st = t != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    if (st == NULL) {
+        return NULL;
+    }
+    PyObject *carrier = swpy_tensor_carrier(self);
+    PyObject *layout = carrier != NULL ? swpy_tensor_layout(self) : NULL;
+    PyObject *offset =
+        layout != NULL ? PyLong_FromLongLong(sw_tensor_offset(t)) : NULL;
+    if (offset == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs((PyObject *)st->tensor_type,
+                                               carrier, offset, layout, NULL);
+    Py_DECREF(offset);
+    return r;
+}
+
+/* A differentiable copy with the same layout: the scalar multiplication
+ * by 1, which every carrier with arithmetic runs as one kernel. */
+static PyObject *tensor_clone(PyObject *self, PyObject *unused) {
+    (void)unused;
+    swpy_state *st = swpy_state_of_type(Py_TYPE(self));
+    if (st == NULL || swpy_tensor_of(self) == NULL) {
+        return NULL;
+    }
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *r = one != NULL ? swpy_fn_mul(st, self, one) : NULL;
+    Py_XDECREF(one);
+    return r;
+}
+
 /* ------------------------------------------------------ element access */
 
 static int bad_key(void) {
@@ -384,6 +540,33 @@ static int read_key(PyObject *key, rbuf *b, int *is_index, int64_t *index) {
     return key_level(b, key);
 }
 
+/* The domain error of a read becomes TensorIndexError, an IndexError that
+ * is also the reference's ValueError (same message), so that the old-style
+ * iteration of list(t) and for loops stops at the end. */
+static void outside_to_index_error(PyObject *self) {
+    if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
+        return;
+    }
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *msg = value != NULL ? PyObject_Str(value) : NULL;
+    int outside = msg != NULL && PyUnicode_CompareWithASCIIString(
+                                     msg, "Key is not in domain of shape") == 0;
+    PyErr_Clear();
+    swpy_state *st = outside ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    PyErr_Clear();
+    if (st != NULL && st->tensor_index_error != NULL) {
+        PyErr_SetObject(st->tensor_index_error, msg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else {
+        PyErr_Restore(type, value, tb);
+    }
+    Py_XDECREF(msg);
+}
+
 static PyObject *tensor_subscript(PyObject *self, PyObject *key) {
     sw_tensor *t = swpy_tensor_of(self);
     if (t == NULL) {
@@ -412,14 +595,14 @@ static PyObject *tensor_subscript(PyObject *self, PyObject *key) {
         if (s == SW_OK) {
             sw_value_clear(&v);
         }
+        outside_to_index_error(self);
         return NULL;
     }
     return swpy_value_to_py(sw_tensor_carrier(t), &v);
 }
 
-/* Old-style iteration: list(t) tries 0, 1, ... and ends with the
- * ValueError of the first index outside the layout (the reference's
- * behaviour, as Tensor has __getitem__ and no __iter__). */
+/* Old-style iteration: list(t) tries 0, 1, ... and ends at the
+ * TensorIndexError of the first index outside the layout. */
 static PyObject *tensor_sq_item(PyObject *self, Py_ssize_t i) {
     PyObject *key = PyLong_FromSsize_t(i);
     if (key == NULL) {
@@ -774,16 +957,83 @@ static PyObject *tensor_backwards_traversal(PyObject *cls,
 
 /* ----------------------------------------------------------- operators */
 
-/* A reflected call (o + t) leaves the operator to Python: it raises its
- * own TypeError, as the reference has no __radd__ and the like. */
+/* A Python number (int, float, bool, or anything with __float__ or
+ * __index__ that is not a Tensor) on one side of + - / . */
+static int is_number(swpy_state *st, PyObject *o) {
+    return !swpy_is_tensor(st, o) && PyNumber_Check(o);
+}
+
+/*
+ * The tensor that stands for a scalar next to tensor t: t's layout over a
+ * fresh carrier of t's class (carrier.new_like) holding the scalar in
+ * every slot, so that the operation runs the carrier's own binary kernel
+ * on two tensors of one layout and records a differentiable op.
+ */
+static PyObject *scalar_tensor(swpy_state *st, PyObject *t, PyObject *scalar) {
+    sw_tensor *tt = swpy_tensor_of(t);
+    if (tt == NULL) {
+        return NULL;
+    }
+    PyObject *carrier = swpy_tensor_carrier(t);
+    PyObject *layout = carrier != NULL ? swpy_tensor_layout(t) : NULL;
+    if (layout == NULL) {
+        return NULL;
+    }
+    int64_t n = sw_layout_cosize(sw_tensor_layout(tt));
+    PyObject *values = PyList_New((Py_ssize_t)n);
+    if (values == NULL) {
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        PyList_SET_ITEM(values, (Py_ssize_t)i, Py_NewRef(scalar));
+    }
+    PyObject *like =
+        PyObject_CallMethodOneArg(carrier, st->str_new_like, values);
+    Py_DECREF(values);
+    if (like == NULL) {
+        return NULL;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *r =
+        zero == NULL ? NULL
+                     : PyObject_CallFunctionObjArgs((PyObject *)st->tensor_type,
+                                                    like, zero, layout, NULL);
+    Py_XDECREF(zero);
+    Py_DECREF(like);
+    return r;
+}
+
+/* op(a, b) where one side is a number: the number becomes scalar_tensor. */
+static PyObject *scalar_operator(swpy_state *st, int32_t id, PyObject *a,
+                                 PyObject *b) {
+    int left = !swpy_is_tensor(st, a);
+    PyObject *c = scalar_tensor(st, left ? b : a, left ? a : b);
+    if (c == NULL) {
+        return NULL;
+    }
+    PyObject *r =
+        left ? swpy_fn_binary(st, id, c, b) : swpy_fn_binary(st, id, a, c);
+    Py_DECREF(c);
+    return r;
+}
+
+/* t + o with o a Tensor forwards to the functional operation (its errors
+ * are the reference's); a number on either side is a scalar_operator. A
+ * reflected call with anything else returns NotImplemented, so Python
+ * raises its own TypeError. */
 static PyObject *binary_operator(PyObject *a, PyObject *b, int32_t id) {
     swpy_state *st = swpy_state_of_type(Py_TYPE(a));
-    if (st == NULL) {
+    if (st == NULL || !swpy_is_tensor(st, a)) {
         PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
+        st = swpy_state_of_type(Py_TYPE(b));
+        if (st == NULL || id == SW_OP_MATMUL || !is_number(st, a)) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return scalar_operator(st, id, a, b);
     }
-    if (!swpy_is_tensor(st, a)) {
-        Py_RETURN_NOTIMPLEMENTED;
+    if (id != SW_OP_MATMUL && is_number(st, b)) {
+        return scalar_operator(st, id, a, b);
     }
     return swpy_fn_binary(st, id, a, b);
 }
@@ -853,6 +1103,12 @@ static PyMethodDef tensor_methods[] = {
     {"dtype", tensor_dtype, METH_NOARGS, NULL},
     {"is_differentiable", tensor_is_differentiable, METH_NOARGS, NULL},
     {"carrier_type", tensor_carrier_type, METH_NOARGS, NULL},
+    {"numel", tensor_numel, METH_NOARGS, NULL},
+    {"item", tensor_item, METH_NOARGS, NULL},
+    {"tolist", tensor_tolist, METH_NOARGS, NULL},
+    {"numpy", tensor_numpy, METH_NOARGS, NULL},
+    {"detach", tensor_detach, METH_NOARGS, NULL},
+    {"clone", tensor_clone, METH_NOARGS, NULL},
     {"retain_grad", (PyCFunction)(void (*)(void))tensor_retain_grad,
      METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backward", (PyCFunction)(void (*)(void))tensor_backward,
@@ -874,6 +1130,9 @@ static PyGetSetDef tensor_getset[] = {
     {"autograd_ctx", tensor_get_autograd_ctx, tensor_set_autograd_ctx, NULL,
      NULL},
     {"grad", tensor_get_grad, tensor_set_grad, NULL, NULL},
+    {"shape", tensor_get_shape, NULL, NULL, NULL},
+    {"ndim", tensor_get_ndim, NULL, NULL, NULL},
+    {"T", tensor_get_T, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -886,6 +1145,8 @@ static PyMemberDef tensor_members[] = {
 static PyType_Slot tensor_slots[] = {
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_init, tensor_tp_init},
+    {Py_tp_repr, tensor_repr},
+    {Py_tp_str, tensor_str},
     {Py_tp_dealloc, tensor_dealloc},
     {Py_tp_traverse, tensor_traverse},
     {Py_tp_clear, tensor_clear},
@@ -927,11 +1188,10 @@ int swpy_tensor_init_type(PyObject *module, swpy_state *st) {
     if (st->cpu_placeholder == NULL) {
         return -1;
     }
-    /* The number slots give every reflected method too; the reference has
-     * __rmul__ only, so `1 + t` is Python's own TypeError. The slots stay
-     * (and return NotImplemented for a reflected call). */
-    static const char *const reflected[] = {
-        "__radd__", "__rsub__", "__rtruediv__", "__rpow__", "__rmatmul__"};
+    /* The number slots give every reflected method too; numbers on the
+     * left of + - * / are supported, 2 ** t and o @ t are not (the slots
+     * stay and return NotImplemented for such a reflected call). */
+    static const char *const reflected[] = {"__rpow__", "__rmatmul__"};
     PyObject *dict = st->tensor_type->tp_dict;
     for (size_t i = 0; i < sizeof reflected / sizeof reflected[0]; i++) {
         if (PyDict_DelItemString(dict, reflected[i]) < 0) {
@@ -939,5 +1199,22 @@ int swpy_tensor_init_type(PyObject *module, swpy_state *st) {
         }
     }
     PyType_Modified(st->tensor_type);
+    /* Out-of-range element reads: an IndexError (iteration stops there)
+     * that stays the reference's ValueError. */
+    PyObject *bases = PyTuple_Pack(2, PyExc_IndexError, PyExc_ValueError);
+    if (bases == NULL) {
+        return -1;
+    }
+    st->tensor_index_error = PyErr_NewExceptionWithDoc(
+        "strideweave.tensor.TensorIndexError",
+        "An element key outside a tensor's domain: both IndexError and "
+        "ValueError.",
+        bases, NULL);
+    Py_DECREF(bases);
+    if (st->tensor_index_error == NULL ||
+        PyModule_AddObjectRef(module, "TensorIndexError",
+                              st->tensor_index_error) < 0) {
+        return -1;
+    }
     return PyModule_AddType(module, st->tensor_type);
 }

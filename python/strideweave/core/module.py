@@ -185,6 +185,39 @@ class Module:
                 registry.pop(name, None)
         object.__delattr__(self, name)
 
+    def extra_repr(self) -> str:
+        """The text inside this module's repr before its children; "" here.
+
+        Returns:
+            A string that subclasses override with their settings.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> sw.Module().extra_repr()
+            ''
+        """
+        return ""
+
+    def __repr__(self) -> str:
+        """The module tree as PyTorch prints it: each child as ``(name): repr``.
+
+        Returns:
+            ``Name(extra)`` for a module without children, else the children
+            indented one per line.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> root = sw.Module()
+            >>> root.child = sw.Module()
+            >>> print(root)
+            Module(
+              (child): Module()
+            )
+        """
+        from strideweave._show import module_repr
+
+        return module_repr(self)
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Computes the module's output; subclasses override it.
 

@@ -127,6 +127,22 @@ class Linear(Module):
         else:
             self.bias = None
 
+    def extra_repr(self) -> str:
+        """The layer's sizes, as PyTorch prints them.
+
+        Returns:
+            ``in_features=..., out_features=..., bias=...``.
+
+        Examples:
+            >>> import strideweave.nn as nn
+            >>> nn.Linear(2, 3)
+            Linear(in_features=2, out_features=3, bias=True)
+        """
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
     def forward(self, tensor: Tensor) -> Tensor:
         """Applies the layer to a ``[batch, in_features]`` CPU tensor.
 
