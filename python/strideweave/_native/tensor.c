@@ -11,6 +11,7 @@
  */
 #include "py_tensor.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030C0000
@@ -969,6 +970,60 @@ static int is_number(swpy_state *st, PyObject *o) {
  * every slot, so that the operation runs the carrier's own binary kernel
  * on two tensors of one layout and records a differentiable op.
  */
+/*
+ * The constant of scalar_tensor made natively where t is on CPU and the
+ * number needs no conversion rule of new_like's (a real number next to
+ * Float32, an int next to Int32): one fill of n slots, no per-element
+ * Python. None where that does not apply.
+ */
+static PyObject *cpu_constant(swpy_state *st, sw_tensor *t, PyObject *scalar,
+                              int64_t n) {
+    sw_carrier *tc = sw_tensor_carrier(t);
+    sw_dtype dt = sw_carrier_dtype(tc);
+    int integral = PyLong_Check(scalar) && !PyBool_Check(scalar);
+    int real = integral || PyFloat_Check(scalar);
+    if (!sw_carrier_is_cpu(tc) || !((dt == SW_DTYPE_FLOAT32 && real) ||
+                                    (dt == SW_DTYPE_INT32 && integral))) {
+        Py_RETURN_NONE;
+    }
+    double f = 0.0;
+    long long i = 0;
+    if (dt == SW_DTYPE_FLOAT32) {
+        f = PyFloat_AsDouble(scalar);
+    } else {
+        i = PyLong_AsLongLong(scalar);
+        if (!PyErr_Occurred() && (i < INT32_MIN || i > INT32_MAX)) {
+            Py_RETURN_NONE; /* new_like says what to do with it */
+        }
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    sw_carrier *c = NULL;
+    sw_status s = sw_cpu_new(n, dt, 0, 1, &c);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    if (dt == SW_DTYPE_FLOAT32) {
+        float *v = sw_cpu_data(c), x = (float)f;
+        for (int64_t k = 0; k < n; k++) {
+            v[k] = x;
+        }
+    } else {
+        int32_t *v = sw_cpu_data(c), x = (int32_t)i;
+        for (int64_t k = 0; k < n; k++) {
+            v[k] = x;
+        }
+    }
+    sw_tensor *r = NULL;
+    s = sw_tensor_new(c, 0, sw_tensor_layout(t), &r);
+    sw_carrier_unref(c);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_tensor_wrap(st, r);
+}
+
 static PyObject *scalar_tensor(swpy_state *st, PyObject *t, PyObject *scalar) {
     sw_tensor *tt = swpy_tensor_of(t);
     if (tt == NULL) {
@@ -980,6 +1035,11 @@ static PyObject *scalar_tensor(swpy_state *st, PyObject *t, PyObject *scalar) {
         return NULL;
     }
     int64_t n = sw_layout_cosize(sw_tensor_layout(tt));
+    PyObject *fast = cpu_constant(st, tt, scalar, n);
+    if (fast != Py_None) {
+        return fast; /* the constant, or NULL with an exception */
+    }
+    Py_DECREF(fast);
     PyObject *values = PyList_New((Py_ssize_t)n);
     if (values == NULL) {
         return NULL;

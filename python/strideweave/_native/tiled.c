@@ -14,9 +14,9 @@
 #include "strideweave/tiled.h"
 
 /* Up to SW_TILE_MAX_RANK extents from a sequence of ints. */
-static int extents(PyObject *o, const char *name, int32_t *rank,
-                   int64_t *out) {
-    PyObject *seq = PySequence_Fast(o, "grid and tile shapes must be sequences");
+static int extents(PyObject *o, const char *name, int32_t *rank, int64_t *out) {
+    PyObject *seq =
+        PySequence_Fast(o, "grid and tile shapes must be sequences");
     if (seq == NULL) {
         return -1;
     }
@@ -133,8 +133,9 @@ static PyObject *tiled_tiers(PyObject *module, PyObject *self) {
     }
     PyObject *p = swpy_carrier_wrap(st, sw_carrier_retain(sw_tiled_primary(c)));
     PyObject *q =
-        p != NULL ? swpy_carrier_wrap(st, sw_carrier_retain(sw_tiled_secondary(c)))
-                  : NULL;
+        p != NULL
+            ? swpy_carrier_wrap(st, sw_carrier_retain(sw_tiled_secondary(c)))
+            : NULL;
     if (q == NULL) {
         Py_XDECREF(p);
         return NULL;
@@ -194,7 +195,8 @@ static PyObject *tiled_residency(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
-    sw_status s = evict ? sw_tiled_evict(c, n, idx) : sw_tiled_promote(c, n, idx);
+    sw_status s =
+        evict ? sw_tiled_evict(c, n, idx) : sw_tiled_promote(c, n, idx);
     PyMem_Free(idx);
     return s == SW_OK ? Py_NewRef(Py_None) : swpy_raise(s);
 }
