@@ -113,7 +113,7 @@ SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
  * not support ...".
  *
  * What is not built yet: residency policies and pinning, asynchronous
- * residency requests, projection and scatter.
+ * residency requests and scatter.
  */
 
 /* The class tag of TiledEvictable (its definition is the library's). */
@@ -171,6 +171,39 @@ SW_API sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
 SW_API sw_status sw_tiled_promote(sw_carrier *c, int64_t n,
                                   const int64_t *tiles);
 SW_API sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles);
+
+/*
+ * Projection: the tiles a selection names, gathered into one compact
+ * tensor. tensor is a full, tile-compatible tensor on a TiledEvictable;
+ * the selection is a Cartesian product, counts[k] tile coordinates on
+ * axis k listed one axis after another in coords (each axis in the
+ * caller's order, no duplicates). The result lies on destination (a
+ * live, mutable carrier of the primary tier's exact class and dtype that
+ * holds at least the compact size, or an empty FileBacked one, which
+ * grows) or, with NULL, on a fresh carrier of the primary's class: offset
+ * 0, dense column-major over the compact shape (the selected count times
+ * the tile extent on each axis). Compact tile c comes from source tile
+ * (coords of axis k at c_k)_k, values inside a tile at the same logical
+ * coordinates. The selected tiles are promoted first (no version change);
+ * the source keeps its shape, layout, carrier, version and values.
+ *
+ * Recorded (grad mode on and a differentiable source): one node whose
+ * backward scatter-adds the cotangent into a fresh TiledEvictable
+ * gradient of the source's layout and geometry (selected tiles primary,
+ * the others implicit zeros); the source must not have changed since
+ * (the saved-version check).
+ *
+ * Errors, all before anything changes: SW_ETYPE "tensor must be on a
+ * TiledEvictable", a destination of another class or dtype or the
+ * TiledEvictable itself; SW_EVALUE "selection rank R does not match the
+ * grid rank G", "selected tile coordinate ... is outside the grid",
+ * "duplicate ... on axis k", "destination holds N slots, less than the
+ * compact size M", the footprint check's errors; SW_ERUNTIME released
+ * carriers and an immutable destination; SW_ENOMEM.
+ */
+SW_API sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
+                                  const int64_t *counts, const int64_t *coords,
+                                  sw_carrier *destination, sw_tensor **out);
 
 #ifdef __cplusplus
 }

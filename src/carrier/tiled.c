@@ -168,6 +168,7 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
 #include "strideweave/registry.h"
+#include "op/internal.h"
 #include "tensor/internal.h"
 
 typedef struct tiled_state {
@@ -871,4 +872,278 @@ sw_status sw_tiled_promote(sw_carrier *c, int64_t n, const int64_t *tiles) {
 
 sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles) {
     return residency(c, n, tiles, 1);
+}
+
+/* --------------------------------------------------------- projection */
+
+typedef struct projection {
+    int32_t rank;
+    int64_t counts[SW_TILE_MAX_RANK];
+    int64_t *coords;         /* owned: counts[0] + ... + counts[rank - 1] */
+    sw_carrier *destination; /* retained, or NULL */
+} projection;
+
+static projection *pstate(sw_op *op) {
+    return sw_op_state(op);
+}
+
+/* The source logical index of compact logical index j. */
+static int64_t source_index(const tiled_state *s, const projection *pr,
+                            const int64_t *cshape, int64_t j) {
+    int64_t i = 0, step = 1;
+    const int64_t *axis = pr->coords;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        int64_t x = j % cshape[k];
+        j /= cshape[k];
+        int64_t c = x / s->g.tile[k], a = x % s->g.tile[k];
+        i += (axis[c] * s->g.tile[k] + a) * step;
+        step *= s->g.extent[k];
+        axis += pr->counts[k];
+    }
+    return i;
+}
+
+/* The checks of sw_tiled_project that need no state change. */
+static sw_status check_projection(const sw_tensor *t, const projection *pr,
+                                  int64_t *cshape, int64_t *csize) {
+    if (!t || !sw_carrier_is_tiled(t->carrier))
+        return sw_fail(SW_ETYPE, "tensor must be on a TiledEvictable");
+    tiled_state *s = sw_carrier_defined_data(t->carrier);
+    if (!s || sw_carrier_is_released(t->carrier))
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    if (pr->rank != s->g.rank)
+        return sw_fail(SW_EVALUE,
+                       "selection rank %d does not match the grid rank %d",
+                       (int)pr->rank, (int)s->g.rank);
+    const int64_t *axis = pr->coords;
+    *csize = 1;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        if (pr->counts[k] < 1)
+            return sw_fail(SW_EVALUE,
+                           "axis %d of the selection needs at least one "
+                           "coordinate",
+                           (int)k);
+        for (int64_t a = 0; a < pr->counts[k]; ++a) {
+            if (axis[a] < 0 || axis[a] >= s->g.grid[k])
+                return sw_fail(SW_EVALUE,
+                               "selected tile coordinate %lld is outside the "
+                               "grid on axis %d (extent %lld)",
+                               (long long)axis[a], (int)k,
+                               (long long)s->g.grid[k]);
+            for (int64_t b = 0; b < a; ++b)
+                if (axis[b] == axis[a])
+                    return sw_fail(SW_EVALUE,
+                                   "duplicate tile coordinate %lld on axis %d",
+                                   (long long)axis[a], (int)k);
+        }
+        cshape[k] = pr->counts[k] * s->g.tile[k];
+        *csize *= cshape[k];
+        axis += pr->counts[k];
+    }
+    sw_status st = sw_tile_check_footprints(&s->g, t->offset, t->layout);
+    if (st)
+        return st;
+    sw_carrier *d = pr->destination;
+    if (d) {
+        if (d == t->carrier || sw_carrier_is_tiled(d))
+            return sw_fail(SW_ETYPE, "destination must be an ordinary carrier, "
+                                     "not a TiledEvictable");
+        if (sw_carrier_class_tag(d) != sw_carrier_class_tag(s->primary))
+            return sw_fail(SW_ETYPE, "destination must be of the primary "
+                                     "tier's exact class");
+        if (sw_carrier_dtype(d) != sw_carrier_dtype(t->carrier))
+            return sw_fail(SW_ETYPE, "destination dtype %s does not match %s",
+                           sw_dtype_name(sw_carrier_dtype(d)),
+                           sw_dtype_name(sw_carrier_dtype(t->carrier)));
+        if (sw_carrier_is_released(d))
+            return sw_fail(SW_ERUNTIME, "destination carrier is released");
+        if (!sw_carrier_is_mutable(d))
+            return sw_fail(SW_ERUNTIME, "destination carrier must be mutable");
+        int64_t have = sw_carrier_size(d);
+        if (have < *csize && !(have == 0 && sw_carrier_is_file(d)))
+            return sw_fail(SW_EVALUE,
+                           "destination holds %lld slots, less than the "
+                           "compact size %lld",
+                           (long long)have, (long long)*csize);
+    }
+    return SW_OK;
+}
+
+/* The compact, column-major layout of shape. */
+static sw_status dense_layout(int32_t rank, const int64_t *shape,
+                              sw_layout **out) {
+    char text[SW_TILE_MAX_RANK * 48 + 8];
+    size_t used = 0;
+    int64_t step = 1;
+    used += (size_t)snprintf(text + used, sizeof text - used, "(");
+    for (int32_t k = 0; k < rank; ++k)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
+                                 k ? "," : "", (long long)shape[k]);
+    used += (size_t)snprintf(text + used, sizeof text - used, "):(");
+    for (int32_t k = 0; k < rank; ++k) {
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
+                                 k ? "," : "", (long long)step);
+        step *= shape[k];
+    }
+    snprintf(text + used, sizeof text - used, ")");
+    return sw_layout_parse(text, out);
+}
+
+static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                 sw_tensor **out) {
+    projection *pr = pstate(op);
+    const sw_tensor *t =
+        nargs >= 1 && args[0].kind == SW_ARG_TENSOR ? args[0].as.tensor : NULL;
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 0;
+    sw_status st = check_projection(t, pr, cshape, &csize);
+    if (st)
+        return st;
+    tiled_state *s = sw_carrier_defined_data(t->carrier);
+    /* Without a policy the plan is to promote what the work needs. */
+    int64_t nsel = 1;
+    for (int32_t k = 0; k < pr->rank; ++k)
+        nsel *= pr->counts[k];
+    int64_t *tiles = sw_malloc((size_t)nsel * sizeof *tiles);
+    if (!tiles)
+        return sw_oom();
+    for (int64_t c = 0; c < nsel; ++c) {
+        int64_t rest = c, coord[SW_TILE_MAX_RANK];
+        const int64_t *axis = pr->coords;
+        for (int32_t k = 0; k < pr->rank; ++k) {
+            coord[k] = axis[rest % pr->counts[k]];
+            rest /= pr->counts[k];
+            axis += pr->counts[k];
+        }
+        tiles[c] = sw_tile_index(&s->g, coord);
+    }
+    st = sw_tiled_promote(t->carrier, nsel, tiles);
+    sw_free(tiles);
+    if (st)
+        return st;
+    sw_layout *l = NULL;
+    if ((st = dense_layout(pr->rank, cshape, &l)))
+        return st;
+    sw_carrier *d = pr->destination ? sw_carrier_retain(pr->destination) : NULL;
+    if (d && sw_carrier_size(d) == 0)
+        st = sw_file_resize(d, csize);
+    else if (!d)
+        st = sw_carrier_allocate_like(s->primary, csize, 1,
+                                      sw_carrier_dtype(t->carrier), 0, &d);
+    sw_tensor *r = NULL;
+    if (!st)
+        st = sw_tensor_new(d, 0, l, &r);
+    for (int64_t j = 0; j < csize && !st; ++j) {
+        sw_value v;
+        st = sw_tensor_get(t, source_index(s, pr, cshape, j), &v);
+        if (!st) {
+            st = sw_carrier_set(d, j, &v);
+            sw_value_clear(&v);
+        }
+    }
+    sw_carrier_unref(d);
+    sw_layout_release(l);
+    if (st) {
+        sw_tensor_unref(r);
+        return st;
+    }
+    *out = r;
+    return SW_OK;
+}
+
+/* Scatter-adds the cotangent into a fresh TiledEvictable of the source's
+ * geometry and layout (implicit zeros elsewhere). */
+static sw_status project_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                  sw_tensor **grads) {
+    projection *pr = pstate(op);
+    if (sw_op_ninputs(op) < 1 || n < 1)
+        return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    if (!g)
+        return sw_fail(SW_ETYPE, "gradient must be a Tensor");
+    sw_tensor *x = sw_op_input(op, 0);
+    tiled_state *s = sw_carrier_defined_data(x->carrier);
+    if (!s)
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 1;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        cshape[k] = pr->counts[k] * s->g.tile[k];
+        csize *= cshape[k];
+    }
+    if (g->layout->size != csize)
+        return sw_fail(SW_EVALUE, "gradient shape must match the projection");
+    sw_carrier *gc = NULL;
+    sw_status st = sw_carrier_allocate_like(
+        x->carrier, s->g.size, 1, sw_carrier_dtype(x->carrier), 0, &gc);
+    sw_tensor *gt = NULL;
+    if (!st)
+        st = sw_tensor_new(gc, x->offset, x->layout, &gt);
+    sw_carrier_unref(gc);
+    for (int64_t j = 0; j < csize && !st; ++j) {
+        int64_t i = source_index(s, pr, cshape, j);
+        sw_value a, b;
+        st = sw_tensor_get(g, j, &a);
+        if (st)
+            break;
+        st = sw_tensor_get(gt, i, &b);
+        if (!st) {
+            double x0 = a.kind == SW_VALUE_I64 ? (double)a.as.i : a.as.f;
+            double x1 = b.kind == SW_VALUE_I64 ? (double)b.as.i : b.as.f;
+            sw_value sum = sw_value_f64(x0 + x1);
+            st = sw_tensor_set(gt, i, &sum);
+            sw_value_clear(&b);
+        }
+        sw_value_clear(&a);
+    }
+    if (st) {
+        sw_tensor_unref(gt);
+        return st;
+    }
+    grads[0] = gt;
+    return SW_OK;
+}
+
+static void project_destroy(sw_op *op) {
+    projection *pr = pstate(op);
+    sw_free(pr->coords);
+    sw_carrier_unref(pr->destination);
+}
+
+static const sw_op_class projection_class = {
+    SW_OP_CLASS_VERSION, "_ProjectionOperation", project_forward,
+    project_backward, project_destroy};
+
+sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
+                           const int64_t *counts, const int64_t *coords,
+                           sw_carrier *destination, sw_tensor **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    if (rank < 1 || rank > SW_TILE_MAX_RANK || !counts || !coords)
+        return sw_fail(SW_EVALUE, "a selection has 1 to %d axes",
+                       SW_TILE_MAX_RANK);
+    int64_t total = 0;
+    for (int32_t k = 0; k < rank; ++k) {
+        if (counts[k] < 1)
+            return sw_fail(SW_EVALUE,
+                           "axis %d of the selection needs at least one "
+                           "coordinate",
+                           (int)k);
+        total += counts[k];
+    }
+    sw_op *op = NULL;
+    sw_status st = sw_op_new_block(&projection_class, sizeof(projection), &op);
+    if (st)
+        return st;
+    projection *pr = pstate(op);
+    pr->rank = rank;
+    memcpy(pr->counts, counts, (size_t)rank * sizeof *counts);
+    pr->coords = sw_malloc((size_t)total * sizeof *coords);
+    if (!pr->coords) {
+        sw_op_unref(op);
+        return sw_oom();
+    }
+    memcpy(pr->coords, coords, (size_t)total * sizeof *coords);
+    pr->destination = destination ? sw_carrier_retain(destination) : NULL;
+    sw_arg a = sw_arg_tensor(tensor);
+    st = sw_op_forward(op, 1, &a, out);
+    sw_op_unref(op);
+    return st;
 }

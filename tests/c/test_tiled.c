@@ -390,6 +390,100 @@ static void test_tiled_operations(void) {
     sw_carrier_unref(q);
 }
 
+static void test_tiled_projection(void) {
+    /* A 3x2 grid of 2x2 tiles over a 6x4 array holding its slot numbers. */
+    int64_t grid[2] = {3, 2}, tile[2] = {2, 2};
+    sw_carrier *p = cpu(24), *q = file(), *t = NULL;
+    for (int64_t i = 0; i < 24; ++i)
+        set(p, i, (double)i);
+    expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a 6x4 tiled array");
+    int64_t all[6] = {0, 1, 2, 3, 4, 5};
+    expect_ok(sw_tiled_evict(t, 6, all), "everything evicted");
+    sw_layout *l = parse("(6,4):(1,6)");
+    sw_tensor *x = NULL, *y = NULL;
+    expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
+    /* Tiles (2, 1) and (0, 1): axis 0 picks 2 then 0, axis 1 picks 1. */
+    int64_t counts[2] = {2, 1}, coords[3] = {2, 0, 1};
+    int64_t v0 = sw_carrier_version(t);
+    expect_ok(sw_tiled_project(x, 2, counts, coords, NULL, &y), "project");
+    ok(sw_carrier_is_cpu(sw_tensor_carrier(y)), "on the primary's class");
+    is_int(sw_layout_size(sw_tensor_layout(y)), 8, "compact 4x2");
+    /* Compact (0, 0) is source (4, 2): slot 4 + 2*6 = 16; compact (2, 1)
+     * is source (0, 3): slot 18. */
+    sw_value v;
+    sw_tensor_get(y, 0, &v);
+    ok(v.as.f == 16.0, "compact (0, 0) from source tile (2, 1)");
+    sw_tensor_get(y, 2 + 4 * 1, &v);
+    ok(v.as.f == 18.0, "compact (2, 1) from source tile (0, 1)");
+    is_int(sw_carrier_version(t), v0, "the source version is unchanged");
+    int valid, dirty;
+    is_int(where(t, 5, &valid, &dirty), SW_TILE_PRIMARY,
+           "selected tiles were promoted");
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_SECONDARY,
+           "others were left alone");
+    /* Backward scatter-adds into a fresh tiled gradient. */
+    sw_carrier *oc = cpu(8);
+    for (int64_t i = 0; i < 8; ++i)
+        set(oc, i, (double)i + 1);
+    sw_layout *cl = parse("(4,2):(1,4)");
+    sw_tensor *ones = NULL;
+    expect_ok(sw_tensor_new(oc, 0, cl, &ones), "a cotangent");
+    expect_ok(sw_tensor_backward(y, ones), "backward");
+    sw_tensor *g = sw_tensor_grad(x);
+    ok(g && sw_carrier_is_tiled(sw_tensor_carrier(g)), "a tiled gradient");
+    if (g) {
+        sw_tensor_get(g, 16, &v);
+        ok(v.as.f == 1.0, "gradient at source (4, 2)");
+        sw_tensor_get(g, 0, &v);
+        ok(v.as.f == 0.0, "zero where nothing was selected");
+    }
+    /* Errors. */
+    sw_tensor *z = NULL;
+    int64_t bad_counts[2] = {1, 1}, far[2] = {3, 0}, dup_c[2] = {2, 1},
+            dup[3] = {1, 1, 0};
+    expect_fail(sw_tiled_project(x, 1, bad_counts, far, NULL, &z), SW_EVALUE,
+                "selection rank 1 does not match the grid rank 2", "rank");
+    expect_fail(sw_tiled_project(x, 2, bad_counts, far, NULL, &z), SW_EVALUE,
+                "selected tile coordinate 3 is outside the grid on axis 0 "
+                "(extent 3)",
+                "range");
+    expect_fail(sw_tiled_project(x, 2, dup_c, dup, NULL, &z), SW_EVALUE,
+                "duplicate tile coordinate 1 on axis 0", "duplicate");
+    sw_carrier *small = cpu(3);
+    expect_fail(sw_tiled_project(x, 2, counts, coords, small, &z), SW_EVALUE,
+                "destination holds 3 slots, less than the compact size 8",
+                "a destination too small");
+    sw_carrier *dst = cpu(8);
+    expect_ok(sw_tiled_project(x, 2, counts, coords, dst, &z),
+              "into a destination");
+    ok(sw_tensor_carrier(z) == dst, "the destination holds the result");
+    sw_tensor_unref(z);
+    z = NULL;
+    sw_carrier *cpu_dst = file();
+    expect_fail(sw_tiled_project(x, 2, counts, coords, cpu_dst, &z), SW_ETYPE,
+                "destination must be of the primary tier's exact class",
+                "a destination of another class");
+    sw_tensor *rm = NULL;
+    sw_layout *rml = parse("(6,4):(4,1)");
+    expect_ok(sw_tensor_new(t, 0, rml, &rm), "a row-major view");
+    expect_fail(sw_tiled_project(rm, 2, counts, coords, NULL, &z), SW_EVALUE,
+                NULL, "an incompatible footprint");
+    sw_tensor_unref(rm);
+    sw_layout_release(rml);
+    sw_carrier_unref(cpu_dst);
+    sw_carrier_unref(dst);
+    sw_carrier_unref(small);
+    sw_tensor_unref(ones);
+    sw_layout_release(cl);
+    sw_carrier_unref(oc);
+    sw_tensor_unref(y);
+    sw_tensor_unref(x);
+    sw_layout_release(l);
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+
 static void test_tiled_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
     int64_t base = sw_debug_live_allocs();
@@ -419,6 +513,7 @@ int main(void) {
     test_tiled_construction();
     test_tiled_invalid_and_rollback();
     test_tiled_operations();
+    test_tiled_projection();
     test_tiled_injection();
     return done_testing();
 }
