@@ -205,9 +205,12 @@ static void test_tiled_construction(void) {
     is_int(where(t, 3, &valid, &dirty), SW_TILE_PRIMARY, "full primary");
     ok(valid && !dirty, "valid and clean");
     ok(at(t, 13) == 13.0, "reads through the primary");
-    expect_fail(sw_tiled_new(p, cpu(16), 2, grid, tile, &t), SW_ERUNTIME,
+    sw_carrier *other = cpu(16);
+    sw_carrier *t2 = NULL;
+    expect_fail(sw_tiled_new(p, other, 2, grid, tile, &t2), SW_ERUNTIME,
                 "primary tier carrier is already owned by another carrier",
                 "an owned tier");
+    sw_carrier_unref(other);
     sw_capability_list l;
     expect_ok(sw_carrier_capabilities(t, &l), "finalized at construction");
     int only_direct = l.count > 0;
