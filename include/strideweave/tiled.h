@@ -112,8 +112,8 @@ SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
  * allocate_like). Any other operation: SW_ENOTIMPL "TiledEvictable does
  * not support ...".
  *
- * What is not built yet: residency policies and pinning, asynchronous
- * residency requests and scatter.
+ * What is not built yet: residency policies and pinning, and
+ * asynchronous residency requests.
  */
 
 /* The class tag of TiledEvictable (its definition is the library's). */
@@ -204,6 +204,41 @@ SW_API sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles);
 SW_API sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
                                   const int64_t *counts, const int64_t *coords,
                                   sw_carrier *destination, sw_tensor **out);
+
+/* How sw_tiled_scatter combines. */
+typedef enum sw_scatter_reduction {
+    SW_SCATTER_REPLACE = 0, /* the compact values */
+    SW_SCATTER_ADD = 1      /* the template's values plus the compact ones */
+} sw_scatter_reduction;
+
+/*
+ * Scatter: the inverse of projection. compact is a tensor on a carrier of
+ * template's primary tier's exact class with template's dtype and the
+ * selection's compact shape (any layout); template a full, tile-
+ * compatible tensor on a TiledEvictable. The result is a fresh
+ * TiledEvictable of template's geometry and tier classes (fresh tiers),
+ * template's layout at offset 0, at version 1: the selected tiles primary,
+ * valid and dirty, holding the compact values (replace) or template plus
+ * compact (add); the other tiles invalid. Neither input changes.
+ *
+ * Recorded: one node (_ScatterOperation). Its backward gives compact the
+ * cotangent gathered at the selection (on compact's class, compact's
+ * layout), and template, for replace, the cotangent with the selected
+ * slots zeroed (a TiledEvictable whose selected tiles are implicit
+ * zeros), for add the whole cotangent.
+ *
+ * Errors, before anything changes: sw_tiled_project's selection and
+ * footprint errors; SW_ETYPE for a compact on another class (or on a
+ * TiledEvictable) or of another dtype; SW_EVALUE "compact shape must be
+ * the selection's compact shape ..."; SW_EVALUE for an unknown reduction;
+ * SW_ERUNTIME for released carriers and, with add, "tile ... of the
+ * template is invalid: add needs its values".
+ */
+SW_API sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
+                                  int32_t rank, const int64_t *counts,
+                                  const int64_t *coords,
+                                  sw_scatter_reduction reduction,
+                                  sw_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -1147,3 +1147,281 @@ sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
     sw_op_unref(op);
     return st;
 }
+
+/* ------------------------------------------------------------- scatter */
+
+typedef struct scatter {
+    projection sel; /* the selection (destination unused) */
+    sw_scatter_reduction reduction;
+} scatter;
+
+/* Whether logical index i of an array of geometry g lies in a selected
+ * tile. */
+static int selected(const tiled_state *s, const projection *pr, int64_t i) {
+    const int64_t *axis = pr->coords;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        int64_t c = i % s->g.extent[k] / s->g.tile[k];
+        i /= s->g.extent[k];
+        int hit = 0;
+        for (int64_t a = 0; a < pr->counts[k] && !hit; ++a)
+            hit = axis[a] == c;
+        if (!hit)
+            return 0;
+        axis += pr->counts[k];
+    }
+    return 1;
+}
+
+/* The selected tiles' indices into tiles (nsel of them). */
+static void selected_tiles(const tiled_state *s, const projection *pr,
+                           int64_t *tiles, int64_t *nsel) {
+    int64_t n = 1;
+    for (int32_t k = 0; k < pr->rank; ++k)
+        n *= pr->counts[k];
+    for (int64_t c = 0; c < n; ++c) {
+        int64_t rest = c, coord[SW_TILE_MAX_RANK];
+        const int64_t *axis = pr->coords;
+        for (int32_t k = 0; k < pr->rank; ++k) {
+            coord[k] = axis[rest % pr->counts[k]];
+            rest /= pr->counts[k];
+            axis += pr->counts[k];
+        }
+        tiles[c] = sw_tile_index(&s->g, coord);
+    }
+    *nsel = n;
+}
+
+static double number(const sw_value *v) {
+    return v->kind == SW_VALUE_I64 ? (double)v->as.i : v->as.f;
+}
+
+/* A fresh TiledEvictable like template's carrier (fresh tiers of the same
+ * classes), all tiles implicit zeros (invalid unless keep_valid). */
+static sw_status fresh_like(sw_carrier *tc, int keep_valid, sw_carrier **out) {
+    tiled_state *s = sw_carrier_defined_data(tc);
+    sw_status st = sw_carrier_allocate_like(tc, s->g.size, 1,
+                                            sw_carrier_dtype(tc), 0, out);
+    if (st || keep_valid)
+        return st;
+    tiled_state *r = sw_carrier_defined_data(*out);
+    pthread_mutex_lock(&r->lock);
+    memset(r->valid, 0, (size_t)r->g.ntiles);
+    pthread_mutex_unlock(&r->lock);
+    return SW_OK;
+}
+
+static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                 sw_tensor **out) {
+    scatter *sc = sw_op_state(op);
+    projection *pr = &sc->sel;
+    if (nargs < 2 || args[0].kind != SW_ARG_TENSOR ||
+        args[1].kind != SW_ARG_TENSOR)
+        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
+    sw_tensor *compact = args[0].as.tensor, *tmpl = args[1].as.tensor;
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 0;
+    sw_status st = check_projection(tmpl, pr, cshape, &csize);
+    if (st)
+        return st;
+    tiled_state *s = sw_carrier_defined_data(tmpl->carrier);
+    if (sw_carrier_is_released(compact->carrier))
+        return sw_fail(SW_ERUNTIME, "compact carrier is released");
+    if (sw_carrier_is_tiled(compact->carrier) ||
+        sw_carrier_class_tag(compact->carrier) !=
+            sw_carrier_class_tag(s->primary))
+        return sw_fail(SW_ETYPE, "compact must be on the primary tier's exact "
+                                 "class");
+    if (sw_tensor_dtype(compact) != sw_carrier_dtype(tmpl->carrier))
+        return sw_fail(SW_ETYPE, "compact dtype %s does not match %s",
+                       sw_dtype_name(sw_tensor_dtype(compact)),
+                       sw_dtype_name(sw_carrier_dtype(tmpl->carrier)));
+    const sw_layout *cl = compact->layout;
+    int shape_ok = cl->rank == pr->rank;
+    for (int32_t k = 0; shape_ok && k < pr->rank; ++k)
+        shape_ok = cl->mode_size[k] == cshape[k];
+    if (!shape_ok)
+        return sw_fail(SW_EVALUE, "compact shape must be the selection's "
+                                  "compact shape (selected tiles times tile "
+                                  "extents)");
+    int64_t nsel = 1;
+    for (int32_t k = 0; k < pr->rank; ++k)
+        nsel *= pr->counts[k];
+    int64_t *tiles = sw_malloc((size_t)nsel * sizeof *tiles);
+    if (!tiles)
+        return sw_oom();
+    selected_tiles(s, pr, tiles, &nsel);
+    if (sc->reduction == SW_SCATTER_ADD) {
+        pthread_mutex_lock(&s->lock);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < nsel && bad < 0; ++i)
+            if (!s->valid[tiles[i]])
+                bad = tiles[i];
+        pthread_mutex_unlock(&s->lock);
+        if (bad >= 0) {
+            char a[96];
+            sw_free(tiles);
+            return sw_fail(SW_ERUNTIME,
+                           "tile %s of the template is invalid: add needs its "
+                           "values",
+                           tile_text(&s->g, bad, a, sizeof a));
+        }
+    }
+    sw_carrier *rc = NULL;
+    if ((st = fresh_like(tmpl->carrier, 0, &rc))) {
+        sw_free(tiles);
+        return st;
+    }
+    tiled_state *r = sw_carrier_defined_data(rc);
+    /* The selected tiles become valid primary tiles, then take values. */
+    pthread_mutex_lock(&r->lock);
+    for (int64_t i = 0; i < nsel; ++i) {
+        r->valid[tiles[i]] = 1;
+        r->loc[tiles[i]] = SW_TILE_IMPLICIT;
+    }
+    for (int64_t i = 0; i < nsel && !st; ++i)
+        st = promote_locked(r, tiles[i]);
+    pthread_mutex_unlock(&r->lock);
+    sw_free(tiles);
+    sw_tensor *res = NULL;
+    if (!st)
+        st = sw_tensor_new(rc, 0, tmpl->layout, &res);
+    for (int64_t j = 0; j < csize && !st; ++j) {
+        int64_t i = source_index(s, pr, cshape, j);
+        sw_value v, w;
+        st = sw_tensor_get(compact, j, &v);
+        if (st)
+            break;
+        if (sc->reduction == SW_SCATTER_ADD &&
+            !(st = sw_tensor_get(tmpl, i, &w))) {
+            sw_value sum = sw_value_f64(number(&v) + number(&w));
+            sw_value_clear(&w);
+            sw_value_clear(&v);
+            v = sum;
+        }
+        if (!st)
+            st = sw_tensor_set(res, i, &v);
+        sw_value_clear(&v);
+    }
+    sw_carrier_unref(rc);
+    if (st) {
+        sw_tensor_unref(res);
+        return st;
+    }
+    /* One atomic commit: version 1, whatever the writes counted. */
+    sw_carrier_version_restore(rc, 1);
+    *out = res;
+    return SW_OK;
+}
+
+static sw_status scatter_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                  sw_tensor **grads) {
+    scatter *sc = sw_op_state(op);
+    projection *pr = &sc->sel;
+    if (sw_op_ninputs(op) < 2 || n < 2)
+        return sw_fail(SW_ERUNTIME, "backward requires a recorded forward");
+    if (!g)
+        return sw_fail(SW_ETYPE, "gradient must be a Tensor");
+    sw_tensor *compact = sw_op_input(op, 0), *tmpl = sw_op_input(op, 1);
+    tiled_state *s = sw_carrier_defined_data(tmpl->carrier);
+    if (!s)
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    if (g->layout->size != tmpl->layout->size)
+        return sw_fail(SW_EVALUE, "gradient shape must match the scatter");
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 1;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        cshape[k] = pr->counts[k] * s->g.tile[k];
+        csize *= cshape[k];
+    }
+    /* compact: the cotangent gathered at the selection. */
+    sw_carrier *cc = NULL;
+    sw_tensor *gc = NULL, *gt = NULL;
+    sw_status st =
+        sw_carrier_allocate_like(compact->carrier, compact->layout->cosize, 1,
+                                 sw_tensor_dtype(compact), 0, &cc);
+    if (!st)
+        st = sw_tensor_new(cc, 0, compact->layout, &gc);
+    sw_carrier_unref(cc);
+    for (int64_t j = 0; j < csize && !st; ++j) {
+        sw_value v;
+        st = sw_tensor_get(g, source_index(s, pr, cshape, j), &v);
+        if (!st) {
+            st = sw_tensor_set(gc, j, &v);
+            sw_value_clear(&v);
+        }
+    }
+    /* template: the cotangent, its selected slots zeroed for replace. */
+    sw_carrier *tc = NULL;
+    if (!st)
+        st = fresh_like(tmpl->carrier, 1, &tc);
+    if (!st)
+        st = sw_tensor_new(tc, tmpl->offset, tmpl->layout, &gt);
+    sw_carrier_unref(tc);
+    for (int64_t i = 0; i < tmpl->layout->size && !st; ++i) {
+        if (sc->reduction == SW_SCATTER_REPLACE && selected(s, pr, i))
+            continue;
+        sw_value v;
+        st = sw_tensor_get(g, i, &v);
+        if (!st) {
+            st = sw_tensor_set(gt, i, &v);
+            sw_value_clear(&v);
+        }
+    }
+    if (st) {
+        sw_tensor_unref(gc);
+        sw_tensor_unref(gt);
+        return st;
+    }
+    grads[0] = gc;
+    grads[1] = gt;
+    return SW_OK;
+}
+
+static void scatter_destroy(sw_op *op) {
+    scatter *sc = sw_op_state(op);
+    sw_free(sc->sel.coords);
+}
+
+static const sw_op_class scatter_class = {SW_OP_CLASS_VERSION,
+                                          "_ScatterOperation", scatter_forward,
+                                          scatter_backward, scatter_destroy};
+
+sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
+                           int32_t rank, const int64_t *counts,
+                           const int64_t *coords,
+                           sw_scatter_reduction reduction, sw_tensor **out) {
+    if (reduction != SW_SCATTER_REPLACE && reduction != SW_SCATTER_ADD)
+        return sw_fail(SW_EVALUE, "reduction must be replace or add");
+    if (!compact || !template_)
+        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
+    if (!sw_carrier_is_tiled(template_->carrier))
+        return sw_fail(SW_ETYPE, "template must be on a TiledEvictable");
+    if (rank < 1 || rank > SW_TILE_MAX_RANK || !counts || !coords)
+        return sw_fail(SW_EVALUE, "a selection has 1 to %d axes",
+                       SW_TILE_MAX_RANK);
+    int64_t total = 0;
+    for (int32_t k = 0; k < rank; ++k) {
+        if (counts[k] < 1)
+            return sw_fail(SW_EVALUE,
+                           "axis %d of the selection needs at least one "
+                           "coordinate",
+                           (int)k);
+        total += counts[k];
+    }
+    sw_op *op = NULL;
+    sw_status st = sw_op_new_block(&scatter_class, sizeof(scatter), &op);
+    if (st)
+        return st;
+    scatter *sc = sw_op_state(op);
+    sc->reduction = reduction;
+    sc->sel.rank = rank;
+    memcpy(sc->sel.counts, counts, (size_t)rank * sizeof *counts);
+    sc->sel.coords = sw_malloc((size_t)total * sizeof *coords);
+    if (!sc->sel.coords) {
+        sw_op_unref(op);
+        return sw_oom();
+    }
+    memcpy(sc->sel.coords, coords, (size_t)total * sizeof *coords);
+    sw_arg a[2] = {sw_arg_tensor(compact), sw_arg_tensor(template_)};
+    st = sw_op_forward(op, 2, a, out);
+    sw_op_unref(op);
+    return st;
+}

@@ -487,6 +487,118 @@ static void test_tiled_projection(void) {
     sw_carrier_unref(q);
 }
 
+static void test_tiled_scatter(void) {
+    int64_t grid[2] = {3, 2}, tile[2] = {2, 2};
+    sw_carrier *p = cpu(24), *q = file(), *t = NULL;
+    for (int64_t i = 0; i < 24; ++i)
+        set(p, i, (double)i);
+    expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a template");
+    sw_layout *l = parse("(6,4):(1,6)");
+    sw_tensor *tmpl = NULL, *y = NULL, *back = NULL;
+    expect_ok(sw_tensor_new(t, 0, l, &tmpl), "the template tensor");
+    int64_t counts[2] = {2, 1}, coords[3] = {2, 0, 1};
+    sw_carrier *cc = cpu(8);
+    for (int64_t i = 0; i < 8; ++i)
+        set(cc, i, 100.0 + (double)i);
+    sw_layout *cl = parse("(4,2):(1,4)");
+    sw_tensor *compact = NULL;
+    expect_ok(sw_tensor_new(cc, 0, cl, &compact), "a compact tensor");
+    expect_ok(sw_tiled_scatter(compact, tmpl, 2, counts, coords,
+                               SW_SCATTER_REPLACE, &y),
+              "scatter replace");
+    sw_carrier *rc = sw_tensor_carrier(y);
+    ok(sw_carrier_is_tiled(rc) && rc != t, "a fresh TiledEvictable");
+    is_int(sw_carrier_version(rc), 1, "at version 1");
+    int valid, dirty;
+    is_int(where(rc, 5, &valid, &dirty), SW_TILE_PRIMARY, "selected primary");
+    ok(valid && dirty, "valid and dirty");
+    where(rc, 0, &valid, &dirty);
+    ok(!valid, "unselected tiles invalid");
+    sw_value v;
+    sw_tensor_get(y, 16, &v);
+    ok(v.as.f == 100.0, "compact (0, 0) lands on source (4, 2)");
+    expect_ok(sw_tiled_project(y, 2, counts, coords, NULL, &back),
+              "projecting the result back");
+    sw_tensor_get(back, 7, &v);
+    ok(v.as.f == 107.0, "projection reproduces compact");
+    is_int(sw_carrier_version(t), 0, "the template is unchanged");
+    sw_tensor_unref(back);
+    back = NULL;
+    /* add: template plus compact. */
+    sw_tensor *z = NULL;
+    expect_ok(
+        sw_tiled_scatter(compact, tmpl, 2, counts, coords, SW_SCATTER_ADD, &z),
+        "scatter add");
+    sw_tensor_get(z, 16, &v);
+    ok(v.as.f == 116.0, "template plus compact");
+    /* Backward of replace. */
+    sw_carrier *gc = cpu(24);
+    for (int64_t i = 0; i < 24; ++i)
+        set(gc, i, 1.0);
+    sw_tensor *cot = NULL;
+    expect_ok(sw_tensor_new(gc, 0, l, &cot), "a cotangent");
+    expect_ok(sw_tensor_backward(y, cot), "backward");
+    sw_tensor *g0 = sw_tensor_grad(compact), *g1 = sw_tensor_grad(tmpl);
+    ok(g0 && sw_carrier_is_cpu(sw_tensor_carrier(g0)), "compact's gradient");
+    ok(g1 && sw_carrier_is_tiled(sw_tensor_carrier(g1)), "template's gradient");
+    if (g1) {
+        sw_tensor_get(g1, 16, &v);
+        ok(v.as.f == 0.0, "selected slots zeroed for replace");
+        sw_tensor_get(g1, 0, &v);
+        ok(v.as.f == 1.0, "the cotangent elsewhere");
+    }
+    /* Errors. */
+    sw_tensor *e = NULL;
+    expect_fail(sw_tiled_scatter(compact, tmpl, 2, counts, coords,
+                                 (sw_scatter_reduction)7, &e),
+                SW_EVALUE, "reduction must be replace or add", "reduction");
+    sw_layout *wrong = parse("(2,2):(1,2)");
+    sw_tensor *bad = NULL;
+    expect_ok(sw_tensor_new(cc, 0, wrong, &bad), "a mis-shaped compact");
+    expect_fail(
+        sw_tiled_scatter(bad, tmpl, 2, counts, coords, SW_SCATTER_REPLACE, &e),
+        SW_EVALUE,
+        "compact shape must be the selection's compact shape "
+        "(selected tiles times tile extents)",
+        "compact shape");
+    expect_fail(
+        sw_tiled_scatter(tmpl, tmpl, 2, counts, coords, SW_SCATTER_REPLACE, &e),
+        SW_ETYPE, "compact must be on the primary tier's exact class",
+        "a tiled compact");
+    /* add onto an invalid template tile. */
+    sw_tensor *zt = NULL;
+    expect_ok(sw_tiled_scatter(compact, tmpl, 2, counts, coords,
+                               SW_SCATTER_REPLACE, &zt),
+              "a result with invalid tiles");
+    int64_t other[2] = {1, 1}, oc[2] = {0, 0};
+    sw_carrier *c4 = cpu(4);
+    sw_layout *l4 = parse("(2,2):(1,2)");
+    sw_tensor *small = NULL;
+    expect_ok(sw_tensor_new(c4, 0, l4, &small), "a one-tile compact");
+    expect_fail(sw_tiled_scatter(small, zt, 2, other, oc, SW_SCATTER_ADD, &e),
+                SW_ERUNTIME,
+                "tile (0, 0) of the template is invalid: add needs its values",
+                "add onto an invalid tile");
+    sw_tensor_unref(small);
+    sw_layout_release(l4);
+    sw_carrier_unref(c4);
+    sw_tensor_unref(zt);
+    sw_tensor_unref(bad);
+    sw_layout_release(wrong);
+    sw_tensor_unref(cot);
+    sw_carrier_unref(gc);
+    sw_tensor_unref(z);
+    sw_tensor_unref(y);
+    sw_tensor_unref(compact);
+    sw_layout_release(cl);
+    sw_carrier_unref(cc);
+    sw_tensor_unref(tmpl);
+    sw_layout_release(l);
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+
 static void test_tiled_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
     int64_t base = sw_debug_live_allocs();
@@ -517,6 +629,7 @@ int main(void) {
     test_tiled_invalid_and_rollback();
     test_tiled_operations();
     test_tiled_projection();
+    test_tiled_scatter();
     test_tiled_injection();
     return done_testing();
 }
