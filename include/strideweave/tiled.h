@@ -112,8 +112,20 @@ SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
  * allocate_like). Any other operation: SW_ENOTIMPL "TiledEvictable does
  * not support ...".
  *
- * What is not built yet: residency policies and pinning, and
- * asynchronous residency requests.
+ * Work and policy: every piece of work on a TiledEvictable (a direct
+ * operation, "operation"; a projection, "projection"; a scatter's
+ * template with add, "scatter") names the tiles it requires and asks the
+ * carrier's residency policy for a plan, once: with no policy the plan is
+ * to promote what is required. Before the work, the plan's promote tiles
+ * and the required ones become primary; during it the required and the
+ * retained tiles are pinned (an explicit evict of a pinned tile fails
+ * with SW_ERUNTIME "tile ... is pinned by work in progress"); after it the
+ * plan's evict tiles are evicted (no version change). A policy that
+ * fails, or a plan with a tile outside the grid (SW_EVALUE), stops the
+ * work before anything moved.
+ *
+ * What is not built yet: asynchronous residency requests, and the
+ * policy's "backward" consultation (backward reads tiles where they are).
  */
 
 /* The class tag of TiledEvictable (its definition is the library's). */
@@ -171,6 +183,31 @@ SW_API sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
 SW_API sw_status sw_tiled_promote(sw_carrier *c, int64_t n,
                                   const int64_t *tiles);
 SW_API sw_status sw_tiled_evict(sw_carrier *c, int64_t n, const int64_t *tiles);
+
+/* A residency plan: three disjoint lists of tile indices. */
+typedef struct sw_residency_plan {
+    int64_t npromote, nretain, nevict;
+    const int64_t *promote, *retain, *evict; /* borrowed until the call ends */
+} sw_residency_plan;
+
+/*
+ * A residency policy: writes the plan for n required tiles and purpose
+ * ("operation", "projection" or "scatter"). The lists it points to must
+ * stay valid until done (optional) is called with the same plan, right
+ * after the carrier copied them.
+ */
+typedef struct sw_residency_policy {
+    void *ctx;
+    sw_status (*plan)(void *ctx, sw_carrier *c, const int64_t *required,
+                      int64_t n, const char *purpose, sw_residency_plan *out);
+    void (*done)(void *ctx, const sw_residency_plan *plan);
+    void (*drop)(void *ctx); /* when the carrier goes or the policy changes */
+} sw_residency_policy;
+
+/* Sets (or, with NULL, clears) c's policy; the previous one is dropped.
+ * SW_ETYPE for another carrier, SW_EVALUE for a policy without plan. */
+SW_API sw_status sw_tiled_set_policy(sw_carrier *c,
+                                     const sw_residency_policy *policy);
 
 /*
  * Projection: the tiles a selection names, gathered into one compact

@@ -180,6 +180,8 @@ typedef struct tiled_state {
      * holds its current values (eviction copies a tile that is dirty or
      * not backed). Guarded by lock. */
     uint8_t *loc, *valid, *dirty, *backed;
+    int32_t *pins; /* work in progress that needs the tile primary */
+    sw_residency_policy policy; /* plan NULL: none */
     pthread_mutex_t lock;
 } tiled_state;
 
@@ -288,6 +290,128 @@ static sw_status promote_locked(tiled_state *s, int64_t t) {
     return st;
 }
 
+/* ---------------------------------------------------------------- work */
+
+/* What one piece of work pinned and what its plan evicts afterwards. */
+typedef struct work_ticket {
+    sw_carrier *c;
+    int64_t npinned, nevict;
+    int64_t *pinned, *evict; /* one allocation */
+} work_ticket;
+
+static sw_status plan_tiles(const tiled_state *s, const int64_t *tiles,
+                            int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        if (tiles[i] < 0 || tiles[i] >= s->g.ntiles)
+            return sw_fail(SW_EVALUE,
+                           "the residency plan names tile index %lld, "
+                           "outside the grid",
+                           (long long)tiles[i]);
+    return SW_OK;
+}
+
+/*
+ * Starts work that requires n tiles of c for purpose: the plan (the
+ * policy's, once, or promote what is required), the promotions, the pins.
+ * Nothing has moved when it fails.
+ */
+static sw_status work_begin(sw_carrier *c, const int64_t *required, int64_t n,
+                            const char *purpose, work_ticket *w) {
+    tiled_state *s = sw_carrier_defined_data(c);
+    memset(w, 0, sizeof *w);
+    sw_residency_plan plan = {n, 0, 0, required, NULL, NULL};
+    int asked = s->policy.plan != NULL;
+    sw_status st = SW_OK;
+    if (asked) {
+        memset(&plan, 0, sizeof plan);
+        st = s->policy.plan(s->policy.ctx, c, required, n, purpose, &plan);
+        if (!st && (plan.npromote < 0 || plan.nretain < 0 || plan.nevict < 0))
+            st = sw_fail(SW_EVALUE, "a residency plan has negative counts");
+        if (!st)
+            st = plan_tiles(s, plan.promote, plan.npromote);
+        if (!st)
+            st = plan_tiles(s, plan.retain, plan.nretain);
+        if (!st)
+            st = plan_tiles(s, plan.evict, plan.nevict);
+    }
+    int64_t npin = n + (asked ? plan.nretain : 0);
+    int64_t *block = NULL;
+    if (!st) {
+        block = sw_malloc((size_t)(npin + plan.nevict + 1) * sizeof *block);
+        if (!block)
+            st = sw_oom();
+    }
+    if (!st) {
+        memcpy(block, required, (size_t)n * sizeof *block);
+        if (asked && plan.nretain)
+            memcpy(block + n, plan.retain,
+                   (size_t)plan.nretain * sizeof *block);
+        if (plan.nevict)
+            memcpy(block + npin, plan.evict,
+                   (size_t)plan.nevict * sizeof *block);
+    }
+    /* The promotions: the plan's, then whatever is required. */
+    pthread_mutex_lock(&s->lock);
+    for (int64_t i = 0; !st && asked && i < plan.npromote; ++i)
+        if (s->valid[plan.promote[i]])
+            st = promote_locked(s, plan.promote[i]);
+    for (int64_t i = 0; !st && i < n; ++i)
+        if (s->valid[required[i]])
+            st = promote_locked(s, required[i]);
+    for (int64_t i = 0; !st && i < npin; ++i)
+        s->pins[block[i]]++;
+    pthread_mutex_unlock(&s->lock);
+    if (asked && s->policy.done) {
+        /* The failure being reported outlives what done does. */
+        char msg[512];
+        int err = sw_errno();
+        snprintf(msg, sizeof msg, "%s", st ? sw_errmsg() : "");
+        s->policy.done(s->policy.ctx, &plan);
+        if (st)
+            sw_restore_error(st, err, msg);
+    }
+    if (st) {
+        sw_free(block);
+        return st;
+    }
+    w->c = c;
+    w->pinned = block;
+    w->npinned = npin;
+    w->evict = block + npin;
+    w->nevict = plan.nevict;
+    return SW_OK;
+}
+
+static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
+                           int evict);
+
+/* Ends the work: unpins, then evicts what the plan said (its failure
+ * has no caller: the tiles stay where they are). */
+static void work_end(work_ticket *w) {
+    if (!w->c)
+        return;
+    tiled_state *s = sw_carrier_defined_data(w->c);
+    pthread_mutex_lock(&s->lock);
+    for (int64_t i = 0; i < w->npinned; ++i)
+        s->pins[w->pinned[i]]--;
+    pthread_mutex_unlock(&s->lock);
+    if (w->nevict && residency(w->c, w->nevict, w->evict, 1))
+        sw_clear_error();
+    sw_free(w->pinned);
+    w->c = NULL;
+}
+
+/* Every tile index of c's grid, for work on the whole tensor. */
+static sw_status all_tiles(const tiled_state *s, int64_t **out) {
+    int64_t *t = sw_malloc((size_t)s->g.ntiles * sizeof *t);
+    if (!t)
+        return sw_oom();
+    for (int64_t i = 0; i < s->g.ntiles; ++i)
+        t[i] = i;
+    *out = t;
+    return SW_OK;
+}
+
 /* ------------------------------------------------------------ storage */
 
 static sw_status t_supports(void *ctx, sw_carrier *c, sw_dtype d, int *out) {
@@ -332,7 +456,10 @@ static void free_state(tiled_state *s) {
         drop_tier(s->secondary, s->stoken);
     sw_carrier_unref(s->primary);
     sw_carrier_unref(s->secondary);
+    if (s->policy.drop)
+        s->policy.drop(s->policy.ctx);
     sw_free(s->loc);
+    sw_free(s->pins);
     pthread_mutex_destroy(&s->lock);
     sw_free(s);
 }
@@ -538,13 +665,24 @@ static sw_status t_submit(void *ctx, void *work,
     (void)work;
     sw_arg args[SW_DEF_MAX_OPERANDS];
     sw_tensor *dense[SW_DEF_MAX_OPERANDS] = {NULL};
+    work_ticket tickets[SW_DEF_MAX_OPERANDS];
     int32_t n = inv->call->noperands;
     sw_status st = SW_OK;
+    memset(tickets, 0, sizeof tickets);
     for (int32_t i = 0; i < n && !st; ++i) {
         args[i] = inv->call->operands[i];
-        if (args[i].kind == SW_ARG_TENSOR &&
-            sw_carrier_is_tiled(args[i].as.tensor->carrier) &&
-            !(st = densify(args[i].as.tensor, &dense[i])))
+        sw_carrier *c =
+            args[i].kind == SW_ARG_TENSOR ? args[i].as.tensor->carrier : NULL;
+        if (!c || !sw_carrier_is_tiled(c))
+            continue;
+        /* The whole operand is required: the policy decides the rest. */
+        int64_t *tiles = NULL;
+        const tiled_state *s = sw_carrier_defined_data(c);
+        st = all_tiles(s, &tiles);
+        if (!st)
+            st = work_begin(c, tiles, s->g.ntiles, "operation", &tickets[i]);
+        sw_free(tiles);
+        if (!st && !(st = densify(args[i].as.tensor, &dense[i])))
             args[i] = sw_arg_tensor(dense[i]);
     }
     sw_op *op = NULL;
@@ -558,8 +696,10 @@ static sw_status t_submit(void *ctx, void *work,
     if (!st)
         st = relaid(r, inv->resolution->results[0].layout, &results[0]);
     sw_tensor_unref(r);
-    for (int32_t i = 0; i < n; ++i)
+    for (int32_t i = 0; i < n; ++i) {
         sw_tensor_unref(dense[i]);
+        work_end(&tickets[i]);
+    }
     return st;
 }
 
@@ -661,11 +801,14 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
     }
     tiled_state *s = sw_calloc(1, sizeof *s);
     uint8_t *flags = sw_calloc((size_t)g->ntiles, 4);
-    if (!s || !flags) {
+    int32_t *pins = sw_calloc((size_t)g->ntiles, sizeof *pins);
+    if (!s || !flags || !pins) {
         sw_free(s);
         sw_free(flags);
+        sw_free(pins);
         return sw_oom();
     }
+    s->pins = pins;
     s->g = *g;
     s->loc = flags;
     s->valid = flags + g->ntiles;
@@ -713,6 +856,7 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
         sw_carrier_unref(s->primary);
         sw_carrier_unref(s->secondary);
         sw_free(flags);
+        sw_free(pins);
         pthread_mutex_destroy(&s->lock);
         sw_free(s);
         return st;
@@ -842,6 +986,10 @@ static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
         int64_t t = tiles[i];
         if (!evict) {
             st = promote_locked(s, t);
+        } else if (s->pins[t] > 0) {
+            char a[96];
+            st = sw_fail(SW_ERUNTIME, "tile %s is pinned by work in progress",
+                         tile_text(&s->g, t, a, sizeof a));
         } else if (s->loc[t] == SW_TILE_PRIMARY) {
             if (s->dirty[t] || !s->backed[t])
                 st = copy_tile(s, t, s->primary, s->ptoken, s->secondary,
@@ -1016,13 +1164,16 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         }
         tiles[c] = sw_tile_index(&s->g, coord);
     }
-    st = sw_tiled_promote(t->carrier, nsel, tiles);
+    work_ticket w;
+    st = work_begin(t->carrier, tiles, nsel, "projection", &w);
     sw_free(tiles);
     if (st)
         return st;
     sw_layout *l = NULL;
-    if ((st = dense_layout(pr->rank, cshape, &l)))
+    if ((st = dense_layout(pr->rank, cshape, &l))) {
+        work_end(&w);
         return st;
+    }
     sw_carrier *d = pr->destination ? sw_carrier_retain(pr->destination) : NULL;
     if (d && sw_carrier_size(d) == 0)
         st = sw_file_resize(d, csize);
@@ -1042,6 +1193,7 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     }
     sw_carrier_unref(d);
     sw_layout_release(l);
+    work_end(&w);
     if (st) {
         sw_tensor_unref(r);
         return st;
@@ -1265,9 +1417,17 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                            tile_text(&s->g, bad, a, sizeof a));
         }
     }
+    work_ticket w;
+    memset(&w, 0, sizeof w);
+    if (sc->reduction == SW_SCATTER_ADD &&
+        (st = work_begin(tmpl->carrier, tiles, nsel, "scatter", &w))) {
+        sw_free(tiles);
+        return st;
+    }
     sw_carrier *rc = NULL;
     if ((st = fresh_like(tmpl->carrier, 0, &rc))) {
         sw_free(tiles);
+        work_end(&w);
         return st;
     }
     tiled_state *r = sw_carrier_defined_data(rc);
@@ -1286,14 +1446,14 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         st = sw_tensor_new(rc, 0, tmpl->layout, &res);
     for (int64_t j = 0; j < csize && !st; ++j) {
         int64_t i = source_index(s, pr, cshape, j);
-        sw_value v, w;
+        sw_value v, u;
         st = sw_tensor_get(compact, j, &v);
         if (st)
             break;
         if (sc->reduction == SW_SCATTER_ADD &&
-            !(st = sw_tensor_get(tmpl, i, &w))) {
-            sw_value sum = sw_value_f64(number(&v) + number(&w));
-            sw_value_clear(&w);
+            !(st = sw_tensor_get(tmpl, i, &u))) {
+            sw_value sum = sw_value_f64(number(&v) + number(&u));
+            sw_value_clear(&u);
             sw_value_clear(&v);
             v = sum;
         }
@@ -1302,6 +1462,7 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         sw_value_clear(&v);
     }
     sw_carrier_unref(rc);
+    work_end(&w);
     if (st) {
         sw_tensor_unref(res);
         return st;
@@ -1424,4 +1585,27 @@ sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
     st = sw_op_forward(op, 2, a, out);
     sw_op_unref(op);
     return st;
+}
+
+/* -------------------------------------------------------------- policy */
+
+sw_status sw_tiled_set_policy(sw_carrier *c,
+                              const sw_residency_policy *policy) {
+    tiled_state *s = NULL;
+    sw_status st = state_for(c, &s);
+    if (st)
+        return st;
+    if (policy && !policy->plan)
+        return sw_fail(SW_EVALUE, "a residency policy needs a plan callback");
+    sw_residency_policy old;
+    pthread_mutex_lock(&s->lock);
+    old = s->policy;
+    if (policy)
+        s->policy = *policy;
+    else
+        memset(&s->policy, 0, sizeof s->policy);
+    pthread_mutex_unlock(&s->lock);
+    if (old.drop)
+        old.drop(old.ctx);
+    return SW_OK;
 }

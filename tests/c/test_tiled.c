@@ -337,8 +337,8 @@ static void test_tiled_operations(void) {
     }
     ok(good, "relu values");
     int valid, dirty;
-    is_int(where(t, 1, &valid, &dirty), SW_TILE_SECONDARY,
-           "the operation left residency alone");
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_PRIMARY,
+           "with no policy, an operation promotes what it requires");
     sw_tensor *g = NULL, *ones = NULL;
     sw_carrier *oc = cpu(16);
     for (int64_t i = 0; i < 16; ++i)
@@ -599,6 +599,93 @@ static void test_tiled_scatter(void) {
     sw_carrier_unref(q);
 }
 
+/* A policy that retains nothing, evicts tile 0 after the work, and
+ * checks from done that required tiles are pinned meanwhile. */
+static struct {
+    int calls, done_calls, pinned_refused, out_of_range, fail;
+    char purpose[32];
+} P;
+static const int64_t evict_zero[1] = {0};
+static const int64_t far_tile[1] = {99};
+
+static sw_status pol_plan(void *ctx, sw_carrier *c, const int64_t *required,
+                          int64_t n, const char *purpose,
+                          sw_residency_plan *out) {
+    (void)ctx;
+    (void)c;
+    P.calls++;
+    snprintf(P.purpose, sizeof P.purpose, "%s", purpose);
+    if (P.fail)
+        return sw_set_error(SW_EVALUE, "policy refused");
+    out->promote = required;
+    out->npromote = n;
+    out->evict = P.out_of_range ? far_tile : evict_zero;
+    out->nevict = 1;
+    return SW_OK;
+}
+
+static sw_carrier *pol_carrier;
+
+static void pol_done(void *ctx, const sw_residency_plan *plan) {
+    (void)ctx;
+    (void)plan;
+    P.done_calls++;
+    int64_t one[1] = {1};
+    if (sw_tiled_evict(pol_carrier, 1, one) == SW_ERUNTIME &&
+        strstr(sw_errmsg(), "pinned"))
+        P.pinned_refused++;
+    sw_clear_error();
+}
+
+static void test_tiled_policy(void) {
+    int64_t grid[1] = {3}, tile[1] = {2};
+    sw_carrier *p = cpu(6), *q = file(), *t = NULL;
+    for (int64_t i = 0; i < 6; ++i)
+        set(p, i, (double)i);
+    expect_ok(sw_tiled_new(p, q, 1, grid, tile, &t), "a tiled array");
+    pol_carrier = t;
+    sw_residency_policy bad = {NULL, NULL, NULL, NULL};
+    expect_fail(sw_tiled_set_policy(t, &bad), SW_EVALUE,
+                "a residency policy needs a plan callback", "no plan");
+    sw_residency_policy pol = {NULL, pol_plan, pol_done, NULL};
+    expect_ok(sw_tiled_set_policy(t, &pol), "set a policy");
+    sw_layout *l = parse("(6):(1)");
+    sw_tensor *x = NULL, *y = NULL;
+    expect_ok(sw_tensor_new(t, 0, l, &x), "the tensor");
+    memset(&P, 0, sizeof P);
+    expect_ok(sw_unary("relu", x, &y), "relu under the policy");
+    is_int(P.calls, 1, "the policy is asked once");
+    is_str(P.purpose, "operation", "for an operation");
+    is_int(P.pinned_refused, 1, "required tiles are pinned during the work");
+    int valid, dirty;
+    is_int(where(t, 0, &valid, &dirty), SW_TILE_SECONDARY,
+           "the plan's evictions run after the work");
+    sw_tensor_unref(y);
+    y = NULL;
+    memset(&P, 0, sizeof P);
+    P.out_of_range = 1;
+    int64_t before = where(t, 0, &valid, &dirty);
+    expect_fail(sw_unary("relu", x, &y), SW_EVALUE,
+                "the residency plan names tile index 99, outside the grid",
+                "a plan outside the grid");
+    is_int(where(t, 0, &valid, &dirty), before, "nothing moved");
+    memset(&P, 0, sizeof P);
+    P.fail = 1;
+    expect_fail(sw_unary("relu", x, &y), SW_EVALUE, "policy refused",
+                "a failing policy");
+    memset(&P, 0, sizeof P);
+    int64_t counts[1] = {1}, coords[1] = {2};
+    expect_ok(sw_tiled_project(x, 1, counts, coords, NULL, &y), "project");
+    is_str(P.purpose, "projection", "for a projection");
+    sw_tensor_unref(y);
+    expect_ok(sw_tiled_set_policy(t, NULL), "clear the policy");
+    sw_tensor_unref(x);
+    sw_layout_release(l);
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+
 static void test_tiled_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
     int64_t base = sw_debug_live_allocs();
@@ -630,6 +717,7 @@ int main(void) {
     test_tiled_operations();
     test_tiled_projection();
     test_tiled_scatter();
+    test_tiled_policy();
     test_tiled_injection();
     return done_testing();
 }
