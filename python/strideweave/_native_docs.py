@@ -3429,6 +3429,22 @@ Examples:
     >>> _is_defined_dependent(sw.CPU(1))
     False
 """,
+    "_tiled_use_policy": """_tiled_use_policy($module, carrier, /)
+--
+
+Makes the library ask the carrier object's _policy_plan for every piece of work.
+
+Args:
+    carrier: a TiledEvictable with a residency policy.
+
+Returns:
+    None.
+
+Examples:
+    >>> from strideweave._native import _tiled_use_policy
+    >>> callable(_tiled_use_policy)
+    True
+""",
     "_kernel_ids": """_kernel_ids($module, cls, /)
 --
 

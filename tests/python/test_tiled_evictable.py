@@ -4,7 +4,9 @@ Checklist (built): 8.1 top-level identity ``test_exports``; 8.3
 construction and geometry ``test_geometry``, ``test_construction_errors``,
 ``test_initial_residency``, ``test_storage_dtypes``, ``test_definition_and_facet``,
 ``test_writes_and_factories``; 8.4 ``test_footprint_compatibility``; 8.5
-blocking residency ``test_promote_evict``, ``test_residency_errors``; 8.8
+blocking residency ``test_promote_evict``, ``test_residency_errors``,
+policies ``test_policy_consulted_once_per_work``, ``test_policy_bad_plans``,
+``test_policy_exception_propagates``; 8.8
 direct operations ``test_direct_operations``, ``test_direct_gradients``;
 8.9 ``test_release``; 8.10 tiers ``test_tier_combinations`` (Generic+CPU
 cannot be built here: Generic stores Floating or Any, CPU Float32, Int32
@@ -256,3 +258,57 @@ def test_tier_combinations():
         t.evict(TileSet([(0,), (1,)]))
         t.promote(TileSet([(1,)]))
         assert [t[i] for i in range(4)] == [0.0, 1.0, 2.0, 3.0]
+
+
+class Recorder:
+    """A policy that records its calls and evicts the first tile after."""
+
+    def __init__(self, result=None):
+        self.calls = []
+        self.result = result
+
+    def plan(self, required, purpose):
+        self.calls.append((required, purpose))
+        if self.result is not None:
+            return self.result
+        keep = TileSet(c for c in required if c != (0,))
+        return ResidencyPlan(promote=keep, evict=TileSet([(0,)]))
+
+
+def test_policy_consulted_once_per_work():
+    policy = Recorder()
+    t = TiledEvictable(filled(6), sw.FileBacked(dtype=F32), (3,), (2,), residency_policy=policy)
+    assert t.residency_policy is policy
+    x = sw.Tensor(t, 0, compact([6]))
+    sw.relu(x)
+    assert policy.calls == [(TileSet([(0,), (1,), (2,)]), "operation")]
+    assert t.tile_state((0,)).location == "secondary"
+    # Explicit promote and evict never consult the policy.
+    t.promote(TileSet([(0,)]))
+    t.evict(TileSet([(1,)]))
+    assert len(policy.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("result", "exc"),
+    [(3, TypeError), (ResidencyPlan(evict=TileSet([(9,)])), ValueError)],
+)
+def test_policy_bad_plans(result, exc):
+    t = TiledEvictable(
+        filled(6), sw.FileBacked(dtype=F32), (3,), (2,), residency_policy=Recorder(result)
+    )
+    t.evict(TileSet([(2,)]))
+    x = sw.Tensor(t, 0, compact([6]))
+    with pytest.raises(exc):
+        sw.relu(x)
+    assert t.tile_state((2,)).location == "secondary"  # nothing moved
+
+
+def test_policy_exception_propagates():
+    class Boom:
+        def plan(self, required, purpose):
+            raise KeyError("policy bug")
+
+    t = TiledEvictable(filled(2), sw.CPU(2), (1,), (2,), residency_policy=Boom())
+    with pytest.raises(KeyError, match="policy bug"):
+        sw.relu(sw.Tensor(t, 0, compact([2])))

@@ -8,6 +8,7 @@
 #include "py_kernels.h"
 
 #include "errors.h"
+#include "gil.h"
 #include "py_carrier.h"
 
 #include "strideweave/extension.h"
@@ -51,6 +52,125 @@ static sw_carrier *tier(swpy_state *st, PyObject *o, const char *which) {
         return NULL;
     }
     return swpy_carrier_of(o, which);
+}
+
+/* ------------------------------------------------------------ policies */
+
+/* A Python residency policy: the carrier object's _policy_plan does the
+ * conversions and checks; the index lists live here until done. */
+typedef struct py_policy {
+    int64_t *lists; /* promote, retain, evict, one allocation */
+} py_policy;
+
+static int index_list(PyObject *seq, int64_t *out) {
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static sw_status policy_body(void *ctx, sw_carrier *c, const int64_t *required,
+                             int64_t n, const char *purpose,
+                             sw_residency_plan *out) {
+    py_policy *pp = ctx;
+    PyObject *self = sw_carrier_get_peer(c);
+    if (self == NULL) {
+        return sw_set_error(SW_ERUNTIME, "a TiledEvictable without its object");
+    }
+    PyObject *req = PyTuple_New((Py_ssize_t)n);
+    for (int64_t i = 0; req != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(required[i]);
+        if (v == NULL) {
+            Py_CLEAR(req);
+            break;
+        }
+        PyTuple_SET_ITEM(req, (Py_ssize_t)i, v);
+    }
+    PyObject *r = req != NULL ? PyObject_CallMethod(self, "_policy_plan", "Os",
+                                                    req, purpose)
+                              : NULL;
+    Py_XDECREF(req);
+    if (r == NULL) {
+        return SW_ERUNTIME;
+    }
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "_policy_plan must return 3 tuples");
+        return SW_ERUNTIME;
+    }
+    Py_ssize_t np = PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 0)),
+               nr = PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)),
+               ne = PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 2));
+    int64_t *lists =
+        PyMem_RawMalloc((size_t)(np + nr + ne + 1) * sizeof *lists);
+    if (lists == NULL) {
+        Py_DECREF(r);
+        PyErr_NoMemory();
+        return SW_ERUNTIME;
+    }
+    if (index_list(PyTuple_GET_ITEM(r, 0), lists) < 0 ||
+        index_list(PyTuple_GET_ITEM(r, 1), lists + np) < 0 ||
+        index_list(PyTuple_GET_ITEM(r, 2), lists + np + nr) < 0) {
+        Py_DECREF(r);
+        PyMem_RawFree(lists);
+        return SW_ERUNTIME;
+    }
+    Py_DECREF(r);
+    pp->lists = lists;
+    out->promote = lists;
+    out->npromote = np;
+    out->retain = lists + np;
+    out->nretain = nr;
+    out->evict = lists + np + nr;
+    out->nevict = ne;
+    return SW_OK;
+}
+
+static sw_status policy_plan(void *ctx, sw_carrier *c, const int64_t *required,
+                             int64_t n, const char *purpose,
+                             sw_residency_plan *out) {
+    swpy_gil g = swpy_gil_ensure();
+    sw_status s = policy_body(ctx, c, required, n, purpose, out);
+    swpy_gil_release(g);
+    return s;
+}
+
+static void policy_done(void *ctx, const sw_residency_plan *plan) {
+    (void)plan;
+    py_policy *pp = ctx;
+    PyMem_RawFree(pp->lists);
+    pp->lists = NULL;
+}
+
+static void policy_drop(void *ctx) {
+    py_policy *pp = ctx;
+    PyMem_RawFree(pp->lists);
+    PyMem_RawFree(pp);
+}
+
+/* _tiled_use_policy(carrier): the carrier asks its object's _policy_plan
+ * from now on. */
+static PyObject *tiled_use_policy(PyObject *module, PyObject *self) {
+    (void)module;
+    sw_carrier *c = swpy_carrier_of(self, "TiledEvictable");
+    if (c == NULL) {
+        return NULL;
+    }
+    py_policy *pp = PyMem_RawCalloc(1, sizeof *pp);
+    if (pp == NULL) {
+        return PyErr_NoMemory();
+    }
+    sw_residency_policy pol = {pp, policy_plan, policy_done, policy_drop};
+    sw_status s = sw_tiled_set_policy(c, &pol);
+    if (s != SW_OK) {
+        PyMem_RawFree(pp);
+        return swpy_raise(s);
+    }
+    Py_RETURN_NONE;
 }
 
 /* _tiled_new(cls, primary, secondary, grid_shape, tile_shape): a fresh
@@ -235,6 +355,7 @@ static PyMethodDef tiled_methods[] = {
     {"_tiled_tiers", tiled_tiers, METH_O, NULL},
     {"_tiled_states", tiled_states, METH_O, NULL},
     {"_tiled_residency", tiled_residency, METH_VARARGS, NULL},
+    {"_tiled_use_policy", tiled_use_policy, METH_O, NULL},
     {"_register_tiled_type", register_tiled_type, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };

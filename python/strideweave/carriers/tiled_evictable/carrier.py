@@ -124,6 +124,8 @@ class TiledEvictable(DependentCarrier):
             _extents(tile_shape, "tile_shape"),
         )
         self._residency_policy = residency_policy
+        if residency_policy is not None:
+            _native._tiled_use_policy(self)
         # What stays answerable after release.
         self._tiers = (primary, secondary)
         self._geometry = _native._tiled_geometry(self)
@@ -249,6 +251,19 @@ class TiledEvictable(DependentCarrier):
         """Writes tiles back to the secondary tier and makes them secondary
         (blocking; no version change). Raises as promote does."""
         _native._tiled_residency(self, self._request(tiles), True)
+
+    def _policy_plan(
+        self, required: tuple[int, ...], purpose: str
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """The library's question to the policy: tile indices in, the
+        plan's promote, retain and evict indices out (checked)."""
+        coords = self._coords()
+        plan = self._plan_for(TileSet(coords[i] for i in required), purpose)
+        out = []
+        for field in (plan.promote, plan.retain, plan.evict):
+            field._validate_grid_shape(self.grid_shape)
+            out.append(tuple(self._index(c) for c in field.coordinates))
+        return out[0], out[1], out[2]
 
     def _plan_for(self, required: TileSet, purpose: str) -> ResidencyPlan:
         """What the policy plans for required (no policy: promote it)."""
