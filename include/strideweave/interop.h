@@ -401,6 +401,10 @@ SW_API sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
                                sw_move_request **out);
 SW_API int sw_move_request_done(const sw_move_request *r);
 SW_API sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out);
+/* The host language's error object a transfer route's completion handed
+ * over with a failure (sw_transfer_completion in extension.h), once done;
+ * NULL for none. Borrowed: it lives as long as r. */
+SW_API void *sw_move_request_host_error(sw_move_request *r);
 SW_API sw_move_request *sw_move_request_retain(sw_move_request *r);
 SW_API void sw_move_request_unref(sw_move_request *r);
 

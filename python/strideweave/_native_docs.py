@@ -3674,7 +3674,7 @@ Starts moving tensor's values into destination and returns a completion handle.
 Validation (the checks of move, in the same order) happens now and raises directly. A bulk
 CPU/FileBacked transfer of 1 MiB or more then runs on a worker thread, and the call returns
 at once; until it ends, both carriers refuse writes, release and other moves with
-RuntimeError('Carrier has a pending move'). Every other move completes before move_async
+RuntimeError('Carrier is owned by a pending move and is not mutable'). Every other move completes before move_async
 returns. wait() gives the moved Tensor or raises the move's failure; the source carrier is
 released only when the move succeeds. Dropping the handle neither waits for nor cancels the
 move.

@@ -142,8 +142,8 @@ static void r_finish(void *ctx, void *work) {
 }
 
 static sw_transfer_route_decl route_to_cpu(const void *src, const char *id) {
-    sw_transfer_route_decl r = {src,       sw_cpu_class(), id,      NULL,
-                                r_prepare, r_run,          r_finish};
+    sw_transfer_route_decl r = {src,       sw_cpu_class(), id,       NULL,
+                                r_prepare, r_run,          r_finish, NULL};
     return r;
 }
 

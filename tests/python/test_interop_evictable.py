@@ -37,7 +37,7 @@ from test_dlpack import READ_ONLY, capsule_name, fields, managed
 EV_DLPACK = "DLPack is not supported for Evictable carrier"
 EVICTED = "Evictable carrier is evicted; call promote() first"
 OWNED_MOVE = "tensor carrier is owned by another carrier object and cannot be moved directly"
-PENDING = "Carrier has a pending move"
+PENDING = "Carrier is owned by a pending move and is not mutable"
 BIG = 1 << 18  # float32 elements: 1 MiB, a move that runs on a worker
 VALUES = [1.0, -2.0, 3.5, 4.0]
 
