@@ -32,7 +32,9 @@
  * capability query, observes the class and freezes its definition.
  *
  * Moves (sw_move, sw_move_async): a definition-backed source moves
- * through its definition's route to the destination's exact class; with
+ * through its definition's route to the destination's exact class (its
+ * prepare and submit on the initiating thread once the move owns both
+ * carriers, its completion on the move executor: see interop.h); with
  * none, or when the route's prepare refuses, two definition-backed classes
  * whose providers both allow it copy element by element, and any other
  * pair fails with SW_ENOTIMPL "no transfer route for <source>,

@@ -1201,6 +1201,12 @@ static void request_end(sw_move_request *r, sw_status st, sw_tensor *out) {
     saved_error e;
     if (st)
         save_error(&e, st);
+    /* A transfer begun at submission that the forward never reached (it
+     * failed before its body ran) is undone here. */
+    if (s->begun && st) {
+        sw_tensor *none = NULL;
+        (void)move_end(s, r->tensor, r->destination, &s->plan, st, &none);
+    }
     void *host = s->route.host_error;
     void (*drop)(void *) = s->route.drop_error;
     s->route.host_error = NULL;

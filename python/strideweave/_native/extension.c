@@ -322,8 +322,9 @@ static sw_status completion_wait(void *ctx, void **error) {
             /* The library's message, for a caller without Python. */
             PyObject *text = value != NULL ? PyObject_Str(value) : NULL;
             const char *msg = text != NULL ? PyUnicode_AsUTF8(text) : NULL;
-            sw_fail(SW_ERUNTIME, "transfer completion failed: %s",
-                    msg != NULL ? msg : "?");
+            char line[512];
+            PyOS_snprintf(line, sizeof line, "%s", msg != NULL ? msg : "?");
+            sw_set_error(SW_ERUNTIME, line);
             Py_XDECREF(text);
             PyErr_Clear();
         }

@@ -543,6 +543,10 @@ class _Prepared:
 class PreparedTransfer(_Prepared):
     """Prepared transfer work: ``submit()`` returns None or a completion.
 
+    ``move_async`` calls ``submit()`` on the calling thread and returns; a
+    completion's ``wait()`` is called once, on the framework's background
+    move executor, and this record stays alive until then.
+
     Examples:
         >>> PreparedTransfer(lambda: None)._take()() is None
         True
