@@ -732,6 +732,7 @@ static void test_async_routes(void) {
            !sw_carrier_is_owned(cpu) && sw_carrier_is_mutable(cpu),
        "the source is live, neither is owned");
     sw_move_request_unref(r);
+    sw_move_wait_idle(); /* the executor lets go of its reference too */
     is_int(A.errors_dropped, 1, "the error object goes with the request");
     sw_tensor_unref(t);
     sw_carrier_unref(c);
@@ -779,6 +780,45 @@ static void test_async_routes(void) {
     sw_carrier_unref(c);
     sw_carrier_unref(cpu);
     sw_move_wait_idle();
+
+    /* Allocation failures anywhere in a recorded move through a
+     * completion: a clean failure or success, nothing left owned. */
+    reset_async();
+    gate(1);
+    int runs = 0, clean = 1;
+    sw_set_grad_enabled(1);
+    for (int64_t n = 0; n < 200; ++n) {
+        sw_carrier *fc = make(TAG(7), 2, 1), *fd = NULL;
+        if (sw_cpu_new(2, SW_DTYPE_FLOAT32, 1, 0, &fd))
+            bail_out(sw_errmsg());
+        sw_tensor *ft = tensor_on(fc, 2), *fo = NULL;
+        sw_move_request *fr = NULL;
+        sw_debug_fail_alloc_after(n);
+        st = sw_move_async(ft, fd, &fr);
+        if (!st)
+            st = sw_move_request_wait(fr, &fo);
+        sw_debug_fail_alloc_after(-1);
+        sw_move_wait_idle();
+        runs++;
+        if (st) {
+            clean &= st == SW_ENOMEM || strlen(sw_errmsg()) > 0;
+            clean &= !sw_carrier_is_released(fc) && !sw_carrier_is_owned(fc) &&
+                     !sw_carrier_is_owned(fd) && sw_carrier_is_mutable(fd);
+            sw_clear_error();
+        }
+        sw_tensor_unref(fo);
+        sw_move_request_unref(fr);
+        sw_tensor_unref(ft);
+        sw_carrier_unref(fc);
+        sw_carrier_unref(fd);
+        if (!st)
+            break;
+    }
+    sw_set_grad_enabled(0);
+    ok(clean && runs > 1,
+       "every allocation failure of an asynchronous route move is clean (%d "
+       "runs)",
+       runs);
     sw_set_grad_enabled(grad);
     sw_capabilities_forget(TAG(7));
     leak_check(base, "asynchronous routes");
