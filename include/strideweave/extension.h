@@ -98,7 +98,9 @@ typedef struct sw_storage_provider {
 /*
  * One move through a transfer route, as its provider sees it: copy
  * physical_span slots from offset in the tensor's carrier to 0 in the
- * destination (holes included). Everything is borrowed for the call.
+ * destination (holes included). The request and everything it points at
+ * are borrowed from prepare until the route's finish runs (prepared work
+ * may keep the pointer for submit and its completion).
  */
 typedef struct sw_transfer_request {
     sw_tensor *tensor;

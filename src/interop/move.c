@@ -465,6 +465,7 @@ typedef struct route_work {
     const sw_transfer_route_decl *route;
     void *work;                        /* until finish */
     sw_transfer_completion completion; /* wait NULL: none */
+    sw_transfer_request request;       /* prepare's, valid until finish */
     saved_error failure;               /* status non-zero: submit failed */
     /* The host language's error object a failed wait handed over. */
     void *host_error;
@@ -840,17 +841,19 @@ static sw_status fail_refused(const sw_carrier *src, const sw_carrier *dst,
                    reason[0] ? reason : "the route refused");
 }
 
-/* The route's prepare for moving tensor into destination. */
+/* The route's prepare for moving tensor into destination; *req (which
+ * the caller keeps until finish) is the request it sees. */
 static sw_status route_prepare(const sw_transfer_route_decl *r,
-                               sw_tensor *tensor, sw_carrier *destination,
-                               void **work, int *unsupported, char *reason,
-                               size_t size) {
-    sw_transfer_request req = {
+                               sw_transfer_request *req, sw_tensor *tensor,
+                               sw_carrier *destination, void **work,
+                               int *unsupported, char *reason, size_t size) {
+    sw_transfer_request made = {
         tensor,         destination,    sw_carrier_dtype(tensor->carrier),
         tensor->layout, tensor->offset, tensor->layout->cosize};
+    *req = made;
     *work = NULL;
     *unsupported = 0;
-    return r->prepare(r->ctx, &req, work, unsupported, reason, size);
+    return r->prepare(r->ctx, req, work, unsupported, reason, size);
 }
 
 /* Submits prepared work: *c gets a completion, or none (wait NULL) when
@@ -900,7 +903,8 @@ static sw_status route_submit_early(move_state *s, sw_tensor *t,
     void *work = NULL;
     int unsupported = 0;
     char reason[256] = "";
-    st = route_prepare(r, t, dst, &work, &unsupported, reason, sizeof reason);
+    st = route_prepare(r, &w->request, t, dst, &work, &unsupported, reason,
+                       sizeof reason);
     if (!st && unsupported) {
         if (fallback_allowed(t->carrier, dst)) {
             w->active = w->fallback = 1;
@@ -965,8 +969,9 @@ static sw_status route_inline(const sw_transfer_route_decl *r,
                               sw_tensor *tensor, sw_carrier *destination,
                               int *unsupported, char *reason, size_t size) {
     void *work = NULL;
-    sw_status st =
-        route_prepare(r, tensor, destination, &work, unsupported, reason, size);
+    sw_transfer_request req;
+    sw_status st = route_prepare(r, &req, tensor, destination, &work,
+                                 unsupported, reason, size);
     if (st || *unsupported)
         return st;
     sw_transfer_completion c;
