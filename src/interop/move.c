@@ -1,6 +1,14 @@
 /*
- * move: the move registry, the built-in move classes, and the move
- * operation with its validation, commit and backward.
+ * move: the move registry, the built-in move classes, the move operation
+ * with its validation, commit and backward, transfer routes, and
+ * asynchronous moves with their executor.
+ *
+ * A move's life: checks (nothing changes on failure), the claim of both
+ * carriers (one ownership rule for every move, see carrier/internal.h),
+ * the begin of the transfer (destination pinned, a growing file staged),
+ * the transfer (a copy hook; or a route's prepare and submit at
+ * submission and its completion later), and the end (commit or undo),
+ * after which the claim goes and the outcome is recorded.
  *
  * The registry maps an exact (source key, destination key) pair to a move
  * class. Keys are opaque pointers (see sw_move_key in interop.h): a

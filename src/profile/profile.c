@@ -639,12 +639,15 @@ sw_status sw_profiler_event(const sw_profiler *p, int64_t i,
         pthread_mutex_unlock(&q->late_lock);
         return sw_fail(SW_EINDEX, "profiler event index out of range");
     }
-    const event *e = &q->events[i];
-    int64_t parent = e->parent;
+    const event *e;
+    int64_t parent;
     if (q->view) {
         const view_entry *v = &q->view[i];
         e = v->late ? &q->late[v->index] : &q->events[v->index];
         parent = v->parent;
+    } else {
+        e = &q->events[i];
+        parent = e->parent;
     }
     out->id = i;
     out->parent_id = parent;
