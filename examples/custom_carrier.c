@@ -112,6 +112,7 @@ int main(void) {
                                      NULL,
                                      prepare,
                                      run,
+                                     NULL,
                                      NULL};
     sw_carrier_definition def = {
         .version = SW_CARRIER_DEFINITION_VERSION,

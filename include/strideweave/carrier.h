@@ -246,9 +246,13 @@ SW_API sw_dtype sw_carrier_dtype(const sw_carrier *c);
 SW_API int64_t sw_carrier_size(sw_carrier *c);
 SW_API int64_t sw_carrier_version(const sw_carrier *c);
 SW_API int sw_carrier_is_released(const sw_carrier *c);
-/* Writable through public interfaces now: intrinsically mutable and not
- * owned by a composite (or accessed by its owner). */
+/* Writable through public interfaces now: intrinsically mutable, not
+ * owned by a composite (or accessed by its owner), and not owned by a move
+ * running on another thread (interop.h). */
 SW_API int sw_carrier_is_mutable(sw_carrier *c);
+/* Owned by a composite carrier (sw_carrier_claim) or by a pending move:
+ * a move owns its source and destination from its submission until its
+ * outcome is recorded (interop.h). */
 SW_API int sw_carrier_is_owned(const sw_carrier *c);
 
 /*

@@ -32,7 +32,9 @@
  * capability query, observes the class and freezes its definition.
  *
  * Moves (sw_move, sw_move_async): a definition-backed source moves
- * through its definition's route to the destination's exact class; with
+ * through its definition's route to the destination's exact class (its
+ * prepare and submit on the initiating thread once the move owns both
+ * carriers, its completion on the move executor: see interop.h); with
  * none, or when the route's prepare refuses, two definition-backed classes
  * whose providers both allow it copy element by element, and any other
  * pair fails with SW_ENOTIMPL "no transfer route for <source>,
@@ -112,7 +114,9 @@ typedef struct sw_storage_provider {
 /*
  * One move through a transfer route, as its provider sees it: copy
  * physical_span slots from offset in the tensor's carrier to 0 in the
- * destination (holes included). Everything is borrowed for the call.
+ * destination (holes included). The request and everything it points at
+ * are borrowed from prepare until the route's finish runs (prepared work
+ * may keep the pointer for submit and its completion).
  */
 typedef struct sw_transfer_request {
     sw_tensor *tensor;
@@ -124,10 +128,33 @@ typedef struct sw_transfer_request {
 } sw_transfer_request;
 
 /*
+ * The completion of submitted transfer work (ProviderCompletion): the
+ * framework collects its terminal outcome once, on a thread of its
+ * bounded background move executor, never on the thread that submitted
+ * it, with graph construction off.
+ *
+ * wait blocks until the work ended and returns its outcome: SW_OK, or a
+ * failure with the message set. When error is non-NULL the callback may
+ * also hand over the host language's own error object there (owned; the
+ * move's handle keeps it and a binding re-raises that very object, see
+ * sw_move_request_host_error); drop_error frees one (NULL: none is
+ * handed over). drop (optional) frees ctx once the completion is done
+ * with, waited or not. wait may write the move's destination: the thread
+ * running it is the move's transfer thread.
+ */
+typedef struct sw_transfer_completion {
+    void *ctx;
+    sw_status (*wait)(void *ctx, void **error);
+    void (*drop)(void *ctx);
+    void (*drop_error)(void *error);
+} sw_transfer_completion;
+
+/*
  * A transfer route: a move from exactly the defined class to exactly the
- * destination class. The framework runs prepare, then run once, then
- * finish, with graph construction off, after its own checks of the pair
- * and while both carriers are held by the move.
+ * destination class. After its own checks of the pair, the framework
+ * claims ownership of both carriers (interop.h), then runs prepare and
+ * submit on the initiating thread, collects a completion on its executor,
+ * and runs finish, all with graph construction off.
  */
 typedef struct sw_transfer_route_decl {
     const void *source;      /* exactly the defined class */
@@ -142,10 +169,21 @@ typedef struct sw_transfer_route_decl {
     sw_status (*prepare)(void *ctx, const sw_transfer_request *request,
                          void **work, int *unsupported, char *reason,
                          size_t size);
-    /* Submits the prepared work and waits for its terminal outcome. */
+    /* Submits the prepared work and waits for its terminal outcome (used
+     * when submit is NULL). */
     sw_status (*run)(void *ctx, void *work);
-    /* Optional: frees work (after run, or when run fails or is skipped). */
+    /* Optional: frees work once the move is done with it (after the
+     * completion's outcome, or when submit fails or is skipped): the
+     * prepared record stays alive until then. */
     void (*finish)(void *ctx, void *work);
+    /* Optional: submits the prepared work, exactly once, and returns
+     * without waiting: SW_OK with completion->wait NULL when the work is
+     * already complete, or with a completion (see sw_transfer_completion)
+     * whose outcome becomes the move's; a failure fails the move (the
+     * handle records it; the source stays live and unchanged). completion
+     * is zeroed before the call. */
+    sw_status (*submit)(void *ctx, void *work,
+                        sw_transfer_completion *completion);
 } sw_transfer_route_decl;
 
 /* ------------------------------------------------------------- kernels */

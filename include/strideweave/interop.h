@@ -288,11 +288,12 @@ SW_API const sw_move_class *sw_move_op_class(const sw_op *op);
  *     does not support allocation").
  * Then the destination grows if needed, the class's copy runs, and only
  * when it has succeeded is the source carrier's storage released. While
- * the growth and the copy run, both carriers take part in the move: the
- * source refuses writes, release, ownership claims and other moves from
- * every thread (a copy hook only reads it; SW_ERUNTIME "Carrier has a
- * pending move" / "tensor carrier has a pending move"), and the
- * destination accepts changes from this thread only. A copy that leaves
+ * the growth and the copy run, the move owns both carriers
+ * (sw_carrier_is_owned): the source refuses writes, release, ownership
+ * claims and other moves from every thread (a copy hook only reads it;
+ * SW_ERUNTIME "Carrier is owned by a pending move and is not mutable" /
+ * "tensor carrier is owned by a pending move"), and the destination
+ * accepts changes from this thread only. A copy that leaves
  * the destination released fails with SW_ERUNTIME "destination carrier is
  * released". If the growth or the copy fails, the source is left live and
  * unchanged, nothing is written to *out, and a destination that grew gets
@@ -341,9 +342,10 @@ SW_API sw_status sw_move_op_execute_lowered(sw_op *op, sw_tensor *tensor,
                                             sw_tensor **out);
 
 /*
- * move(tensor, destination): SW_ETYPE "tensor must be a Tensor" for a NULL
- * tensor, then the class from sw_move_dispatch for the exact pair, run by
- * sw_move_op_forward on a fresh operation.
+ * move(tensor, destination): sw_move_async and sw_move_request_wait, with
+ * one difference: a built-in bulk transfer runs on the calling thread,
+ * which waits anyway (a route's completion is still collected on the move
+ * executor).
  */
 SW_API sw_status sw_move(sw_tensor *tensor, sw_carrier *destination,
                          sw_tensor **out);
@@ -354,22 +356,40 @@ SW_API sw_status sw_move(sw_tensor *tensor, sw_carrier *destination,
  * move_async: one move, validated at submission and completed later.
  *
  * sw_move_op_submit runs every check of sw_move_op_forward (1-11, plus
- * SW_ERUNTIME "tensor carrier has a pending move" after 3 and
- * "destination carrier has a pending move" after 6) and returns the
- * failure directly, with nothing changed and no request. Then it writes an
- * owned request to *out and starts the transfer:
+ * SW_ERUNTIME "tensor carrier is owned by a pending move" after 3 and
+ * "destination carrier must be mutable: it is owned by a pending move"
+ * after 6) and returns the failure directly, with nothing changed and no
+ * request. Then the move owns both carriers until its outcome is
+ * recorded: sw_carrier_is_owned reports 1 for both, and writes, version
+ * bumps, resizing, release, ownership claims and other moves from every
+ * thread but the one running the transfer fail with SW_ERUNTIME "Carrier
+ * is owned by a pending move and is not mutable" (reads are allowed: the
+ * source does not change). Then:
  *
+ *  - a transfer route (extension.h) is prepared and submitted on the
+ *    calling thread, with the graph off. A failure of prepare (or a
+ *    refusal without fallback) comes before submission: it is returned
+ *    directly, with nothing changed and no request. A failure of submit is
+ *    the request's outcome. A completion returned by submit is collected
+ *    on the move executor (below), never on the calling thread; the
+ *    prepared work lives until then;
  *  - a built-in bulk route (CpuToFileBackedMoveOperation from a CPU
  *    carrier into a FileBacked one, FileBackedToCpuMoveOperation back) of
- *    at least SW_MOVE_ASYNC_MIN_BYTES runs on a worker thread of its own;
- *    until it ends, both carriers refuse writes, version bumps, resizing,
- *    release, ownership claims and other moves from every other thread
- *    with SW_ERUNTIME "Carrier has a pending move" (reads are allowed: the
- *    source does not change);
+ *    at least SW_MOVE_ASYNC_MIN_BYTES is transferred on the move executor;
  *  - every other move (small ones, and those that may call back into a
  *    host language: Python carriers and copy hooks) runs on the calling
  *    thread before sw_move_op_submit returns, so the request is already
  *    done.
+ *
+ * The move executor is a small fixed pool of threads (four), started on
+ * demand, that takes queued moves in submission order: it collects the
+ * completion or runs the transfer, then commits: the result is published,
+ * the source released, the move's ownership ends, the outcome is recorded
+ * (in that order). A process whose executor cannot start a thread at all
+ * completes the move on the calling thread instead.
+ *
+ * Profiling: a move whose source class the calling thread's active
+ * profiler selects records "move.submit" and "move.complete" (profile.h).
  *
  * The move is a recorded forward under the submitting thread's grad mode:
  * on success the result's autograd context is op, exactly as with
@@ -401,17 +421,21 @@ SW_API sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
                                sw_move_request **out);
 SW_API int sw_move_request_done(const sw_move_request *r);
 SW_API sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out);
+/* The host language's error object a transfer route's completion handed
+ * over with a failure (sw_transfer_completion in extension.h), once done;
+ * NULL for none. Borrowed: it lives as long as r. */
+SW_API void *sw_move_request_host_error(sw_move_request *r);
 SW_API sw_move_request *sw_move_request_retain(sw_move_request *r);
 SW_API void sw_move_request_unref(sw_move_request *r);
 
-/* Blocks until no asynchronous move is running (for process exit); a
- * worker held by sw_debug_move_hold never ends, so release the hold
- * first. */
+/* Blocks until no move is queued on or running on the executor (for
+ * process exit); a queue held by sw_debug_move_hold never drains, so
+ * release the hold first. */
 SW_API void sw_move_wait_idle(void);
-/* The number of asynchronous moves running now. */
+/* The number of moves queued on or running on the executor now. */
 SW_API int64_t sw_move_pending_count(void);
-/* Test hook: while held (non-zero), worker threads wait before they
- * start transferring; releasing the hold lets them go. */
+/* Test hook: while held (non-zero), the executor takes no queued move;
+ * releasing the hold lets them go. */
 SW_API void sw_debug_move_hold(int hold);
 
 #ifdef __cplusplus

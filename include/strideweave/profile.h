@@ -9,7 +9,19 @@
  * implementation, the monotonic start time, the inclusive and the self
  * synchronous wall time, the thread, the nearest recorded enclosing
  * execution and whether it succeeded. Operations that were never
- * dispatched (made directly, or the move registry's) are not recorded.
+ * dispatched (made directly, or the move registry's) are not recorded as
+ * executions.
+ *
+ * Moves (sw_move, sw_move_async, sw_move_op_submit) whose source carrier's
+ * class is selected record two events: "move.submit" on the initiating
+ * thread, an execution from the move's start to its hand-off (prepare and
+ * submit of a transfer route included), succeeded once submission
+ * happened; and "move.complete" when the move's outcome is known, on
+ * whichever thread knows it and even after the profiler stopped: its
+ * parent is the submission's event, it has the submission's carrier tag,
+ * implementation and shapes, it spans from the hand-off to the outcome,
+ * and succeeded tells the outcome. Completions that arrive after the stop
+ * join the results at the next sw_profiler_refresh.
  *
  * Profiling state is thread-local: at most one profiler is active per
  * thread, and a profiler is single-use (start once, stop once). Stopping
@@ -111,13 +123,27 @@ SW_API void sw_profiler_abandon(sw_profiler *p);
 SW_API int sw_profiler_is_active(const sw_profiler *p);
 
 /*
- * The number of events and one event. SW_ERUNTIME "Profiler results are
+ * The number of events and one event, as of the last refresh (the stop
+ * makes the first): every event in start-time order with ids 0..n-1 and
+ * parent ids renumbered alike. SW_ERUNTIME "Profiler results are
  * available only after context exit" unless stopped; SW_EINDEX "profiler
  * event index out of range".
  */
 SW_API sw_status sw_profiler_event_count(const sw_profiler *p, int64_t *out);
 SW_API sw_status sw_profiler_event(const sw_profiler *p, int64_t i,
                                    sw_profile_event *out);
+
+/*
+ * Takes in the move completions recorded since the last refresh: *changed
+ * is 1 when the results changed (their ids may all change then), 0
+ * otherwise. Thread-safe with completions arriving; readers of the
+ * results must not run concurrently with a refresh that changes them.
+ * SW_ERUNTIME as sw_profiler_event_count; SW_ENOMEM (the results stay as
+ * they were).
+ */
+SW_API sw_status sw_profiler_refresh(sw_profiler *p, int *changed);
+/* The number of move completions recorded so far (any state). */
+SW_API int64_t sw_profiler_late_count(sw_profiler *p);
 
 /* The CLOCK_MONOTONIC time in nanoseconds that events use. */
 SW_API int64_t sw_profile_now_ns(void);

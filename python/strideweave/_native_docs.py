@@ -599,10 +599,10 @@ Examples:
     "Carrier.is_owned": """is_owned($self, /)
 --
 
-Whether a composite carrier holds the ownership token.
+Whether a composite carrier holds the ownership token, or a pending move owns the carrier.
 
 Returns:
-    bool: owned by another carrier.
+    bool: owned by another carrier, or the source or destination of a move in progress.
 
 Examples:
     >>> c = CPU(2)
@@ -3997,13 +3997,16 @@ Examples:
 
 Starts moving tensor's values into destination and returns a completion handle.
 
-Validation (the checks of move, in the same order) happens now and raises directly. A bulk
-CPU/FileBacked transfer of 1 MiB or more then runs on a worker thread, and the call returns
-at once; until it ends, both carriers refuse writes, release and other moves with
-RuntimeError('Carrier has a pending move'). Every other move completes before move_async
-returns. wait() gives the moved Tensor or raises the move's failure; the source carrier is
-released only when the move succeeds. Dropping the handle neither waits for nor cancels the
-move.
+Validation (the checks of move, in the same order) happens now and raises directly. The move
+then owns both carriers until its outcome is recorded: is_owned() is True on both, and other
+threads' writes, release() and moves of them raise RuntimeError('Carrier is owned by a
+pending move and is not mutable', or 'tensor carrier is owned by a pending move'). A
+TransferRoute is prepared and submitted on this thread (a failing or refusing prepare raises
+here); a ProviderCompletion it returns, and a bulk CPU/FileBacked transfer of 1 MiB or more,
+complete on the library's background move executor while the call returns at once. Every
+other move completes before move_async returns. wait() gives the moved Tensor or raises the
+move's failure; the source carrier is released only when the move succeeds. Dropping the
+handle neither waits for nor cancels the move.
 
 Args:
     tensor: the Tensor to move (one Tensor, not a sequence).

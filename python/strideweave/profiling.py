@@ -7,6 +7,12 @@ happens in the C library; this module checks the arguments and turns the
 recorded events into ``ProfilerEvent`` objects, per-operation
 ``ProfilerAggregate`` rows, a text table and a Chrome trace.
 
+A move (``move``, ``move_async``) whose source carrier class is selected
+records two events: ``move.submit`` at initiation and ``move.complete`` when
+its outcome is known, with the submission as its parent, even after the
+context exited: completions that arrive later join ``events()`` and
+``key_averages()`` at their next call (ids renumbered in start-time order).
+
 Examples:
     >>> import strideweave as sw
     >>> t = sw.Tensor(sw.CPU(4), 0, sw.Layout(sw.Shape([4]), sw.Stride([1])))
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +53,7 @@ _SORT_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class ProfilerEvent:
-    """One recorded execution of a dispatched operation.
+    """One recorded execution of a dispatched operation, or one half of a move.
 
     Attributes:
         id: counts from 0 in execution start order.
@@ -156,7 +163,7 @@ class Profiler:
         ()
     """
 
-    __slots__ = ("_carriers", "_events", "_record_shapes", "_session")
+    __slots__ = ("_carriers", "_events", "_lock", "_record_shapes", "_session", "_stopped")
 
     def __init__(
         self,
@@ -179,46 +186,57 @@ class Profiler:
         # tags of executing operations with them.
         self._carriers = selected
         self._record_shapes = record_shapes
-        self._session: _native.ProfilerSession | None = _native.ProfilerSession(
+        self._session: _native.ProfilerSession = _native.ProfilerSession(
             None if selected is None else tuple(selected), record_shapes
         )
         self._events: tuple[ProfilerEvent, ...] | None = None
+        self._stopped = False
+        # Guards the event view, which move completions change after exit.
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         if self._events is not None:
             state = f"{len(self._events)} events"
-        elif self._session is not None and self._session.active:
+        elif self._session.active:
             state = "active"
         else:
             state = "not started"
         return f"<Profiler {state}>"
 
     def __enter__(self) -> Profiler:
-        if self._session is None:
+        if self._stopped:
             raise RuntimeError("Profiler contexts are single-use")
         self._session.start()
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
-        session = self._session
-        if session is None:
+        if self._stopped:
             raise RuntimeError("Profiler context is not active")
         try:
-            session.stop()
+            self._session.stop()
         except MemoryError:
-            self._finish(session)
+            self._finish()
             raise
-        self._finish(session)
+        self._finish()
         return False
 
-    def _finish(self, session: _native.ProfilerSession) -> None:
-        self._events = tuple(ProfilerEvent(*row) for row in session.events())
-        self._session = None
+    def _finish(self) -> None:
+        self._stopped = True
+        with self._lock:
+            self._refresh_events_locked()
+
+    def _refresh_events_locked(self) -> None:
+        """Rebuilds the event view from the session (lock held)."""
+        self._events = tuple(ProfilerEvent(*row) for row in self._session.events())
 
     def _results(self) -> tuple[ProfilerEvent, ...]:
         if self._events is None:
             raise RuntimeError("Profiler results are available only after context exit")
-        return self._events
+        with self._lock:
+            # Move completions that arrived since the last view, at once.
+            if self._session.refresh():
+                self._refresh_events_locked()
+            return self._events
 
     def events(self) -> tuple[ProfilerEvent, ...]:
         """The recorded events, in execution start order.

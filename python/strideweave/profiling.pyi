@@ -127,7 +127,7 @@ class ProfilerAggregate:
     ) -> None: ...
 
 class Profiler:
-    __slots__ = ("_carriers", "_events", "_record_shapes", "_session")
+    __slots__ = ("_carriers", "_events", "_lock", "_record_shapes", "_session", "_stopped")
     def __init__(
         self,
         *,

@@ -24,8 +24,11 @@ static _Thread_local sw_object *dead;
 static _Thread_local int draining;
 
 void sw_object_unref(sw_object *o) {
+    /* Read before letting go: once our reference is gone another thread
+     * may drop the last one and free o. */
+    int has_peer = o->peer != NULL;
     int_fast64_t n = atomic_fetch_sub(&o->ref, 1) - 1;
-    if (n == 1 && o->peer) {
+    if (n == 1 && has_peer) {
         /* Only the peer's reference is left: stop keeping the peer alive.
          * It may go at once and release its reference, destroying o; o
          * must not be touched after this call. */

@@ -247,7 +247,18 @@ int sw_carrier_is_pinned(const sw_carrier *c) {
 }
 
 int sw_carrier_is_owned(const sw_carrier *c) {
+    return c->owner_token != 0 ||
+           atomic_load(&((sw_carrier *)c)->move_pending) > 0;
+}
+
+int sw_carrier_has_owner(const sw_carrier *c) {
     return c->owner_token != 0;
+}
+
+/* Another thread's move owns c: nobody but the move may change it. */
+static int moved_elsewhere(const sw_carrier *c) {
+    return atomic_load(&((sw_carrier *)c)->move_pending) > 0 &&
+           atomic_load(&((sw_carrier *)c)->move_thread) != sw_thread_id();
 }
 
 int sw_carrier_has_owner_access(const sw_carrier *c) {
@@ -262,13 +273,12 @@ static int writable_now(const sw_carrier *c) {
 
 int sw_carrier_is_mutable(sw_carrier *c) {
     int intrinsic = c->cls->is_mutable ? c->cls->is_mutable(c) : 0;
-    return intrinsic && writable_now(c);
+    return intrinsic && writable_now(c) && !moved_elsewhere(c);
 }
 
 sw_status sw_carrier_check_move(const sw_carrier *c) {
-    if (atomic_load(&c->move_pending) > 0 &&
-        atomic_load(&c->move_thread) != sw_thread_id())
-        return sw_fail(SW_ERUNTIME, "Carrier has a pending move");
+    if (moved_elsewhere(c))
+        return sw_fail(SW_ERUNTIME, SW_MOVE_OWNED_MESSAGE);
     return SW_OK;
 }
 
@@ -297,11 +307,13 @@ sw_status sw_carrier_get(sw_carrier *c, int64_t i, sw_value *out) {
 }
 
 static sw_status set_pinned(sw_carrier *c, int64_t i, const sw_value *v) {
-    if (!sw_carrier_is_mutable(c) || !c->cls->set)
-        return sw_carrier_fail_immutable();
+    /* A move's ownership first: its refusal says why the carrier cannot
+     * be written now. */
     sw_status st = sw_carrier_check_move(c);
     if (st)
         return st;
+    if (!sw_carrier_is_mutable(c) || !c->cls->set)
+        return sw_carrier_fail_immutable();
     if (i < 0 || i >= c->cls->size(c))
         return sw_fail(SW_EINDEX, "Carrier index out of range");
     int_fast64_t before = atomic_load(&c->version);
@@ -366,6 +378,12 @@ sw_status sw_carrier_release_storage(sw_carrier *c) {
     sw_status moving = sw_carrier_check_move(c);
     if (moving)
         return moving;
+    return sw_carrier_release_moved(c);
+}
+
+sw_status sw_carrier_release_moved(sw_carrier *c) {
+    if (!writable_now(c))
+        return fail_owned();
     /* From now on the carrier is released for everyone; its storage goes
      * now, or when the last pin goes. */
     int_fast64_t before = atomic_fetch_or(&c->life, SW_LIFE_RELEASED);

@@ -111,8 +111,9 @@ static sw_status check_definition(const void *cls,
         if (!r->destination)
             return sw_fail(SW_EVALUE, "route '%s' has no destination",
                            r->route_id);
-        if (!r->prepare || !r->run)
-            return sw_fail(SW_EVALUE, "route '%s' needs prepare and run",
+        if (!r->prepare || (!r->run && !r->submit))
+            return sw_fail(SW_EVALUE,
+                           "route '%s' needs prepare and submit (or run)",
                            r->route_id);
         for (int64_t j = 0; j < i; ++j)
             if (def->routes[j].destination == r->destination)

@@ -202,7 +202,7 @@ static sw_status fresh_tier(sw_carrier *like, int64_t size, sw_dtype dtype,
 static sw_status check_transition(sw_carrier *c) {
     if (!sw_carrier_is_evictable(c))
         return sw_fail(SW_ETYPE, "carrier is not an Evictable carrier");
-    if (sw_carrier_is_owned(c) && !sw_carrier_has_owner_access(c))
+    if (sw_carrier_has_owner(c) && !sw_carrier_has_owner_access(c))
         return sw_fail(SW_ERUNTIME, "Evictable carrier is owned by another "
                                     "carrier and cannot be modified "
                                     "directly");

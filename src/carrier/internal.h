@@ -61,15 +61,34 @@ sw_status sw_carrier_fail_released(void);
 sw_status sw_carrier_fail_immutable(void);
 
 /*
- * SW_ERUNTIME "Carrier has a pending move" while an asynchronous move
- * uses c and the caller is not its worker thread; SW_OK otherwise.
+ * A move owns its source and its destination from its submission (before
+ * a transfer route's prepare runs) until its outcome is recorded: the one
+ * rule that protects the participants of every move, synchronous or not,
+ * built-in or routed, and of an Evictable's residency transitions. While
+ * it does, sw_carrier_is_owned reports 1, sw_carrier_is_mutable 0 for
+ * every thread but the one running the move's transfer, and every change
+ * (writes, version bumps, resizing, release, ownership claims, other
+ * moves) from those threads fails with SW_ERUNTIME SW_MOVE_OWNED_MESSAGE.
+ * Reads are allowed: the source does not change.
  */
+#define SW_MOVE_OWNED_MESSAGE                                                  \
+    "Carrier is owned by a pending move and is not mutable"
+
+/* SW_ERUNTIME SW_MOVE_OWNED_MESSAGE while a move owns c and the caller is
+ * not the thread running its transfer; SW_OK otherwise. */
 sw_status sw_carrier_check_move(const sw_carrier *c);
 
-/* Marks c as taking part in an asynchronous move (pending > 0), or ends
- * that (pending < 0); sets the worker thread allowed to change it. */
+/* Marks c as owned by a move (pending > 0), or ends that (pending < 0);
+ * sets the thread running the transfer, allowed to change it (0: none). */
 void sw_carrier_move_mark(sw_carrier *c, int pending);
 void sw_carrier_move_worker(sw_carrier *c, uintptr_t thread);
+
+/* Owned by a composite carrier (ownership tokens), whatever moves do. */
+int sw_carrier_has_owner(const sw_carrier *c);
+
+/* sw_carrier_release_storage for the move that owns c, at its commit:
+ * the move's own ownership does not refuse it. */
+sw_status sw_carrier_release_moved(sw_carrier *c);
 
 /*
  * The memory of a CPU carrier for a caller holding a pin (NULL for other

@@ -1,6 +1,14 @@
 /*
- * move: the move registry, the built-in move classes, and the move
- * operation with its validation, commit and backward.
+ * move: the move registry, the built-in move classes, the move operation
+ * with its validation, commit and backward, transfer routes, and
+ * asynchronous moves with their executor.
+ *
+ * A move's life: checks (nothing changes on failure), the claim of both
+ * carriers (one ownership rule for every move, see carrier/internal.h),
+ * the begin of the transfer (destination pinned, a growing file staged),
+ * the transfer (a copy hook; or a route's prepare and submit at
+ * submission and its completion later), and the end (commit or undo),
+ * after which the claim goes and the outcome is recorded.
  *
  * The registry maps an exact (source key, destination key) pair to a move
  * class. Keys are opaque pointers (see sw_move_key in interop.h): a
@@ -19,6 +27,7 @@
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
+#include "profile/internal.h"
 #include "strideweave/capability.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
@@ -277,40 +286,6 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
-/* A route's move: prepare, run, finish, with the graph off. A refusal
- * falls back to the elementwise copy where both classes allow it. */
-sw_status sw_route_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
-                        sw_tensor *output, int64_t element_count) {
-    const sw_transfer_route_decl *r = sw_move_op_class(op)->ctx;
-    sw_transfer_request req = {
-        tensor,         destination,    sw_carrier_dtype(tensor->carrier),
-        tensor->layout, tensor->offset, tensor->layout->cosize};
-    int grad = sw_grad_enabled();
-    sw_set_grad_enabled(0);
-    void *work = NULL;
-    int unsupported = 0;
-    char reason[256] = "";
-    sw_status st =
-        r->prepare(r->ctx, &req, &work, &unsupported, reason, sizeof reason);
-    if (!st && !unsupported) {
-        st = r->run(r->ctx, work);
-        if (r->finish)
-            r->finish(r->ctx, work);
-    }
-    sw_set_grad_enabled(grad);
-    if (st || !unsupported)
-        return st;
-    const sw_defn *sd = sw_carrier_defn(tensor->carrier);
-    const sw_defn *dd = sw_carrier_defn(destination);
-    if (sd && dd && sd->def.storage.elementwise_fallback &&
-        dd->def.storage.elementwise_fallback)
-        return copy_elementwise(op, tensor, destination, output, element_count);
-    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s: %s",
-                   key_name(sw_move_key_of(tensor->carrier)),
-                   key_name(sw_move_key_of(destination)),
-                   reason[0] ? reason : "the route refused");
-}
-
 static const sw_move_class elementwise_class = {
     .version = SW_MOVE_CLASS_VERSION,
     .name = "ElementwiseMoveOperation",
@@ -479,7 +454,6 @@ const sw_move_class *sw_move_dispatch(sw_move_key source,
     pthread_mutex_unlock(&registry_lock);
     return cls;
 }
-
 /* ------------------------------------------------------ the operation */
 
 /* What the checks of a move decided, for the transfer that follows. */
@@ -488,7 +462,23 @@ typedef struct move_plan {
     int grow;         /* the destination is an empty FileBacked to grow */
     const sw_move_class *reverse; /* the route back, when recording */
     sw_move_key dkey;
+    int64_t dst_version; /* the destination's version at the checks */
 } move_plan;
+
+/* A transfer route's work, prepared and submitted when the move was
+ * submitted (sw_move_op_submit), collected by the move's transfer. */
+typedef struct route_work {
+    int active;   /* prepare ran at submission */
+    int fallback; /* prepare refused: copy element by element */
+    const sw_transfer_route_decl *route;
+    void *work;                        /* until finish */
+    sw_transfer_completion completion; /* wait NULL: none */
+    sw_transfer_request request;       /* prepare's, valid until finish */
+    saved_error failure;               /* status non-zero: submit failed */
+    /* The host language's error object a failed wait handed over. */
+    void *host_error;
+    void (*drop_error)(void *error);
+} route_work;
 
 typedef struct move_state {
     const sw_move_class *cls;
@@ -498,6 +488,12 @@ typedef struct move_state {
      * forward then only transfers and commits. */
     int planned;
     move_plan plan;
+    /* The transfer in progress, from move_begin to move_end: the
+     * destination pinned and staged, whether anything may have written
+     * it, and the result over it. */
+    int begun, pinned, staged, copied;
+    sw_tensor *output;
+    route_work route;
     /* Saved by a successful recorded forward for backward: the route back
      * and the destination's key. */
     const sw_move_class *reverse;
@@ -509,8 +505,13 @@ static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
 static sw_status move_backward(sw_op *op, sw_tensor *gradient, int32_t n,
                                sw_tensor **grads);
 
+static void route_work_clear(route_work *w);
+
 static void move_destroy(sw_op *op) {
-    sw_free(sw_op_state(op));
+    move_state *s = sw_op_state(op);
+    route_work_clear(&s->route);
+    sw_tensor_unref(s->output);
+    sw_free(s);
 }
 
 static const sw_op_class move_op_class = {
@@ -571,12 +572,13 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
     sw_carrier *src = t->carrier;
     if (sw_carrier_is_released(src))
         return sw_fail(SW_ERUNTIME, "tensor carrier is released");
-    if (sw_carrier_is_owned(src) && !sw_carrier_has_owner_access(src))
+    if (sw_carrier_has_owner(src) && !sw_carrier_has_owner_access(src))
         return sw_fail(SW_ERUNTIME, "tensor carrier is owned by another "
                                     "carrier object and cannot be moved "
                                     "directly");
     if (sw_carrier_check_move(src))
-        return sw_fail(SW_ERUNTIME, "tensor carrier has a pending move");
+        return sw_fail(SW_ERUNTIME, "tensor carrier is owned by a pending "
+                                    "move");
     if (!dst)
         return sw_fail(SW_ETYPE, "destination must be a Carrier instance");
     if (dst == src)
@@ -585,7 +587,8 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
     if (sw_carrier_is_released(dst))
         return sw_fail(SW_ERUNTIME, "destination carrier is released");
     if (sw_carrier_check_move(dst))
-        return sw_fail(SW_ERUNTIME, "destination carrier has a pending move");
+        return sw_fail(SW_ERUNTIME, "destination carrier must be mutable: it "
+                                    "is owned by a pending move");
     if (!sw_carrier_is_mutable(dst))
         return sw_fail(SW_ERUNTIME, "destination carrier must be mutable");
     if (sw_carrier_dtype(dst) != sw_carrier_dtype(src))
@@ -635,65 +638,75 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
     p->grow = grow;
     p->reverse = reverse;
     p->dkey = dkey;
+    p->dst_version = sw_carrier_version(dst);
     return SW_OK;
 }
 
-/* The transfer and the commit of a checked move. */
-static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
-                          sw_carrier *dst, const move_plan *p,
-                          sw_tensor **out) {
-    sw_carrier *src = t->carrier;
-    int64_t dst_version = sw_carrier_version(dst);
-    sw_status st = SW_OK;
-    /* Until the commit, the participants take part in a move: nobody may
-     * change the source (a copy hook only reads it), and only this thread
-     * may change the destination. */
-    sw_carrier_move_mark(src, 1);
+/*
+ * The start of a checked move's transfer: from here until move_end the
+ * move owns both carriers (nobody may change the source, a copy hook only
+ * reads it; only this thread may change the destination), the
+ * destination's storage is pinned (it must outlive the copy even if a
+ * hook releases it), a growing file is staged, and the result over the
+ * destination exists. A failure is left for move_end to undo.
+ */
+static sw_status move_begin(move_state *s, sw_tensor *t, sw_carrier *dst,
+                            const move_plan *p) {
+    sw_carrier_move_mark(t->carrier, 1);
     sw_carrier_move_mark(dst, 1);
     sw_carrier_move_worker(dst, sw_thread_id());
-    /* The source is pinned as the execution's argument; the destination's
-     * storage must outlive the copy too, even if a hook releases it. */
-    int pinned = 0, copied = 0, staged = 0;
-    if (!(st = sw_carrier_pin(dst)))
-        pinned = 1;
+    s->begun = 1;
+    sw_status st = sw_carrier_pin(dst);
+    s->pinned = !st;
     /* A grown file shows its values under its name only at the commit. */
     if (!st && p->grow) {
         st = sw_file_stage(dst, p->required);
-        staged = !st;
+        s->staged = !st;
     }
-    sw_tensor *r = NULL;
     if (!st)
-        st = sw_tensor_new(dst, 0, t->layout, &r);
-    if (!st) {
-        copied = 1;
-        st = s->cls->copy(op, t, dst, r, p->required);
-    }
-    sw_carrier_move_mark(dst, -1);
-    sw_carrier_move_mark(src, -1);
+        st = sw_tensor_new(dst, 0, t->layout, &s->output);
+    return st;
+}
+
+/*
+ * The end of a begun move's transfer, whose outcome is st: the commit
+ * (the destination holds the values, the source goes) or the undoing of
+ * everything the transfer changed. Ends the move's ownership either way.
+ */
+static sw_status move_end(move_state *s, sw_tensor *t, sw_carrier *dst,
+                          const move_plan *p, sw_status st, sw_tensor **out) {
+    sw_carrier *src = t->carrier;
+    sw_tensor *r = s->output;
+    s->output = NULL;
     /* A copy hook may have released its destination: nothing to publish. */
     if (!st && sw_carrier_is_released(dst))
         st = sw_fail(SW_ERUNTIME, "destination carrier is released");
-    if (!st && staged)
+    if (!st && s->staged)
         st = sw_file_commit(dst);
-    if (st) {
+    if (!st) {
+        sw_carrier_unpin(dst);
+        s->pinned = 0;
+        /* Commit: the destination holds the values; the source goes. */
+        st = sw_carrier_release_moved(src);
+    } else {
         saved_error e;
         save_error(&e, st);
-        sw_tensor_unref(r);
         /* A copy that wrote part of the destination (its version moved)
          * leaves exactly one version step, so that every saved-version
          * check sees the change; one that wrote nothing leaves none. */
         int64_t now = sw_carrier_version(dst);
-        restore_version(dst, copied && now != dst_version ? dst_version + 1
-                                                          : dst_version);
-        if (staged)
+        restore_version(dst, s->copied && now != p->dst_version
+                                 ? p->dst_version + 1
+                                 : p->dst_version);
+        if (s->staged)
             (void)sw_file_abandon(dst);
-        if (pinned)
+        if (s->pinned)
             sw_carrier_unpin(dst);
-        return restore_error(&e);
+        st = restore_error(&e);
     }
-    sw_carrier_unpin(dst);
-    /* Commit: the destination holds the values; the source goes. */
-    st = sw_carrier_release_storage(src);
+    s->begun = s->pinned = s->staged = s->copied = 0;
+    sw_carrier_move_mark(dst, -1);
+    sw_carrier_move_mark(src, -1);
     if (st) {
         sw_tensor_unref(r);
         return st;
@@ -702,6 +715,21 @@ static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
     s->destination_key = p->dkey.id;
     *out = r;
     return SW_OK;
+}
+
+/* The transfer and the commit of a checked move (begun already when a
+ * route's work was submitted with the move). */
+static sw_status move_run(sw_op *op, move_state *s, sw_tensor *t,
+                          sw_carrier *dst, const move_plan *p,
+                          sw_tensor **out) {
+    sw_status st = SW_OK;
+    if (!s->begun)
+        st = move_begin(s, t, dst, p);
+    if (!st) {
+        s->copied = 1;
+        st = s->cls->copy(op, t, dst, s->output, p->required);
+    }
+    return move_end(s, t, dst, p, st, out);
 }
 
 static sw_status move_forward(sw_op *op, int32_t nargs, const sw_arg *args,
@@ -804,16 +832,195 @@ static const sw_move_class *dispatch_pair(sw_tensor *tensor,
     return sw_move_dispatch_carriers(tensor->carrier, destination);
 }
 
-sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
-    if (!tensor)
-        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
-    sw_op *op = NULL;
-    sw_status st = sw_move_op_new(dispatch_pair(tensor, destination), &op);
+/* ------------------------------------------------------ transfer routes */
+
+/* Whether both exact classes let a refused route copy element by
+ * element. */
+static int fallback_allowed(const sw_carrier *src, const sw_carrier *dst) {
+    const sw_defn *sd = sw_carrier_defn(src), *dd = sw_carrier_defn(dst);
+    return sd && dd && sd->def.storage.elementwise_fallback &&
+           dd->def.storage.elementwise_fallback;
+}
+
+static sw_status fail_refused(const sw_carrier *src, const sw_carrier *dst,
+                              const char *reason) {
+    return sw_fail(SW_ENOTIMPL, "no transfer route for %s, %s: %s",
+                   key_name(sw_move_key_of(src)), key_name(sw_move_key_of(dst)),
+                   reason[0] ? reason : "the route refused");
+}
+
+/* The route's prepare for moving tensor into destination; *req (which
+ * the caller keeps until finish) is the request it sees. */
+static sw_status route_prepare(const sw_transfer_route_decl *r,
+                               sw_transfer_request *req, sw_tensor *tensor,
+                               sw_carrier *destination, void **work,
+                               int *unsupported, char *reason, size_t size) {
+    sw_transfer_request made = {
+        tensor,         destination,    sw_carrier_dtype(tensor->carrier),
+        tensor->layout, tensor->offset, tensor->layout->cosize};
+    *req = made;
+    *work = NULL;
+    *unsupported = 0;
+    return r->prepare(r->ctx, req, work, unsupported, reason, size);
+}
+
+/* Submits prepared work: *c gets a completion, or none (wait NULL) when
+ * the work is complete. A route without submit runs (and waits) here. */
+static sw_status route_submit(const sw_transfer_route_decl *r, void *work,
+                              sw_transfer_completion *c) {
+    memset(c, 0, sizeof *c);
+    if (r->submit)
+        return r->submit(r->ctx, work, c);
+    return r->run(r->ctx, work);
+}
+
+static void completion_drop(sw_transfer_completion *c) {
+    if (c->drop)
+        c->drop(c->ctx);
+    memset(c, 0, sizeof *c);
+}
+
+/* Frees what a route's work still holds (accepts cleared work). */
+static void route_work_clear(route_work *w) {
+    completion_drop(&w->completion);
+    if (w->route && w->route->finish && !w->fallback)
+        w->route->finish(w->route->ctx, w->work);
+    if (w->host_error && w->drop_error)
+        w->drop_error(w->host_error);
+    memset(w, 0, sizeof *w);
+}
+
+/*
+ * A route's half of a move's submission, on the submitting thread and
+ * with the graph off, after the move has claimed both carriers: begins
+ * the transfer, prepares, and submits. A failure here (the transfer
+ * cannot begin, prepare fails, or refuses with no fallback) comes before
+ * any submission: the move does not happen. A failing submit is the
+ * move's outcome, kept for the transfer to report.
+ */
+static sw_status route_submit_early(move_state *s, sw_tensor *t,
+                                    sw_carrier *dst, const move_plan *p) {
+    route_work *w = &s->route;
+    route_work_clear(w);
+    sw_status st = move_begin(s, t, dst, p);
     if (st)
         return st;
-    st = sw_move_op_forward(op, tensor, destination, out);
-    sw_op_unref(op);
+    const sw_transfer_route_decl *r = s->cls->ctx;
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    void *work = NULL;
+    int unsupported = 0;
+    char reason[256] = "";
+    st = route_prepare(r, &w->request, t, dst, &work, &unsupported, reason,
+                       sizeof reason);
+    if (!st && unsupported) {
+        if (fallback_allowed(t->carrier, dst)) {
+            w->active = w->fallback = 1;
+            w->route = r;
+        } else {
+            st = fail_refused(t->carrier, dst, reason);
+        }
+    } else if (!st) {
+        w->active = 1;
+        w->route = r;
+        w->work = work;
+        /* Submitted work may write the destination from now on. */
+        s->copied = 1;
+        sw_status sub = route_submit(r, work, &w->completion);
+        if (sub) {
+            save_error(&w->failure, sub);
+            completion_drop(&w->completion);
+        }
+    }
+    sw_set_grad_enabled(grad);
     return st;
+}
+
+/*
+ * The transfer of work submitted early: the kept submit failure, or the
+ * completion's outcome (waited here, with the graph off: on the move
+ * executor for an asynchronous move), then finish. A failed wait's host
+ * error stays in w for the request.
+ */
+static sw_status route_collect(route_work *w) {
+    sw_status st = SW_OK;
+    if (w->failure.status) {
+        st = restore_error(&w->failure);
+    } else if (w->completion.wait) {
+        void *error = NULL;
+        st = w->completion.wait(w->completion.ctx, &error);
+        if (st && error) {
+            w->host_error = error;
+            w->drop_error = w->completion.drop_error;
+        } else if (error && w->completion.drop_error) {
+            w->completion.drop_error(error);
+        }
+    }
+    saved_error e;
+    if (st)
+        save_error(&e, st);
+    completion_drop(&w->completion);
+    /* The prepared record stays alive until here. */
+    if (w->route->finish)
+        w->route->finish(w->route->ctx, w->work);
+    w->work = NULL;
+    w->route = NULL;
+    w->active = 0;
+    memset(&w->failure, 0, sizeof w->failure);
+    return st ? restore_error(&e) : SW_OK;
+}
+
+/* The whole route on the calling thread (a move run by
+ * sw_move_op_forward, or a backward pass): prepare, submit, the
+ * completion's outcome, finish. */
+static sw_status route_inline(const sw_transfer_route_decl *r,
+                              sw_tensor *tensor, sw_carrier *destination,
+                              int *unsupported, char *reason, size_t size) {
+    void *work = NULL;
+    sw_transfer_request req;
+    sw_status st = route_prepare(r, &req, tensor, destination, &work,
+                                 unsupported, reason, size);
+    if (st || *unsupported)
+        return st;
+    sw_transfer_completion c;
+    st = route_submit(r, work, &c);
+    if (!st && c.wait)
+        st = c.wait(c.ctx, NULL);
+    saved_error e;
+    if (st)
+        save_error(&e, st);
+    completion_drop(&c);
+    if (r->finish)
+        r->finish(r->ctx, work);
+    return st ? restore_error(&e) : SW_OK;
+}
+
+/* A route's move (the copy hook of route classes), with the graph off. A
+ * refusal falls back to the elementwise copy where both classes allow
+ * it. */
+sw_status sw_route_copy(sw_op *op, sw_tensor *tensor, sw_carrier *destination,
+                        sw_tensor *output, int64_t element_count) {
+    move_state *s = sw_op_state(op);
+    const sw_transfer_route_decl *r = s->cls->ctx;
+    if (s->route.active && s->route.fallback) {
+        s->route.active = s->route.fallback = 0;
+        s->route.route = NULL;
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    }
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    int unsupported = 0;
+    char reason[256] = "";
+    sw_status st = s->route.active
+                       ? route_collect(&s->route)
+                       : route_inline(r, tensor, destination, &unsupported,
+                                      reason, sizeof reason);
+    sw_set_grad_enabled(grad);
+    if (st || !unsupported)
+        return st;
+    if (fallback_allowed(tensor->carrier, destination))
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    return fail_refused(tensor->carrier, destination, reason);
 }
 
 /* ---------------------------------------------------- asynchronous moves */
@@ -826,37 +1033,66 @@ struct sw_move_request {
     /* The terminal outcome (under lock once done). */
     sw_tensor *result;
     saved_error error;
-    /* The move, kept by the worker until it ends. */
+    void *host_error; /* a completion's own error object, or NULL */
+    void (*drop_error)(void *error);
+    /* The move, kept until it ends. */
     sw_op *op;
     sw_tensor *tensor;
     sw_carrier *destination;
-    int record; /* the submitter's grad mode */
+    int record;                   /* the submitter's grad mode */
+    sw_profile_move profile;      /* the move.complete event to record */
+    struct sw_move_request *next; /* in the executor's queue */
 };
 
-/* Workers running, and the test gate that holds them before they copy. */
-static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
+/*
+ * The move executor: a small fixed pool of threads, started on demand,
+ * that completes asynchronous moves in submission order (a built-in bulk
+ * route's transfer, or the collection of a route's completion, then the
+ * commit). Moves queued or running, and the test gate that holds the
+ * queue, are counted under the same lock.
+ */
+#define EXECUTOR_THREADS 4
+
+static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t exec_cond = PTHREAD_COND_INITIALIZER;
+static sw_move_request *queue_head, *queue_tail;
+static int exec_threads, exec_idle;
 static int64_t workers_running;
 static int workers_held;
+static pthread_once_t exec_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has none of its parent's threads: it starts afresh
+ * (a move the parent had queued is the parent's). */
+static void exec_after_fork(void) {
+    pthread_mutex_init(&exec_lock, NULL);
+    pthread_cond_init(&exec_cond, NULL);
+    queue_head = queue_tail = NULL;
+    exec_threads = exec_idle = 0;
+    workers_running = 0;
+}
+
+static void exec_init(void) {
+    (void)pthread_atfork(NULL, NULL, exec_after_fork);
+}
 
 void sw_debug_move_hold(int hold) {
-    pthread_mutex_lock(&workers_lock);
+    pthread_mutex_lock(&exec_lock);
     workers_held = hold != 0;
-    pthread_cond_broadcast(&workers_cond);
-    pthread_mutex_unlock(&workers_lock);
+    pthread_cond_broadcast(&exec_cond);
+    pthread_mutex_unlock(&exec_lock);
 }
 
 void sw_move_wait_idle(void) {
-    pthread_mutex_lock(&workers_lock);
+    pthread_mutex_lock(&exec_lock);
     while (workers_running > 0)
-        pthread_cond_wait(&workers_cond, &workers_lock);
-    pthread_mutex_unlock(&workers_lock);
+        pthread_cond_wait(&exec_cond, &exec_lock);
+    pthread_mutex_unlock(&exec_lock);
 }
 
 int64_t sw_move_pending_count(void) {
-    pthread_mutex_lock(&workers_lock);
+    pthread_mutex_lock(&exec_lock);
     int64_t n = workers_running;
-    pthread_mutex_unlock(&workers_lock);
+    pthread_mutex_unlock(&exec_lock);
     return n;
 }
 
@@ -867,6 +1103,7 @@ static sw_status request_new(sw_move_request **out) {
     memset(r, 0, sizeof *r);
     atomic_init(&r->refs, 1);
     atomic_init(&r->done, 0);
+    r->profile.nshapes = -1;
     if (pthread_mutex_init(&r->lock, NULL) != 0) {
         sw_free(r);
         return sw_fail(SW_ERUNTIME, "cannot create a move request lock");
@@ -890,6 +1127,9 @@ void sw_move_request_unref(sw_move_request *r) {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     sw_tensor_unref(r->result);
+    if (r->host_error && r->drop_error)
+        r->drop_error(r->host_error);
+    sw_profile_move_drop(&r->profile);
     sw_op_unref(r->op);
     sw_tensor_unref(r->tensor);
     sw_carrier_unref(r->destination);
@@ -900,24 +1140,39 @@ void sw_move_request_unref(sw_move_request *r) {
 
 /* Records the terminal outcome once (st and the calling thread's error,
  * or result) and wakes the waiters. */
-static void request_finish(sw_move_request *r, sw_status st,
-                           sw_tensor *result) {
+static void request_finish(sw_move_request *r, sw_status st, sw_tensor *result,
+                           void *host_error, void (*drop_error)(void *)) {
     pthread_mutex_lock(&r->lock);
     if (!atomic_load(&r->done)) {
-        if (st)
+        if (st) {
             save_error(&r->error, st);
-        else
+            r->host_error = host_error;
+            r->drop_error = drop_error;
+            host_error = NULL;
+        } else {
             r->result = result;
+        }
         result = NULL;
         atomic_store(&r->done, 1);
         pthread_cond_broadcast(&r->cond);
     }
     pthread_mutex_unlock(&r->lock);
     sw_tensor_unref(result);
+    if (host_error && drop_error)
+        drop_error(host_error);
 }
 
 int sw_move_request_done(const sw_move_request *r) {
     return r && atomic_load(&r->done);
+}
+
+void *sw_move_request_host_error(sw_move_request *r) {
+    if (!r || !atomic_load(&r->done))
+        return NULL;
+    pthread_mutex_lock(&r->lock);
+    void *e = r->host_error;
+    pthread_mutex_unlock(&r->lock);
+    return e;
 }
 
 sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out) {
@@ -936,49 +1191,121 @@ sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out) {
     return SW_OK;
 }
 
-/* Runs the checked move r describes on the calling thread, as a recorded
- * forward under the calling thread's grad mode. */
+/* Runs the submitted move r describes on the calling thread, as a
+ * recorded forward under the calling thread's grad mode. */
 static sw_status request_run(sw_move_request *r, sw_tensor **out) {
     move_state *s = sw_op_state(r->op);
     s->destination = r->destination;
-    s->planned = 1;
     sw_arg arg = sw_arg_tensor(r->tensor);
     sw_status st = sw_op_forward(r->op, 1, &arg, out);
     s->destination = NULL;
-    s->planned = 0;
     return st;
 }
 
-static void *move_worker(void *arg) {
-    sw_move_request *r = arg;
-    pthread_mutex_lock(&workers_lock);
-    while (workers_held)
-        pthread_cond_wait(&workers_cond, &workers_lock);
-    pthread_mutex_unlock(&workers_lock);
-    sw_carrier *src = r->tensor->carrier, *dst = r->destination;
-    uintptr_t me = sw_thread_id();
-    sw_carrier_move_worker(src, me);
-    sw_carrier_move_worker(dst, me);
+/*
+ * The end of a request, once its transfer has committed (the result
+ * published, the source released) or failed: the move's ownership ends,
+ * the completion event is recorded, then the outcome. The participants
+ * are usable again before the outcome is visible: whoever sees done may
+ * write to, release or move them.
+ */
+static void request_end(sw_move_request *r, sw_status st, sw_tensor *out) {
+    move_state *s = sw_op_state(r->op);
+    saved_error e;
+    if (st)
+        save_error(&e, st);
+    /* A transfer begun at submission that the forward never reached (it
+     * failed before its body ran) is undone here. */
+    if (s->begun && st) {
+        sw_tensor *none = NULL;
+        (void)move_end(s, r->tensor, r->destination, &s->plan, st, &none);
+    }
+    void *host = s->route.host_error;
+    void (*drop)(void *) = s->route.drop_error;
+    s->route.host_error = NULL;
+    s->route.drop_error = NULL;
+    route_work_clear(&s->route);
+    s->planned = 0;
+    sw_carrier_move_mark(r->tensor->carrier, -1);
+    sw_carrier_move_mark(r->destination, -1);
+    sw_profile_move_complete(&r->profile, st == SW_OK);
+    if (st)
+        st = restore_error(&e);
+    request_finish(r, st, st ? NULL : out, host, drop);
+}
+
+/* The executor's part of a request: the transfer and the commit. */
+static void request_complete(sw_move_request *r) {
+    /* This thread runs the transfer now: it may change the destination. */
+    sw_carrier_move_worker(r->destination, sw_thread_id());
     sw_set_grad_enabled(r->record);
     sw_tensor *out = NULL;
     sw_status st = request_run(r, &out);
-    /* The participants are usable again before the outcome is visible:
-     * whoever sees done may write to, release or move them. */
-    sw_carrier_move_mark(src, -1);
-    sw_carrier_move_mark(dst, -1);
-    request_finish(r, st, st ? NULL : out);
-    sw_move_request_unref(r);
-    pthread_mutex_lock(&workers_lock);
-    if (--workers_running == 0)
-        pthread_cond_broadcast(&workers_cond);
-    pthread_mutex_unlock(&workers_lock);
+    request_end(r, st, st ? NULL : out);
+}
+
+static void *executor_main(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&exec_lock);
+    for (;;) {
+        while (!queue_head || workers_held) {
+            ++exec_idle;
+            pthread_cond_wait(&exec_cond, &exec_lock);
+            --exec_idle;
+        }
+        sw_move_request *r = queue_head;
+        queue_head = r->next;
+        if (!queue_head)
+            queue_tail = NULL;
+        r->next = NULL;
+        pthread_mutex_unlock(&exec_lock);
+        request_complete(r);
+        sw_move_request_unref(r);
+        pthread_mutex_lock(&exec_lock);
+        if (--workers_running == 0)
+            pthread_cond_broadcast(&exec_cond);
+    }
     return NULL;
 }
 
-/* Whether a checked move runs on a worker thread: a built-in bulk route
- * between the built-in CPU and FileBacked storages, of at least
- * SW_MOVE_ASYNC_MIN_BYTES. Everything else may call back into a host
- * language or is small, and completes at submission. */
+/* Queues r (whose reference the queue takes) for the executor, starting
+ * a thread when none is idle and the pool is not full. 0 when the
+ * executor has no thread and none can start: the caller keeps r. */
+static int executor_submit(sw_move_request *r) {
+    pthread_once(&exec_once, exec_init);
+    pthread_mutex_lock(&exec_lock);
+    if (exec_idle == 0 && exec_threads < EXECUTOR_THREADS) {
+        pthread_attr_t attr;
+        pthread_t thread;
+        int ok = pthread_attr_init(&attr) == 0;
+        if (ok) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&thread, &attr, executor_main, NULL) == 0;
+            pthread_attr_destroy(&attr);
+        }
+        if (ok)
+            ++exec_threads;
+    }
+    if (exec_threads == 0) {
+        pthread_mutex_unlock(&exec_lock);
+        return 0;
+    }
+    r->next = NULL;
+    if (queue_tail)
+        queue_tail->next = r;
+    else
+        queue_head = r;
+    queue_tail = r;
+    ++workers_running;
+    pthread_cond_broadcast(&exec_cond);
+    pthread_mutex_unlock(&exec_lock);
+    return 1;
+}
+
+/* Whether a checked move's transfer runs on the executor: a built-in bulk
+ * route between the built-in CPU and FileBacked storages, of at least
+ * SW_MOVE_ASYNC_MIN_BYTES. Other copies may call back into a host
+ * language or are small, and complete at submission. */
 static int runs_async(const sw_move_class *cls, sw_tensor *t, sw_carrier *dst,
                       const move_plan *p) {
     sw_carrier *src = t->carrier;
@@ -993,8 +1320,16 @@ static int runs_async(const sw_move_class *cls, sw_tensor *t, sw_carrier *dst,
            bytes >= SW_MOVE_ASYNC_MIN_BYTES;
 }
 
-sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
-                            sw_carrier *destination, sw_move_request **out) {
+/* The class tag a profiler selects a move's source carrier by. */
+static const void *profile_tag(const sw_carrier *c) {
+    return c->dispatch_tag ? c->dispatch_tag : (const void *)c->cls;
+}
+
+/* sw_move_op_submit; bulk non-zero lets a built-in bulk transfer run on
+ * the executor (sw_move, whose caller waits anyway, runs it here). */
+static sw_status submit_move(sw_op *op, sw_tensor *tensor,
+                             sw_carrier *destination, int bulk,
+                             sw_move_request **out) {
     if (!sw_op_is_move(op))
         return sw_fail(SW_ETYPE, "operation must be a MoveOperation");
     move_state *s = sw_op_state(op);
@@ -1012,42 +1347,59 @@ sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
     r->tensor = sw_tensor_retain(tensor);
     r->destination = sw_carrier_retain(destination);
     r->record = sw_grad_enabled();
+    sw_carrier *src = tensor->carrier;
+    sw_profile_frame frame;
+    sw_arg args[2];
+    move_args(tensor, args);
+    int profiled = SW_UNLIKELY(sw_profile_tls != NULL) &&
+                   sw_profile_move_begin(op, profile_tag(src), 2, args, &frame);
     s->plan = p;
-    if (runs_async(s->cls, tensor, destination, &p)) {
-        /* The participants are protected from now until the worker ends. */
-        sw_carrier_move_mark(tensor->carrier, 1);
-        sw_carrier_move_mark(destination, 1);
-        s->planned = 1;
-        pthread_mutex_lock(&workers_lock);
-        ++workers_running;
-        pthread_mutex_unlock(&workers_lock);
-        pthread_attr_t attr;
-        pthread_t thread;
-        int ok = pthread_attr_init(&attr) == 0;
-        if (ok) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            ok = pthread_create(&thread, &attr, move_worker,
-                                sw_move_request_retain(r)) == 0;
-            pthread_attr_destroy(&attr);
+    s->planned = 1;
+    /* The move owns both carriers from now until its outcome, before any
+     * provider code runs. */
+    sw_carrier_move_mark(src, 1);
+    sw_carrier_move_mark(destination, 1);
+    sw_carrier_move_worker(destination, sw_thread_id());
+    int async;
+    if (sw_move_class_is_route(s->cls)) {
+        st = route_submit_early(s, tensor, destination, &p);
+        if (st) {
+            /* Nothing was submitted: no request, and nothing changed. */
+            sw_tensor *none = NULL;
+            st = move_end(s, tensor, destination, &p, st, &none);
+            saved_error e;
+            save_error(&e, st);
+            route_work_clear(&s->route);
+            s->planned = 0;
+            sw_carrier_move_mark(src, -1);
+            sw_carrier_move_mark(destination, -1);
+            if (profiled)
+                sw_profile_move_end(&frame, 0, &r->profile);
+            sw_move_request_unref(r);
+            return restore_error(&e);
         }
-        if (ok) {
+        async = s->route.completion.wait != NULL;
+    } else {
+        async = bulk && runs_async(s->cls, tensor, destination, &p);
+    }
+    if (profiled)
+        sw_profile_move_end(&frame, 1, &r->profile);
+    if (async) {
+        /* Handed off: no thread may change the destination until the
+         * executor's runs the transfer. */
+        sw_carrier_move_worker(destination, 0);
+        if (executor_submit(sw_move_request_retain(r))) {
             *out = r;
             return SW_OK;
         }
-        /* No thread: the move runs here instead. */
-        sw_move_request_unref(r); /* the worker's reference */
-        s->planned = 0;
-        sw_carrier_move_mark(tensor->carrier, -1);
-        sw_carrier_move_mark(destination, -1);
-        pthread_mutex_lock(&workers_lock);
-        if (--workers_running == 0)
-            pthread_cond_broadcast(&workers_cond);
-        pthread_mutex_unlock(&workers_lock);
+        /* No thread at all: the move completes here instead. */
+        sw_move_request_unref(r);
+        sw_carrier_move_worker(destination, sw_thread_id());
     }
     sw_tensor *result = NULL;
     st = request_run(r, &result);
-    request_finish(r, st, st ? NULL : result);
-    /* A synchronous request keeps nothing but its outcome. */
+    request_end(r, st, st ? NULL : result);
+    /* A completed request keeps nothing but its outcome. */
     sw_op_unref(r->op);
     sw_tensor_unref(r->tensor);
     sw_carrier_unref(r->destination);
@@ -1058,16 +1410,36 @@ sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
     return SW_OK;
 }
 
-sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
-                        sw_move_request **out) {
+sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
+                            sw_carrier *destination, sw_move_request **out) {
+    return submit_move(op, tensor, destination, 1, out);
+}
+
+static sw_status move_async(sw_tensor *tensor, sw_carrier *destination,
+                            int bulk, sw_move_request **out) {
     if (!tensor)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     sw_op *op = NULL;
     sw_status st = sw_move_op_new(dispatch_pair(tensor, destination), &op);
     if (st)
         return st;
-    st = sw_move_op_submit(op, tensor, destination, out);
+    st = submit_move(op, tensor, destination, bulk, out);
     sw_op_unref(op);
+    return st;
+}
+
+sw_status sw_move_async(sw_tensor *tensor, sw_carrier *destination,
+                        sw_move_request **out) {
+    return move_async(tensor, destination, 1, out);
+}
+
+sw_status sw_move(sw_tensor *tensor, sw_carrier *destination, sw_tensor **out) {
+    sw_move_request *r = NULL;
+    sw_status st = move_async(tensor, destination, 0, &r);
+    if (st)
+        return st;
+    st = sw_move_request_wait(r, out);
+    sw_move_request_unref(r);
     return st;
 }
 

@@ -43,4 +43,36 @@ int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
 /* Closes the frame opened by sw_profile_begin. */
 void sw_profile_end(sw_profile_frame *f, int succeeded);
 
+/*
+ * Moves (profile.h): a submission is an execution frame named
+ * "move.submit" for the source carrier's class tag, opened by
+ * sw_profile_move_begin (0: nothing is being profiled) and closed by
+ * sw_profile_move_end, which fills ticket when the submission was
+ * recorded and succeeded (ticket->profiler is NULL otherwise). The
+ * completion is recorded from any thread, at any time, by
+ * sw_profile_move_complete: a "move.complete" event whose parent is the
+ * submission's, with its class tags and shapes, spanning from the end of
+ * the submission to now. sw_profile_move_drop frees a ticket that will
+ * never complete (accepts an empty one).
+ */
+typedef struct sw_profile_move {
+    sw_profiler *profiler; /* owned; NULL: nothing to record */
+    int64_t parent;
+    int32_t name;
+    int32_t nshapes;
+    struct sw_layout **shapes; /* owned */
+    const void *carrier_tag;
+    const sw_op_class *impl_class;
+    const void *impl_tag; /* owned by the submission's event */
+    int64_t start;
+} sw_profile_move;
+
+int sw_profile_move_begin(const sw_op *op, const void *carrier_tag,
+                          int32_t nargs, const sw_arg *args,
+                          sw_profile_frame *f);
+void sw_profile_move_end(sw_profile_frame *f, int succeeded,
+                         sw_profile_move *ticket);
+void sw_profile_move_complete(sw_profile_move *ticket, int succeeded);
+void sw_profile_move_drop(sw_profile_move *ticket);
+
 #endif /* SW_PROFILE_INTERNAL_H */

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +26,8 @@ enum {
 
 typedef struct event {
     int64_t parent;
+    uint64_t thread; /* late events: the thread that recorded them */
+    int owns_tag;    /* whether impl_tag is released with this event */
     int32_t name;    /* index into the interned names */
     int32_t nshapes; /* -1 when shapes are not recorded */
     const void *carrier_tag;
@@ -50,7 +53,23 @@ struct sw_profiler {
     char **names;
     int32_t nnames, cap_names;
     sw_profile_frame *top; /* the innermost open execution */
+    /* Late events (move completions), recorded from any thread, even
+     * after the stop: guarded by late_lock, as is the view. */
+    pthread_mutex_t late_lock;
+    event *late;
+    int64_t nlate, cap_late;
+    /* The results as sw_profiler_event shows them: every event and the
+     * late ones known at the last refresh, in start-time order. */
+    struct view_entry *view;
+    int64_t nview, view_nlate;
 };
+
+typedef struct view_entry {
+    int late;       /* an index into late rather than events */
+    int64_t index;  /* into events or late */
+    int64_t parent; /* renumbered, or -1 */
+    int64_t start;
+} view_entry;
 
 _Thread_local sw_profiler *sw_profile_tls;
 
@@ -79,6 +98,10 @@ sw_status sw_profiler_new(sw_profiler **out) {
     sw_profiler *p = sw_calloc(1, sizeof *p);
     if (!p)
         return sw_oom();
+    if (pthread_mutex_init(&p->late_lock, NULL) != 0) {
+        sw_free(p);
+        return sw_fail(SW_ERUNTIME, "cannot create a profiler lock");
+    }
     sw_ref_init(&p->ref);
     atomic_init(&p->state, STATE_NEW);
     p->ntags = -1;
@@ -92,18 +115,26 @@ sw_profiler *sw_profiler_retain(sw_profiler *p) {
     return p;
 }
 
+static void free_event(sw_profiler *p, event *e) {
+    for (int32_t k = 0; k < e->nshapes; ++k)
+        sw_layout_release(e->shapes[k]);
+    sw_free(e->shapes);
+    if (e->owns_tag && e->impl_tag && p->release_fn)
+        p->release_fn(e->impl_tag);
+}
+
 static void free_events(sw_profiler *p) {
-    for (int64_t i = 0; i < p->nevents; ++i) {
-        event *e = &p->events[i];
-        for (int32_t k = 0; k < e->nshapes; ++k)
-            sw_layout_release(e->shapes[k]);
-        sw_free(e->shapes);
-        if (e->impl_tag && p->release_fn)
-            p->release_fn(e->impl_tag);
-    }
+    for (int64_t i = 0; i < p->nevents; ++i)
+        free_event(p, &p->events[i]);
+    for (int64_t i = 0; i < p->nlate; ++i)
+        free_event(p, &p->late[i]);
     sw_free(p->events);
-    p->events = NULL;
-    p->nevents = p->cap_events = 0;
+    sw_free(p->late);
+    sw_free(p->view);
+    p->events = p->late = NULL;
+    p->view = NULL;
+    p->nevents = p->cap_events = p->nlate = p->cap_late = 0;
+    p->nview = p->view_nlate = 0;
 }
 
 void sw_profiler_unref(sw_profiler *p) {
@@ -114,6 +145,7 @@ void sw_profiler_unref(sw_profiler *p) {
         sw_free(p->names[i]);
     sw_free(p->names);
     sw_free(p->tags);
+    pthread_mutex_destroy(&p->late_lock);
     sw_free(p);
 }
 
@@ -267,6 +299,9 @@ sw_status sw_profiler_stop(sw_profiler *p) {
         close_frame(p, p->top, now, 0);
     if (sw_profile_tls == p)
         registration_drop();
+    int changed = 0;
+    if (sw_profiler_refresh(p, &changed) != SW_OK)
+        p->failed = 1;
     if (p->failed)
         return sw_fail(SW_ENOMEM, "out of memory while recording profiler "
                                   "events");
@@ -318,9 +353,11 @@ static int32_t intern(sw_profiler *p, const char *name) {
     return p->nnames++;
 }
 
-/* Appends the event of an execution starting now; -1 on failure. */
-static int64_t record(sw_profiler *p, const sw_op *op, int32_t nargs,
-                      const sw_arg *args, int64_t parent) {
+/* Appends the event of an execution of op starting now, under name for
+ * the carrier class tag; -1 on failure. */
+static int64_t record_as(sw_profiler *p, const char *dispatch_name,
+                         const void *carrier_tag, const sw_op *op,
+                         int32_t nargs, const sw_arg *args, int64_t parent) {
     if (p->nevents == p->cap_events) {
         int64_t cap = p->cap_events ? p->cap_events * 2 : 64;
         event *grown = sw_realloc(p->events, (size_t)cap * sizeof *grown);
@@ -329,7 +366,7 @@ static int64_t record(sw_profiler *p, const sw_op *op, int32_t nargs,
         p->events = grown;
         p->cap_events = cap;
     }
-    int32_t name = intern(p, sw_op_dispatch_name(op));
+    int32_t name = intern(p, dispatch_name);
     if (name < 0)
         return -1;
     sw_layout **shapes = NULL;
@@ -350,10 +387,37 @@ static int64_t record(sw_profiler *p, const sw_op *op, int32_t nargs,
     e->name = name;
     e->nshapes = nshapes;
     e->shapes = shapes;
-    e->carrier_tag = sw_op_dispatch_tag(op);
+    e->carrier_tag = carrier_tag;
     e->impl_class = sw_op_get_class(op);
     e->impl_tag = p->tag_fn ? p->tag_fn(op) : NULL;
+    e->owns_tag = 1;
+    e->thread = p->thread;
     return p->nevents++;
+}
+
+/* Opens f on the active profiler p; the event (when tag is selected) is
+ * recorded under name. */
+static int begin_frame(sw_profiler *p, const char *name, const void *tag,
+                       const sw_op *op, int32_t nargs, const sw_arg *args,
+                       sw_profile_frame *f) {
+    sw_profile_frame *parent = p->top;
+    f->profiler = p;
+    f->parent = parent;
+    f->child_ns = 0;
+    f->event = -1;
+    f->parent_rec = !parent              ? -1
+                    : parent->event >= 0 ? parent->event
+                                         : parent->parent_rec;
+    if (selected(p, tag)) {
+        f->event = record_as(p, name, tag, op, nargs, args, f->parent_rec);
+        if (f->event < 0)
+            p->failed = 1;
+    }
+    p->top = f;
+    f->start = sw_profile_now_ns();
+    if (f->event >= 0)
+        p->events[f->event].start = f->start;
+    return 1;
 }
 
 int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
@@ -363,24 +427,110 @@ int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
         drop_abandoned();
         return 0;
     }
-    sw_profile_frame *parent = p->top;
-    f->profiler = p;
-    f->parent = parent;
-    f->child_ns = 0;
-    f->event = -1;
-    f->parent_rec = !parent              ? -1
-                    : parent->event >= 0 ? parent->event
-                                         : parent->parent_rec;
-    if (selected(p, sw_op_dispatch_tag(op))) {
-        f->event = record(p, op, nargs, args, f->parent_rec);
-        if (f->event < 0)
-            p->failed = 1;
+    return begin_frame(p, sw_op_dispatch_name(op), sw_op_dispatch_tag(op), op,
+                       nargs, args, f);
+}
+
+int sw_profile_move_begin(const sw_op *op, const void *carrier_tag,
+                          int32_t nargs, const sw_arg *args,
+                          sw_profile_frame *f) {
+    sw_profiler *p = sw_profile_tls;
+    if (!p)
+        return 0;
+    if (load_state(p) != STATE_ACTIVE) {
+        drop_abandoned();
+        return 0;
     }
-    p->top = f;
-    f->start = sw_profile_now_ns();
-    if (f->event >= 0)
-        p->events[f->event].start = f->start;
-    return 1;
+    return begin_frame(p, "move.submit", carrier_tag, op, nargs, args, f);
+}
+
+void sw_profile_move_end(sw_profile_frame *f, int succeeded,
+                         sw_profile_move *ticket) {
+    memset(ticket, 0, sizeof *ticket);
+    sw_profiler *p = f->profiler;
+    int64_t id = f->event;
+    int open = sw_profile_tls == p && p->top == f;
+    sw_profile_end(f, succeeded);
+    if (!open || id < 0 || !succeeded)
+        return;
+    /* The completion copies what it shares with the submission now: the
+     * owner thread may grow the event array while it is outstanding. */
+    const event *e = &p->events[id];
+    int32_t name = intern(p, "move.complete");
+    sw_layout **shapes = NULL;
+    if (name >= 0 && e->nshapes >= 0) {
+        shapes = sw_calloc((size_t)(e->nshapes > 0 ? e->nshapes : 1),
+                           sizeof *shapes);
+        if (!shapes)
+            name = -1;
+    }
+    if (name < 0) {
+        p->failed = 1;
+        return;
+    }
+    for (int32_t k = 0; k < e->nshapes; ++k)
+        shapes[k] = e->shapes[k] ? sw_layout_retain(e->shapes[k]) : NULL;
+    ticket->profiler = sw_profiler_retain(p);
+    ticket->parent = id;
+    ticket->name = name;
+    ticket->nshapes = e->nshapes;
+    ticket->shapes = shapes;
+    ticket->carrier_tag = e->carrier_tag;
+    ticket->impl_class = e->impl_class;
+    ticket->impl_tag = e->impl_tag;
+    ticket->start = sw_profile_now_ns();
+}
+
+void sw_profile_move_complete(sw_profile_move *ticket, int succeeded) {
+    sw_profiler *p = ticket->profiler;
+    if (!p)
+        return;
+    int64_t now = sw_profile_now_ns();
+    pthread_mutex_lock(&p->late_lock);
+    int stored = 0;
+    if (p->nlate == p->cap_late) {
+        int64_t cap = p->cap_late ? p->cap_late * 2 : 16;
+        event *grown = sw_realloc(p->late, (size_t)cap * sizeof *grown);
+        if (grown) {
+            p->late = grown;
+            p->cap_late = cap;
+        }
+    }
+    if (p->nlate < p->cap_late) {
+        event *e = &p->late[p->nlate++];
+        memset(e, 0, sizeof *e);
+        e->parent = ticket->parent;
+        e->thread = this_thread();
+        e->name = ticket->name;
+        e->nshapes = ticket->nshapes;
+        e->shapes = ticket->shapes;
+        e->carrier_tag = ticket->carrier_tag;
+        e->impl_class = ticket->impl_class;
+        e->impl_tag = ticket->impl_tag; /* the submission's event owns it */
+        e->start = ticket->start;
+        e->duration = now > ticket->start ? now - ticket->start : 0;
+        e->self = e->duration;
+        e->succeeded = succeeded != 0;
+        stored = 1;
+    }
+    pthread_mutex_unlock(&p->late_lock);
+    if (stored) {
+        /* The late event owns the shapes now. */
+        ticket->shapes = NULL;
+        ticket->nshapes = -1;
+    }
+    /* A completion that finds no memory is dropped, as any event. */
+    sw_profile_move_drop(ticket);
+}
+
+void sw_profile_move_drop(sw_profile_move *ticket) {
+    for (int32_t k = 0; k < ticket->nshapes; ++k)
+        sw_layout_release(ticket->shapes[k]);
+    sw_free(ticket->shapes);
+    ticket->shapes = NULL;
+    ticket->nshapes = -1;
+    sw_profiler_unref(ticket->profiler);
+    ticket->profiler = NULL;
 }
 
 void sw_profile_end(sw_profile_frame *f, int succeeded) {
@@ -402,11 +552,78 @@ static sw_status check_results(const sw_profiler *p) {
     return SW_OK;
 }
 
+static int by_start(const void *a, const void *b) {
+    const view_entry *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    /* A completion never starts before its submission: ties keep the
+     * recording order, submissions first. */
+    if (x->late != y->late)
+        return x->late ? 1 : -1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Rebuilds the view from every event and late event. Lock held. */
+static sw_status build_view(sw_profiler *p) {
+    int64_t n = p->nevents + p->nlate;
+    view_entry *v = sw_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    int64_t *ids =
+        sw_malloc((size_t)(p->nevents > 0 ? p->nevents : 1) * sizeof *ids);
+    if (!v || !ids) {
+        sw_free(v);
+        sw_free(ids);
+        return sw_oom();
+    }
+    for (int64_t i = 0; i < p->nevents; ++i)
+        v[i] = (view_entry){0, i, p->events[i].parent, p->events[i].start};
+    for (int64_t i = 0; i < p->nlate; ++i)
+        v[p->nevents + i] =
+            (view_entry){1, i, p->late[i].parent, p->late[i].start};
+    qsort(v, (size_t)n, sizeof *v, by_start);
+    for (int64_t k = 0; k < n; ++k)
+        if (!v[k].late)
+            ids[v[k].index] = k;
+    /* Every parent is an event of the session (never a late one). */
+    for (int64_t k = 0; k < n; ++k)
+        if (v[k].parent >= 0)
+            v[k].parent = ids[v[k].parent];
+    sw_free(ids);
+    sw_free(p->view);
+    p->view = v;
+    p->nview = n;
+    p->view_nlate = p->nlate;
+    return SW_OK;
+}
+
+sw_status sw_profiler_refresh(sw_profiler *p, int *changed) {
+    *changed = 0;
+    sw_status st = check_results(p);
+    if (st)
+        return st;
+    pthread_mutex_lock(&p->late_lock);
+    if (!p->view || p->view_nlate != p->nlate) {
+        st = build_view(p);
+        *changed = st == SW_OK;
+    }
+    pthread_mutex_unlock(&p->late_lock);
+    return st;
+}
+
+int64_t sw_profiler_late_count(sw_profiler *p) {
+    pthread_mutex_lock(&p->late_lock);
+    int64_t n = p->nlate;
+    pthread_mutex_unlock(&p->late_lock);
+    return n;
+}
+
 sw_status sw_profiler_event_count(const sw_profiler *p, int64_t *out) {
     sw_status st = check_results(p);
     if (st)
         return st;
-    *out = p->nevents;
+    sw_profiler *q = (sw_profiler *)p;
+    pthread_mutex_lock(&q->late_lock);
+    *out = q->view ? q->nview : q->nevents;
+    pthread_mutex_unlock(&q->late_lock);
     return SW_OK;
 }
 
@@ -415,11 +632,25 @@ sw_status sw_profiler_event(const sw_profiler *p, int64_t i,
     sw_status st = check_results(p);
     if (st)
         return st;
-    if (i < 0 || i >= p->nevents)
+    sw_profiler *q = (sw_profiler *)p;
+    pthread_mutex_lock(&q->late_lock);
+    int64_t n = q->view ? q->nview : q->nevents;
+    if (i < 0 || i >= n) {
+        pthread_mutex_unlock(&q->late_lock);
         return sw_fail(SW_EINDEX, "profiler event index out of range");
-    const event *e = &p->events[i];
+    }
+    const event *e;
+    int64_t parent;
+    if (q->view) {
+        const view_entry *v = &q->view[i];
+        e = v->late ? &q->late[v->index] : &q->events[v->index];
+        parent = v->parent;
+    } else {
+        e = &q->events[i];
+        parent = e->parent;
+    }
     out->id = i;
-    out->parent_id = e->parent;
+    out->parent_id = parent;
     out->name = p->names[e->name];
     out->carrier_tag = e->carrier_tag;
     out->impl_class = e->impl_class;
@@ -429,7 +660,8 @@ sw_status sw_profiler_event(const sw_profiler *p, int64_t i,
     out->start_ns = e->start;
     out->duration_ns = e->duration;
     out->self_ns = e->self;
-    out->thread_id = p->thread;
+    out->thread_id = e->thread;
     out->succeeded = e->succeeded;
+    pthread_mutex_unlock(&q->late_lock);
     return SW_OK;
 }

@@ -798,7 +798,8 @@ static sw_status meddling_copy(sw_op *op, sw_tensor *tensor,
                        : i == 1 ? sw_evictable_promote(meddled)
                        : i == 2 ? sw_carrier_release_storage(meddled)
                                 : sw_carrier_set(meddled, 0, &v);
-        expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+        expect_fail(st, SW_ERUNTIME,
+                    "Carrier is owned by a pending move and is not mutable",
                     "meddling with a hierarchy under its transition");
         meddle_checks++;
     }

@@ -3,9 +3,12 @@
  * registration rules, sealing by observation, construction with the
  * size checks, element access with the base's checks, factories, a
  * refusable release, dispatch refusals, and the move rules for pairs
- * with a definition-backed class. The storage provider here keeps
+ * with a definition-backed class, and asynchronous routes (ownership
+ * before prepare, completions on the move executor, failures). The
+ * storage provider here keeps
  * doubles in a malloc'd array and counts its callbacks.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,8 +145,8 @@ static void r_finish(void *ctx, void *work) {
 }
 
 static sw_transfer_route_decl route_to_cpu(const void *src, const char *id) {
-    sw_transfer_route_decl r = {src,       sw_cpu_class(), id,      NULL,
-                                r_prepare, r_run,          r_finish};
+    sw_transfer_route_decl r = {src,       sw_cpu_class(), id,       NULL,
+                                r_prepare, r_run,          r_finish, NULL};
     return r;
 }
 
@@ -506,6 +509,321 @@ static void test_moves(void) {
 
 /* ------------------------------------------------- memory and forgetting */
 
+/* ------------------------------------------------- asynchronous routes */
+
+/* A route with submit: the completion waits on a gate, on the thread the
+ * framework picks, and may fail handing over an error object. */
+static struct async_route {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int open;          /* the gate */
+    int entered;       /* a wait has started */
+    int owned_prepare; /* both carriers owned when prepare ran */
+    int grad_prepare, grad_submit, grad_wait;
+    int refused_elsewhere; /* another thread's changes were refused */
+    int source_live;       /* the source was live while waited on */
+    int fail_prepare, fail_submit, fail_wait;
+    int with_completion;
+    int errors_dropped;
+    int finished, completions_dropped;
+    pthread_t submitter, waiter;
+    sw_carrier *src, *dst;
+    int64_t span, offset;
+} A = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static int error_token;
+
+/* What another thread may do to the carriers of a move in progress. */
+static void *probe(void *unused) {
+    (void)unused;
+    sw_value v = sw_value_f64(7.0);
+    int refused = 0;
+    sw_status st = sw_carrier_set(A.dst, 0, &v);
+    refused += st == SW_ERUNTIME &&
+               strcmp(sw_errmsg(), "Carrier is owned by a pending move and "
+                                   "is not mutable") == 0;
+    st = sw_carrier_set(A.src, 0, &v);
+    refused += st == SW_ERUNTIME;
+    st = sw_carrier_release_storage(A.src);
+    refused += st == SW_ERUNTIME && strstr(sw_errmsg(), "owned") != NULL;
+    refused += !sw_carrier_is_mutable(A.dst) && sw_carrier_is_owned(A.dst) &&
+               sw_carrier_is_owned(A.src);
+    A.refused_elsewhere = refused == 4;
+    sw_clear_error();
+    return NULL;
+}
+
+static sw_status a_prepare(void *ctx, const sw_transfer_request *r, void **work,
+                           int *unsupported, char *reason, size_t size) {
+    (void)ctx;
+    (void)unsupported;
+    (void)reason;
+    (void)size;
+    A.src = sw_tensor_carrier(r->tensor);
+    A.dst = r->destination;
+    A.span = r->physical_span;
+    A.offset = r->offset;
+    A.owned_prepare = sw_carrier_is_owned(A.src) && sw_carrier_is_owned(A.dst);
+    A.grad_prepare = sw_grad_enabled();
+    pthread_t t;
+    if (pthread_create(&t, NULL, probe, NULL) == 0)
+        pthread_join(t, NULL);
+    if (A.fail_prepare)
+        return sw_set_error(SW_EVALUE, "prepare refused the layout");
+    *work = &A;
+    return SW_OK;
+}
+
+static sw_status a_wait(void *ctx, void **error) {
+    (void)ctx;
+    pthread_mutex_lock(&A.lock);
+    A.waiter = pthread_self();
+    A.grad_wait = sw_grad_enabled();
+    A.source_live = !sw_carrier_is_released(A.src);
+    A.entered = 1;
+    pthread_cond_broadcast(&A.cond);
+    while (!A.open)
+        pthread_cond_wait(&A.cond, &A.lock);
+    pthread_mutex_unlock(&A.lock);
+    if (A.fail_wait) {
+        if (error)
+            *error = &error_token;
+        return sw_set_error(SW_ERUNTIME, "the device went away");
+    }
+    /* The waiting thread runs the transfer: it may write the destination. */
+    store *s = sw_carrier_defined_data(A.src);
+    for (int64_t i = 0; i < A.span; ++i) {
+        sw_value v = sw_value_f64(s->v[A.offset + i]);
+        sw_status st = sw_carrier_set(A.dst, i, &v);
+        if (st)
+            return st;
+    }
+    return SW_OK;
+}
+
+static void a_drop(void *ctx) {
+    (void)ctx;
+    A.completions_dropped++;
+}
+
+static void a_drop_error(void *error) {
+    if (error == &error_token)
+        A.errors_dropped++;
+}
+
+static sw_status a_submit(void *ctx, void *work, sw_transfer_completion *c) {
+    (void)ctx;
+    (void)work;
+    A.submitter = pthread_self();
+    A.grad_submit = sw_grad_enabled();
+    if (A.fail_submit)
+        return sw_set_error(SW_ERUNTIME, "submit failed");
+    if (A.with_completion) {
+        c->ctx = &A;
+        c->wait = a_wait;
+        c->drop = a_drop;
+        c->drop_error = a_drop_error;
+    }
+    return SW_OK;
+}
+
+static void a_finish(void *ctx, void *work) {
+    (void)ctx;
+    (void)work;
+    A.finished++;
+}
+
+static void gate(int open) {
+    pthread_mutex_lock(&A.lock);
+    A.open = open;
+    pthread_cond_broadcast(&A.cond);
+    pthread_mutex_unlock(&A.lock);
+}
+
+static void wait_entered(void) {
+    pthread_mutex_lock(&A.lock);
+    while (!A.entered)
+        pthread_cond_wait(&A.cond, &A.lock);
+    pthread_mutex_unlock(&A.lock);
+}
+
+static void reset_async(void) {
+    A.open = A.entered = 0;
+    A.owned_prepare = A.refused_elsewhere = A.source_live = 0;
+    A.fail_prepare = A.fail_submit = A.fail_wait = 0;
+    A.with_completion = 1;
+    A.errors_dropped = A.finished = A.completions_dropped = 0;
+    A.grad_prepare = A.grad_submit = A.grad_wait = -1;
+}
+
+static void test_async_routes(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_transfer_route_decl route = {TAG(7),   sw_cpu_class(), "async",
+                                    NULL,     a_prepare,      NULL,
+                                    a_finish, a_submit};
+    sw_carrier_definition d = definition("Async");
+    d.nroutes = 1;
+    d.routes = &route;
+    expect_ok(sw_carrier_define(TAG(7), &d), "a route with submit only");
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+
+    /* A completion collected on the executor. */
+    reset_async();
+    sw_carrier *c = make(TAG(7), 3, 1), *cpu = NULL;
+    sw_value v = sw_value_f64(5.0);
+    if (sw_carrier_set(c, 2, &v) || sw_cpu_new(3, SW_DTYPE_FLOAT32, 1, 0, &cpu))
+        bail_out(sw_errmsg());
+    sw_tensor *t = tensor_on(c, 3), *out = NULL;
+    sw_move_request *r = NULL;
+    sw_set_grad_enabled(1);
+    sw_status st = sw_move_async(t, cpu, &r);
+    sw_set_grad_enabled(0);
+    expect_ok(st, "move_async through a completion");
+    ok(A.owned_prepare, "both carriers are owned before prepare runs");
+    ok(A.refused_elsewhere, "and refuse other threads while it runs");
+    ok(A.grad_prepare == 0 && A.grad_submit == 0,
+       "prepare and submit run with the graph off");
+    ok(pthread_equal(A.submitter, pthread_self()),
+       "submit runs on the submitting thread");
+    ok(!sw_move_request_done(r), "move_async returned without waiting");
+    wait_entered();
+    ok(sw_carrier_is_owned(c) && sw_carrier_is_owned(cpu),
+       "both stay owned while the completion is pending");
+    is_int(A.finished, 0, "the prepared work lives until the completion");
+    gate(1);
+    expect_ok(sw_move_request_wait(r, &out), "the outcome");
+    ok(!pthread_equal(A.waiter, pthread_self()),
+       "the completion was waited on another thread");
+    ok(A.grad_wait == 0, "with the graph off");
+    ok(A.source_live, "the source was live during the wait");
+    ok(sw_carrier_is_released(c), "released after success");
+    ok(!sw_carrier_is_owned(cpu) && sw_carrier_is_mutable(cpu),
+       "the destination is free again");
+    ok(((float *)sw_cpu_data(cpu))[2] == 5.0f, "with the values");
+    ok(sw_tensor_autograd_ctx(out) != NULL,
+       "recorded under the submitter's mode");
+    ok(sw_move_request_host_error(r) == NULL, "no host error");
+    is_int(A.finished, 1, "finished once");
+    is_int(A.completions_dropped, 1, "the completion dropped once");
+    sw_tensor_unref(out);
+    out = NULL;
+    sw_move_request_unref(r);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(cpu);
+
+    /* A failing wait: the handle's outcome, with its error object. */
+    reset_async();
+    A.fail_wait = 1;
+    c = make(TAG(7), 2, 1);
+    if (sw_cpu_new(2, SW_DTYPE_FLOAT32, 1, 0, &cpu))
+        bail_out(sw_errmsg());
+    t = tensor_on(c, 2);
+    r = NULL;
+    st = sw_move_async(t, cpu, &r);
+    expect_ok(st, "a move whose completion fails");
+    gate(1);
+    st = sw_move_request_wait(r, &out);
+    expect_fail(st, SW_ERUNTIME, "the device went away", "its outcome");
+    ok(sw_move_request_host_error(r) == &error_token,
+       "the handed-over error object");
+    ok(!sw_carrier_is_released(c) && !sw_carrier_is_owned(c) &&
+           !sw_carrier_is_owned(cpu) && sw_carrier_is_mutable(cpu),
+       "the source is live, neither is owned");
+    sw_move_request_unref(r);
+    sw_move_wait_idle(); /* the executor lets go of its reference too */
+    is_int(A.errors_dropped, 1, "the error object goes with the request");
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(cpu);
+
+    /* A failing submit: a request, whose outcome it is. */
+    reset_async();
+    A.fail_submit = 1;
+    gate(1);
+    c = make(TAG(7), 2, 1);
+    if (sw_cpu_new(2, SW_DTYPE_FLOAT32, 1, 0, &cpu))
+        bail_out(sw_errmsg());
+    t = tensor_on(c, 2);
+    r = NULL;
+    st = sw_move_async(t, cpu, &r);
+    expect_ok(st, "a move whose submit fails has a request");
+    ok(sw_move_request_done(r), "already done");
+    st = sw_move_request_wait(r, NULL);
+    expect_fail(st, SW_ERUNTIME, "submit failed", "its outcome");
+    ok(!sw_carrier_is_released(c) && !sw_carrier_is_owned(c) &&
+           !sw_carrier_is_owned(cpu),
+       "the carriers are as they were");
+    is_int(A.finished, 1, "the work is finished");
+    sw_move_request_unref(r);
+
+    /* A failing prepare comes before submission: no request. */
+    reset_async();
+    A.fail_prepare = 1;
+    r = NULL;
+    st = sw_move_async(t, cpu, &r);
+    expect_fail(st, SW_EVALUE, "prepare refused the layout",
+                "a failing prepare fails the call");
+    ok(r == NULL, "and makes no request");
+    ok(!sw_carrier_is_owned(c) && !sw_carrier_is_owned(cpu),
+       "and leaves nothing owned");
+
+    /* Without a completion the work is complete at submission. */
+    reset_async();
+    A.with_completion = 0;
+    st = sw_move_async(t, cpu, &r);
+    expect_ok(st, "a submit with no completion");
+    ok(sw_move_request_done(r), "is done at once");
+    sw_move_request_unref(r);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(cpu);
+    sw_move_wait_idle();
+
+    /* Allocation failures anywhere in a recorded move through a
+     * completion: a clean failure or success, nothing left owned. */
+    reset_async();
+    gate(1);
+    int runs = 0, clean = 1;
+    sw_set_grad_enabled(1);
+    for (int64_t n = 0; n < 200; ++n) {
+        sw_carrier *fc = make(TAG(7), 2, 1), *fd = NULL;
+        if (sw_cpu_new(2, SW_DTYPE_FLOAT32, 1, 0, &fd))
+            bail_out(sw_errmsg());
+        sw_tensor *ft = tensor_on(fc, 2), *fo = NULL;
+        sw_move_request *fr = NULL;
+        sw_debug_fail_alloc_after(n);
+        st = sw_move_async(ft, fd, &fr);
+        if (!st)
+            st = sw_move_request_wait(fr, &fo);
+        sw_debug_fail_alloc_after(-1);
+        sw_move_wait_idle();
+        runs++;
+        if (st) {
+            clean &= st == SW_ENOMEM || strlen(sw_errmsg()) > 0;
+            clean &= !sw_carrier_is_released(fc) && !sw_carrier_is_owned(fc) &&
+                     !sw_carrier_is_owned(fd) && sw_carrier_is_mutable(fd);
+            sw_clear_error();
+        }
+        sw_tensor_unref(fo);
+        sw_move_request_unref(fr);
+        sw_tensor_unref(ft);
+        sw_carrier_unref(fc);
+        sw_carrier_unref(fd);
+        if (!st)
+            break;
+    }
+    sw_set_grad_enabled(0);
+    ok(clean && runs > 1,
+       "every allocation failure of an asynchronous route move is clean (%d "
+       "runs)",
+       runs);
+    sw_set_grad_enabled(grad);
+    sw_capabilities_forget(TAG(7));
+    leak_check(base, "asynchronous routes");
+}
+
 static void test_memory(void) {
     int64_t base = sw_debug_live_allocs();
     sw_carrier_definition d = definition("Oom");
@@ -533,6 +851,7 @@ int main(void) {
     test_construction();
     test_access();
     test_moves();
+    test_async_routes();
     test_memory();
     return done_testing();
 }

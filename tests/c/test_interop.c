@@ -2386,40 +2386,49 @@ static void test_move_async_worker(void) {
     /* The participants refuse changes from other threads. */
     sw_value v = sw_value_f64(1);
     st = sw_carrier_set(c, 0, &v);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "writing the source");
     st = sw_carrier_set(f, 0, &v);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "writing the destination");
     st = sw_carrier_bump_version(c);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "bumping the source's version");
     st = sw_carrier_release_storage(c);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "releasing the source");
     st = sw_carrier_release_storage(f);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "releasing the destination");
     st = sw_file_resize(f, 3);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "resizing the destination");
     int64_t token = 0;
     st = sw_carrier_claim(c, &token);
-    expect_fail(st, SW_ERUNTIME, "Carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME,
+                "Carrier is owned by a pending move and is not mutable",
                 "claiming the source");
     sw_carrier *other = file_new_f32();
     sw_tensor *r = SENT_TENSOR;
     st = sw_move(t, other, &r);
-    expect_fail(st, SW_ERUNTIME, "tensor carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME, "tensor carrier is owned by a pending move",
                 "moving the source again");
     sw_carrier *c3 = cpu_seq(4, SW_DTYPE_FLOAT32, 0, 1);
     sw_tensor *t3 = T(c3, 0, "4:1");
     st = sw_move(t3, f, &r);
-    expect_fail(st, SW_ERUNTIME, "destination carrier has a pending move",
-                "moving into the destination");
+    expect_fail(
+        st, SW_ERUNTIME,
+        "destination carrier must be mutable: it is owned by a pending move",
+        "moving into the destination");
     sw_move_request *second = (sw_move_request *)SENT_PTR;
     st = sw_move_async(t, other, &second);
-    expect_fail(st, SW_ERUNTIME, "tensor carrier has a pending move",
+    expect_fail(st, SW_ERUNTIME, "tensor carrier is owned by a pending move",
                 "move_async of the source again");
     ok(r == SENT_TENSOR && second == (sw_move_request *)SENT_PTR,
        "the refused moves wrote nothing");
@@ -2558,13 +2567,15 @@ static sw_status guarded_copy(sw_op *op, sw_tensor *tensor,
     sw_carrier *src = sw_tensor_carrier(tensor);
     sw_value v = sw_value_f64(9.0);
     expect_fail(sw_carrier_release_storage(src), SW_ERUNTIME,
-                "Carrier has a pending move", "a hook releasing its source");
+                "Carrier is owned by a pending move and is not mutable",
+                "a hook releasing its source");
     expect_fail(sw_carrier_set(src, 0, &v), SW_ERUNTIME,
-                "Carrier has a pending move", "a hook writing its source");
+                "Carrier is owned by a pending move and is not mutable",
+                "a hook writing its source");
     sw_carrier *other = generic_seq(4, 0);
     sw_tensor *again = NULL;
     expect_fail(sw_move(tensor, other, &again), SW_ERUNTIME,
-                "tensor carrier has a pending move",
+                "tensor carrier is owned by a pending move",
                 "a hook moving its source again");
     sw_carrier_unref(other);
     guard_checks++;

@@ -1,7 +1,8 @@
 /*
  * Unit tests of the operation profiler (include/strideweave/profile.h):
  * what is recorded for dispatched executions of built-in and custom
- * operations, nesting and parent ids, carrier filtering by exact class,
+ * operations, the two events of a move (also completed after the stop),
+ * nesting and parent ids, carrier filtering by exact class,
  * self-time arithmetic with filtered-out children, shapes, failures, the
  * session rules and their messages, cross-thread stops and recovery, two
  * threads profiling independently, an allocation-failure walk, and the
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "strideweave/capability.h"
 #include "strideweave/carrier.h"
 #include "strideweave/einops.h"
 #include "strideweave/evictable.h"
@@ -398,7 +400,8 @@ static sw_status move_route(sw_carrier *c, const char *name, void *ctx,
 
 static const int move_route_tag = 0;
 
-static void test_moves_not_recorded(void) {
+/* A move records its submission and its completion (profile.h). */
+static void test_moves_recorded(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *a = cpu_tensor("4:1");
     sw_carrier *dest = NULL;
@@ -408,11 +411,59 @@ static void test_moves_not_recorded(void) {
     expect_ok(sw_move(a, dest, &moved), "a move under the profiler");
     expect_ok(sw_add(moved, moved, &r), "an add after it");
     expect_ok(sw_profiler_stop(p), "stop");
-    is_int(count(p), 1, "only the add is recorded");
-    is_str(ev(p, 0).name, "add", "the recorded execution");
+    is_int(count(p), 3, "the move's two events and the add");
+    sw_profile_event sub = ev(p, 0), com = ev(p, 1);
+    is_str(sub.name, "move.submit", "the submission first");
+    is_str(com.name, "move.complete", "then the completion");
+    is_str(ev(p, 2).name, "add", "then the add");
+    ok(sub.parent_id == -1 && com.parent_id == sub.id,
+       "the completion's parent is the submission");
+    ok(sub.carrier_tag == (const void *)sw_cpu_class() &&
+           com.carrier_tag == sub.carrier_tag,
+       "both carry the source's class");
+    ok(com.impl_class == sub.impl_class && sub.impl_class != NULL,
+       "and the same implementation");
+    ok(sub.nshapes == 2 && sub.shapes[0] == sw_tensor_layout(a) &&
+           sub.shapes[1] == NULL && com.nshapes == 2 &&
+           com.shapes[0] == sub.shapes[0],
+       "and the same shapes");
+    ok(sub.succeeded && com.succeeded, "both succeeded");
+    ok(com.start_ns >= sub.start_ns &&
+           com.start_ns + com.duration_ns <= ev(p, 2).start_ns,
+       "the completion follows the submission, before the add");
+    int changed = 1;
+    expect_ok(sw_profiler_refresh(p, &changed), "refresh");
+    ok(!changed, "nothing new arrived");
     sw_profiler_unref(p);
     sw_tensor_unref(r);
     sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
+
+    /* Filtered out by the source's class: nothing. */
+    a = cpu_tensor("4:1");
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    const void *generic = sw_generic_class();
+    p = started(1, &generic, 0);
+    expect_ok(sw_move(a, dest, &moved), "a move of an unselected class");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 0, "is not recorded");
+    sw_profiler_unref(p);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(a);
+    sw_carrier_unref(dest);
+
+    /* A failing move: a submission that happened, a failed completion. */
+    a = cpu_tensor("4:1");
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    sw_move_request *req = NULL;
+    p = started(-1, NULL, 0);
+    sw_status st = sw_move_async(a, NULL, &req);
+    expect_fail(st, SW_ETYPE, "destination must be a Carrier instance",
+                "a move refused by its checks");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(count(p), 0, "records nothing");
+    sw_profiler_unref(p);
     sw_tensor_unref(a);
     sw_carrier_unref(dest);
 
@@ -445,6 +496,59 @@ static void test_moves_not_recorded(void) {
     sw_tensor_unref(a);
     sw_carrier_unref(dest);
     leak_check(base, "moves");
+}
+
+/* A move on the executor completes after the profiler stopped: the
+ * completion joins the results at the next refresh, once. */
+static void test_async_move_recorded(void) {
+    int64_t base = sw_debug_live_allocs();
+    int64_t n = (int64_t)1 << 19; /* 2 MiB of float32: the executor's */
+    sw_carrier *c = NULL, *f = NULL;
+    sw_layout *l = NULL;
+    sw_tensor *t = NULL;
+    if (sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 1, &c) != SW_OK ||
+        sw_layout_leaf(n, 1, &l) != SW_OK ||
+        sw_tensor_new(c, 0, l, &t) != SW_OK ||
+        sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &f) != SW_OK)
+        bail_out(sw_errmsg());
+    sw_layout_release(l);
+    sw_debug_move_hold(1);
+    sw_profiler *p = started(-1, NULL, 0);
+    sw_move_request *req = NULL;
+    sw_status st = sw_move_async(t, f, &req);
+    expect_ok(st, "a bulk move on the executor");
+    expect_ok(sw_profiler_stop(p), "stop while it is held");
+    is_int(count(p), 1, "only the submission so far");
+    is_str(ev(p, 0).name, "move.submit", "the submission");
+    int64_t before = sw_profile_now_ns();
+    sw_debug_move_hold(0);
+    sw_tensor *moved = NULL;
+    expect_ok(sw_move_request_wait(req, &moved), "wait");
+    int64_t after = sw_profile_now_ns();
+    expect_ok(sw_move_request_wait(req, NULL), "wait again");
+    is_int(sw_profiler_late_count(p), 1, "one completion arrived");
+    is_int(count(p), 1, "the results wait for a refresh");
+    int changed = 0;
+    expect_ok(sw_profiler_refresh(p, &changed), "refresh");
+    ok(changed, "which takes the completion in");
+    is_int(count(p), 2, "two events");
+    sw_profile_event com = ev(p, 1);
+    is_str(com.name, "move.complete", "the completion");
+    ok(com.parent_id == 0 && com.succeeded, "of the submission, succeeded");
+    ok(com.start_ns <= before && com.start_ns + com.duration_ns >= before,
+       "its interval covers the asynchronous transfer");
+    ok(com.start_ns + com.duration_ns <= after, "and ends with the outcome");
+    expect_ok(sw_profiler_refresh(p, &changed), "refresh again");
+    ok(!changed, "changes nothing: repeated waits add no event");
+    is_int(count(p), 2, "still two");
+    sw_profiler_unref(p);
+    sw_move_request_unref(req);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(t);
+    sw_carrier_unref(c);
+    sw_carrier_unref(f);
+    sw_move_wait_idle();
+    leak_check(base, "an asynchronous move under the profiler");
 }
 
 /* A CPU tensor of layout over an Evictable hierarchy (CPU primary with
@@ -793,7 +897,8 @@ int main(void) {
     init_classes();
     test_builtin_recording();
     test_nesting_and_self_time();
-    test_moves_not_recorded();
+    test_moves_recorded();
+    test_async_move_recorded();
     test_evictable_nesting();
     test_session_rules();
     test_threads();

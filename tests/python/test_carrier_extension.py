@@ -19,7 +19,9 @@ Checklist (later-api.md sections 4.1 to 4.4 and 4.6; what is built so far):
   ``test_garbage_collection_releases``.
 - 4.6 shipped carriers are definition-free: ``test_shipped_are_definition_free``.
 - 6.4/6.5 route resolution and execution: ``test_moves``, ``test_evictable_tier``,
-  ``test_moves_through_routes``, ``test_route_autograd``.
+  ``test_moves_through_routes``, ``test_route_autograd``; ownership, the
+  background executor, failures, lifetime and move profiling (6.5, 7):
+  ``tests/python/test_move_routes_async.py``.
 
 Kernel patterns, packs, dispatch (section 5) and definition-backed
 DependentCarrier classes (4.5) are in ``test_kernel_dispatch``.

@@ -273,7 +273,11 @@ def test_evictable_backward_under_profiler(kind):
 # ----------------------------------------------------------- profiler x move
 
 
-def test_registry_moves_and_transitions_are_not_recorded():
+def test_public_moves_give_two_events_and_transitions_none():
+    # The movement specification's rule (supersedes "moves are never
+    # recorded"): a public move records move.submit and move.complete; a
+    # MoveOperation's forward and residency transitions are not moves of
+    # the public API and stay unrecorded.
     src = Tensor(CPU(0).new_like([1.0, 2.0]), 0, L([2], [1]))
     ev = Evictable(Generic([1.0, 2.0]), Generic([]))
     with sw.profile() as prof:
@@ -282,7 +286,9 @@ def test_registry_moves_and_transitions_are_not_recorded():
         bulk = CpuToFileBackedMoveOperation().forward(direct, FileBacked(dtype=DType.Float32))
         ev.evict()
         ev.promote()
-    assert prof.events() == ()
+    submit, complete = prof.events()
+    assert (submit.name, complete.name) == ("move.submit", "move.complete")
+    assert complete.parent_id == submit.id and submit.carrier_type is CPU
     assert logical(bulk) == [1.0, 2.0]
     assert ElementwiseMoveOperation()._operation_name is None
 

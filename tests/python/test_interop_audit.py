@@ -28,7 +28,7 @@ from strideweave.carriers.move import (
 )
 
 VALUES = [1.0, -2.0, 3.5, 4.0]
-PENDING = "^Carrier has a pending move$"
+PENDING = "^Carrier is owned by a pending move and is not mutable$"
 
 
 @pytest.fixture(autouse=True)
@@ -109,9 +109,9 @@ def test_a_copy_hook_cannot_release_mutate_or_move_its_source():
                 with pytest.raises(RuntimeError, match=PENDING):
                     action()
                 outcomes.append(action)
-            with pytest.raises(RuntimeError, match="^tensor carrier has a pending move$"):
+            with pytest.raises(RuntimeError, match="^tensor carrier is owned by a pending move$"):
                 sw.move(tensor, Generic([0.0] * 4))
-            with pytest.raises(RuntimeError, match="^tensor carrier has a pending move$"):
+            with pytest.raises(RuntimeError, match="^tensor carrier is owned by a pending move$"):
                 move_async(tensor, Generic([0.0] * 4))
             for i in range(tensor.size()):
                 output[i] = tensor[i]  # reads of the source and writes go on

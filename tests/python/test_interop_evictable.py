@@ -37,7 +37,7 @@ from test_dlpack import READ_ONLY, capsule_name, fields, managed
 EV_DLPACK = "DLPack is not supported for Evictable carrier"
 EVICTED = "Evictable carrier is evicted; call promote() first"
 OWNED_MOVE = "tensor carrier is owned by another carrier object and cannot be moved directly"
-PENDING = "Carrier has a pending move"
+PENDING = "Carrier is owned by a pending move and is not mutable"
 BIG = 1 << 18  # float32 elements: 1 MiB, a move that runs on a worker
 VALUES = [1.0, -2.0, 3.5, 4.0]
 
@@ -358,10 +358,11 @@ def test_hierarchy_cannot_claim_participants_of_a_pending_move():
     with pytest.raises(RuntimeError, match=exact(PENDING)):
         Evictable(source, CPU(0))
     other = CPU(2)
-    with pytest.raises(RuntimeError, match=exact(PENDING)):
+    # a destination owned by the move is not mutable (checked before claims)
+    with pytest.raises(RuntimeError, match=exact("secondary carrier must be mutable")):
         Evictable(other, f)
-    # the failed second claim gave the first back
-    assert not source.is_owned() and not f.is_owned() and not other.is_owned()
+    # the move owns its participants; the refused hierarchy claimed nothing
+    assert source.is_owned() and f.is_owned() and not other.is_owned()
     _native._debug_move_hold(False)
     m = h.wait()
     assert source.is_released() and m[BIG - 1] == 2.0

@@ -197,7 +197,7 @@ def test_participants_are_protected_until_the_outcome():
     _native._debug_move_hold(True)
     h = move_async(t, f)
     assert h.done is False and _native._move_pending_count() == 1
-    pending = "^Carrier has a pending move$"
+    pending = "^Carrier is owned by a pending move and is not mutable$"
     with pytest.raises(RuntimeError, match=pending):
         source[0] = 1.0
     with pytest.raises(RuntimeError, match=pending):
@@ -212,12 +212,14 @@ def test_participants_are_protected_until_the_outcome():
         f.release()
     with pytest.raises(RuntimeError, match=pending):
         f._allocate(4)
-    with pytest.raises(RuntimeError, match="^tensor carrier has a pending move$"):
+    with pytest.raises(RuntimeError, match="^tensor carrier is owned by a pending move$"):
         sw.move(t, f32_file())
-    with pytest.raises(RuntimeError, match="^tensor carrier has a pending move$"):
+    with pytest.raises(RuntimeError, match="^tensor carrier is owned by a pending move$"):
         move_async(t, f32_file())
     other = Tensor(CPU(2), 0, flat(2))
-    with pytest.raises(RuntimeError, match="^destination carrier has a pending move$"):
+    with pytest.raises(
+        RuntimeError, match="^destination carrier must be mutable: it is owned by a pending move$"
+    ):
         sw.move(other, f)
     # reads observe the unchanged source
     assert t[BIG - 1] == 3.0 and source.version == 1
@@ -409,9 +411,13 @@ def test_blocking_move_protects_participants_too():
     mover.start()
     while _native._move_pending_count() == 0:
         threading.Event().wait(0.001)
-    with pytest.raises(RuntimeError, match="^Carrier has a pending move$"):
+    with pytest.raises(
+        RuntimeError, match="^Carrier is owned by a pending move and is not mutable$"
+    ):
         source[0] = 1.0
-    with pytest.raises(RuntimeError, match="^Carrier has a pending move$"):
+    with pytest.raises(
+        RuntimeError, match="^Carrier is owned by a pending move and is not mutable$"
+    ):
         f.release()
     _native._debug_move_hold(False)
     mover.join()

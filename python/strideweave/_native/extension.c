@@ -312,6 +312,74 @@ static sw_status route_run_body(void *ctx, void *work) {
     return SW_OK;
 }
 
+/*
+ * A Python ProviderCompletion as the library's completion: the move
+ * executor calls wait on one of its threads, which takes the GIL only for
+ * the call. A failure's exception is handed over as the host error (the
+ * handle re-raises that very object); called on a thread that keeps its
+ * Python thread state (error NULL), it stays set instead.
+ */
+static sw_status completion_wait(void *ctx, void **error) {
+    swpy_gil g = swpy_gil_ensure();
+    PyObject *r = swpy_call_layer("_route_wait", (PyObject *)ctx, NULL, NULL);
+    sw_status s = SW_OK;
+    if (r == NULL) {
+        s = FAILED;
+        if (error != NULL) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (value != NULL && tb != NULL) {
+                PyException_SetTraceback(value, tb);
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+            *error = value;
+            /* The library's message, for a caller without Python. */
+            PyObject *text = value != NULL ? PyObject_Str(value) : NULL;
+            const char *msg = text != NULL ? PyUnicode_AsUTF8(text) : NULL;
+            char line[512];
+            PyOS_snprintf(line, sizeof line, "%s", msg != NULL ? msg : "?");
+            sw_set_error(SW_ERUNTIME, line);
+            Py_XDECREF(text);
+            PyErr_Clear();
+        }
+    } else {
+        Py_DECREF(r);
+    }
+    swpy_gil_release(g);
+    return s;
+}
+
+static void completion_drop(void *ctx) {
+    swpy_gil g = swpy_gil_ensure();
+    Py_XDECREF((PyObject *)ctx);
+    swpy_gil_release(g);
+}
+
+static void error_drop(void *error) {
+    swpy_gil g = swpy_gil_ensure();
+    Py_XDECREF((PyObject *)error);
+    swpy_gil_release(g);
+}
+
+static sw_status route_submit_body(void *ctx, void *work,
+                                   sw_transfer_completion *c) {
+    PyObject *r = swpy_call_layer("_route_submit", (PyObject *)work, NULL, NULL);
+    if (r == NULL) {
+        return FAILED;
+    }
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return SW_OK;
+    }
+    c->ctx = r; /* the completion, until drop */
+    c->wait = completion_wait;
+    c->drop = completion_drop;
+    c->drop_error = error_drop;
+    return SW_OK;
+}
+
 static void route_finish(void *ctx, void *work) {
     swpy_gil g = swpy_gil_ensure();
     Py_XDECREF((PyObject *)work);
@@ -323,6 +391,8 @@ ADAPT(py_route_prepare, route_prepare_body,
        char *reason, size_t size),
       (ctx, r, work, unsupported, reason, size))
 ADAPT(py_route_run, route_run_body, (void *ctx, void *work), (ctx, work))
+ADAPT(py_route_submit, route_submit_body,
+      (void *ctx, void *work, sw_transfer_completion *c), (ctx, work, c))
 
 static void py_drop(void *ctx) {
     swpy_gil g = swpy_gil_ensure();
@@ -405,6 +475,7 @@ static PyObject *define_carrier(PyObject *module, PyObject *args) {
         decls[i].prepare = py_route_prepare;
         decls[i].run = py_route_run;
         decls[i].finish = route_finish;
+        decls[i].submit = py_route_submit;
     }
     ctx->definition = definition;
     ctx->storage = storage;

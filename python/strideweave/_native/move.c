@@ -771,7 +771,16 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
         return await_raise(self);
     }
     if (s != SW_OK) {
-        swpy_raise(s);
+        /* A completion's own exception, collected on the move executor,
+         * is raised as that very object. */
+        PyObject *host = (PyObject *)sw_move_request_host_error(a->req);
+        if (host != NULL) {
+            sw_clear_error();
+            PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(host)), Py_NewRef(host),
+                          PyException_GetTraceback(host));
+        } else {
+            swpy_raise(s);
+        }
         await_keep_exception(self);
         return await_raise(self);
     }
@@ -824,6 +833,13 @@ static PyObject *submit(PyObject *module, PyObject *tensor,
         return NULL;
     }
     keep_reverse(st, OP(op), t, dst);
+    /* A profiler names the move's events by the source's class: the
+     * operation object keeps it alive for them. */
+    OperationObject *o = (OperationObject *)op;
+    PyObject *source = sw_carrier_get_peer(sw_tensor_carrier(t));
+    if (o->dispatch_type == NULL && source != NULL) {
+        o->dispatch_type = Py_NewRef((PyObject *)Py_TYPE(source));
+    }
     sw_move_request *req = NULL;
     sw_status s = sw_move_op_submit(OP(op), t, dst, &req);
     Py_DECREF(op);

@@ -34,6 +34,7 @@
 #include "recipe.h"
 #include "py_tensor.h"
 
+#include "strideweave/capability.h"
 #include "strideweave/evictable.h"
 
 #define OP(o) (((OperationObject *)(o))->op)
@@ -1289,7 +1290,7 @@ static PyObject *operation_get_name(PyObject *self, void *closure) {
  * backend class rather than with the Python class: one table for both
  * directions of the mapping, so that they cannot disagree.
  */
-enum { BUILTIN_TAGS = 3 };
+enum { BUILTIN_TAGS = 4 };
 
 static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
                          const void *tags[BUILTIN_TAGS]) {
@@ -1299,6 +1300,9 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     tags[1] = st->generic_class;
     types[2] = st->evictable_type;
     tags[2] = sw_evictable_class();
+    /* FileBacked dispatches no operation, but moves name their source. */
+    types[3] = st->file_type;
+    tags[3] = sw_file_class();
 }
 
 /*

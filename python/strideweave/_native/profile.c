@@ -259,6 +259,21 @@ static PyObject *session_events(PyObject *self, PyObject *unused) {
     return out;
 }
 
+/* refresh(): whether move completions that arrived since the last
+ * refresh changed the results (see sw_profiler_refresh). */
+static PyObject *session_refresh(PyObject *self, PyObject *unused) {
+    int changed = 0;
+    if (swpy_check(sw_profiler_refresh(SESSION(self), &changed)) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(changed);
+}
+
+/* late_count(): the move completions recorded so far. */
+static PyObject *session_late_count(PyObject *self, PyObject *unused) {
+    return PyLong_FromLongLong(sw_profiler_late_count(SESSION(self)));
+}
+
 static PyObject *profile_now(PyObject *module, PyObject *unused) {
     return PyLong_FromLongLong(sw_profile_now_ns());
 }
@@ -270,6 +285,11 @@ static PyMethodDef session_methods[] = {
      "Ends the session (on the thread that started it)."},
     {"abandon", session_abandon, METH_NOARGS,
      "Abandons a running session without error."},
+    {"refresh", session_refresh, METH_NOARGS,
+     "Takes in the move completions that arrived: whether the events "
+     "changed."},
+    {"late_count", session_late_count, METH_NOARGS,
+     "The number of move completions recorded so far."},
     {"events", session_events, METH_NOARGS,
      "The recorded events as tuples (id, parent_id, name, carrier_type, "
      "implementation_type, input_shapes, start_time_ns, duration_ns, "

@@ -546,6 +546,10 @@ class _Prepared:
 class PreparedTransfer(_Prepared):
     """Prepared transfer work: ``submit()`` returns None or a completion.
 
+    ``move_async`` calls ``submit()`` on the calling thread and returns; a
+    completion's ``wait()`` is called once, on the framework's background
+    move executor, and this record stays alive until then.
+
     Examples:
         >>> PreparedTransfer(lambda: None)._take()() is None
         True
@@ -922,14 +926,27 @@ def _route_prepare(provider: TransferProvider, tensor: Any, destination: Carrier
     return prepared
 
 
-def _route_run(prepared: PreparedTransfer) -> None:
-    """Submits a prepared transfer and waits for it exactly once."""
+def _route_submit(prepared: PreparedTransfer) -> Any:
+    """Submits a prepared transfer once: None when the work is complete, else
+    its provider completion (which the framework waits for on its move
+    executor)."""
     result = prepared._take()()
     if result is None:
-        return
-    completion = _require_provider_completion(result)
+        return None
+    return _require_provider_completion(result)
+
+
+def _route_wait(completion: Any) -> None:
+    """Waits for a transfer's completion, which must yield None."""
     if completion.wait() is not None:
         raise TypeError("a transfer completion must yield None")
+
+
+def _route_run(prepared: PreparedTransfer) -> None:
+    """Submits a prepared transfer and waits for it exactly once."""
+    completion = _route_submit(prepared)
+    if completion is not None:
+        _route_wait(completion)
 
 
 # Carriers whose definitions the library registers itself (TiledEvictable):
