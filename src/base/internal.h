@@ -95,7 +95,9 @@ void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks);
 /* The current count (a snapshot when other threads hold references). */
 int64_t sw_object_refcount(const sw_object *o);
 
-/* A 64-byte aligned, zeroed allocation, and its release. */
+/* A 64-byte aligned allocation (2 MiB aligned and advised for huge pages
+ * from 4 MiB), zeroed when zero, and its release; NULL when out of memory
+ * (also for sizes that leave no room for the alignment). */
 void *sw_alloc_aligned(size_t n, int zero);
 void sw_free_aligned(void *p);
 

@@ -1,14 +1,17 @@
 /*
  * Unit tests of the base module: status names, the per-thread error
- * message, the allocation hook and the live-allocation counter.
+ * message, the allocation hook, the live-allocation counter and the
+ * aligned allocator.
  *
  * The layout constructors serve as the library calls that fail or allocate,
  * since the base module has no fallible entry point of its own.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "strideweave/base.h"
 #include "strideweave/layout.h"
 #include "tap.h"
@@ -170,6 +173,54 @@ static void test_alloc_hook(void) {
     sw_clear_error();
 }
 
+/* Non-zero if the n bytes at p are all zero. */
+static int all_zero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/*
+ * The aligned allocator: 64-byte blocks below 4 MiB, 2 MiB-aligned ones
+ * (advised for huge pages) from 4 MiB, zeroed on request, each one live
+ * allocation through the hook, and NULL without a leak for a size with
+ * no room for the alignment or when the hook fails it.
+ */
+static void test_alloc_aligned(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const size_t sizes[] = {1, 100, ((size_t)4 << 20) - 1,
+                                   (size_t)4 << 20, ((size_t)9 << 20) + 3};
+    for (int i = 0; i < 5; ++i) {
+        size_t n = sizes[i];
+        size_t want = n >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
+        unsigned char *p = sw_alloc_aligned(n, 1);
+        ok(p && (uintptr_t)p % want == 0,
+           "sw_alloc_aligned(%zu) is aligned to %zu bytes", n, want);
+        ok(p && all_zero(p, n), "sw_alloc_aligned(%zu, zero) is zeroed", n);
+        is_int(sw_debug_live_allocs(), base + 1,
+               "sw_alloc_aligned(%zu) is one live allocation", n);
+        if (p) {
+            p[0] = 1;
+            p[n - 1] = 2; /* the whole block is writable */
+        }
+        sw_free_aligned(p);
+        unsigned char *q = sw_alloc_aligned(n, 0);
+        ok(q && (uintptr_t)q % want == 0,
+           "sw_alloc_aligned(%zu) without zeroing is aligned too", n);
+        sw_free_aligned(q);
+    }
+    is_int(sw_debug_live_allocs(), base, "aligned blocks are all freed");
+    ok(sw_alloc_aligned(SIZE_MAX - 16, 0) == NULL,
+       "a size with no room for the alignment gives NULL");
+    sw_debug_fail_alloc_after(0);
+    void *f = sw_alloc_aligned((size_t)8 << 20, 0);
+    sw_debug_fail_alloc_after(-1);
+    ok(f == NULL, "the allocation hook fails a large aligned block");
+    sw_free_aligned(NULL);
+    is_int(sw_debug_live_allocs(), base, "no aligned block leaked");
+}
+
 static void test_retain_release(void) {
     int64_t base = sw_debug_live_allocs();
     sw_layout *l = NULL;
@@ -203,6 +254,7 @@ int main(void) {
     test_error_state();
     test_status_names();
     test_alloc_hook();
+    test_alloc_aligned();
     test_retain_release();
     test_version();
     return done_testing();
