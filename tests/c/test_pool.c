@@ -472,9 +472,22 @@ static void test_fork(void) {
 
 /* ------------------------------------------------------------ kernels */
 
-enum { K_ADD, K_MUL, K_RELU, K_EXP, K_COPY, K_COPY_I32, K_SUM };
-static const char *const kname[] = {"add",  "mul",       "relu", "exp",
-                                    "copy", "copy->i32", "sum"};
+enum {
+    K_ADD,
+    K_MUL,
+    K_RELU,
+    K_EXP,
+    K_COPY,
+    K_COPY_I32,
+    K_SUM,
+    K_TANH,
+    K_SIGMOID,
+    K_GELU,
+    K_SILU
+};
+static const char *const kname[] = {"add",     "mul",       "relu", "exp",
+                                    "copy",    "copy->i32", "sum",  "tanh",
+                                    "sigmoid", "gelu",      "silu"};
 
 /* One kernel case: operand layouts over buffers of cosize elements. */
 typedef struct kcase {
@@ -514,6 +527,18 @@ static float *run_case(const kcase *kc, const float *a, const float *b, int t,
         break;
     case K_EXP:
         st = sw_kernel_activation(SW_KACT_EXP, out, in[0]);
+        break;
+    case K_TANH:
+        st = sw_kernel_activation(SW_KACT_TANH, out, in[0]);
+        break;
+    case K_SIGMOID:
+        st = sw_kernel_activation(SW_KACT_SIGMOID, out, in[0]);
+        break;
+    case K_GELU:
+        st = sw_kernel_activation(SW_KACT_GELU, out, in[0]);
+        break;
+    case K_SILU:
+        st = sw_kernel_activation(SW_KACT_SILU, out, in[0]);
         break;
     case K_COPY:
         st = sw_kernel_copy(out, in[0]);
@@ -580,6 +605,20 @@ static int check_case(const kcase *kc, const float *o, const float *a,
                 /* A few ulps: the exp may be a vectorised one. */
                 good = fabsf(o[oi] - expf(x)) <= 1e-6f * expf(x);
                 break;
+            case K_TANH:
+            case K_SIGMOID:
+            case K_GELU:
+            case K_SILU: {
+                /* Within a few ulps of the double-precision function. */
+                double d = x, want = kc->kernel == K_TANH ? tanh(d)
+                                     : kc->kernel == K_SIGMOID
+                                         ? 1.0 / (1.0 + exp(-d))
+                                     : kc->kernel == K_GELU
+                                         ? 0.5 * d * erfc(-d / sqrt(2.0))
+                                         : d / (1.0 + exp(-d));
+                good = fabs(o[oi] - want) <= 4e-7 * fabs(want) + 1e-30;
+                break;
+            }
             case K_COPY:
                 good = o[oi] == x;
                 break;
@@ -660,6 +699,14 @@ static void test_kernel_determinism(void) {
         {{K_EXP, "16383:1", "16383:1"}, 0},
         {{K_EXP, "16384:1", "16384:1"}, 1},
         {{K_EXP, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        /* The other vectorised activations, contiguous and transposed. */
+        {{K_TANH, "16383:1", "16383:1"}, 0},
+        {{K_TANH, "1000003:1", "1000003:1"}, 1},
+        {{K_SIGMOID, "1000003:1", "1000003:1"}, 1},
+        {{K_SIGMOID, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        {{K_GELU, "1000003:1", "1000003:1"}, 1},
+        {{K_GELU, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        {{K_SILU, "1000003:1", "1000003:1"}, 1},
         {{K_COPY, "(1009,997):(1,1009)", "(1009,997):(997,1)"}, 1},
         {{K_COPY, "1000003:1", "1000003:2"}, 1},
         {{K_COPY_I32, "(1009,997):(1,1009)", "(1009,997):(997,1)"}, 1},
