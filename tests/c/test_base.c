@@ -219,6 +219,37 @@ static void test_alloc_aligned(void) {
     ok(f == NULL, "the allocation hook fails a large aligned block");
     sw_free_aligned(NULL);
     is_int(sw_debug_live_allocs(), base, "no aligned block leaked");
+
+    /* From 32 MiB a freed block waits for a request of its size. */
+    size_t big = (size_t)40 << 20;
+    unsigned char *p = sw_alloc_aligned(big, 0);
+    ok(p != NULL, "a 40 MiB block");
+    if (p) {
+        memset(p, 0xab, big);
+        sw_free_aligned(p);
+        is_int(sw_debug_live_allocs(), base, "a cached block counts as freed");
+        sw_debug_fail_alloc_after(0);
+        void *no = sw_alloc_aligned(big, 0);
+        sw_debug_fail_alloc_after(-1);
+        ok(no == NULL, "the allocation hook fails a reuse from the cache");
+        is_int(sw_debug_live_allocs(), base, "a failed reuse counts nothing");
+        /* A fresh block from the system would read as zeros. */
+        unsigned char *again = sw_alloc_aligned(big, 0);
+        ok(again == p && again[0] == 0xab && again[big - 1] == 0xab,
+           "the next request of that size reuses the block as it was");
+        sw_free_aligned(again);
+        again = sw_alloc_aligned(big, 1);
+        ok(again == p && (uintptr_t)again % ((size_t)2 << 20) == 0 &&
+               all_zero(again, big),
+           "a reused block asked zeroed is zeroed, and still aligned");
+        is_int(sw_debug_live_allocs(), base + 1,
+               "a reused block counts as one live allocation");
+        unsigned char *other = sw_alloc_aligned(big + 4096, 0);
+        ok(other && other != again, "another size gets a block of its own");
+        sw_free_aligned(other);
+        sw_free_aligned(again);
+    }
+    is_int(sw_debug_live_allocs(), base, "large blocks all freed or cached");
 }
 
 static void test_retain_release(void) {
