@@ -109,6 +109,28 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static cached_block cache[SW_CACHE_SLOTS];
 static size_t cache_bytes;
 
+/* A fork while another thread holds the lock would leave it held in the
+ * child: the lock is taken across fork() (as the C library does for its
+ * own allocator) and released on both sides. */
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_lock_take(void) {
+    pthread_mutex_lock(&cache_lock);
+}
+
+static void cache_lock_drop(void) {
+    pthread_mutex_unlock(&cache_lock);
+}
+
+static void cache_init(void) {
+    (void)pthread_atfork(cache_lock_take, cache_lock_drop, cache_lock_drop);
+}
+
+static void cache_enter(void) {
+    pthread_once(&cache_once, cache_init);
+    pthread_mutex_lock(&cache_lock);
+}
+
 /*
  * A cached block of exactly total bytes, now counted as an allocation;
  * NULL when none is cached or the hook failed the reuse (*failed then
@@ -116,7 +138,7 @@ static size_t cache_bytes;
  */
 static char *cache_take(size_t total, bool *failed) {
     char *raw = NULL;
-    pthread_mutex_lock(&cache_lock);
+    cache_enter();
     for (int i = 0; i < SW_CACHE_SLOTS; ++i) {
         if (!cache[i].raw || cache[i].total != total)
             continue;
@@ -136,7 +158,7 @@ static char *cache_take(size_t total, bool *failed) {
 /* Keeps a freed block for reuse if there is room; false if not. */
 static bool cache_put(char *raw, size_t total) {
     bool kept = false;
-    pthread_mutex_lock(&cache_lock);
+    cache_enter();
     if (cache_bytes + total <= SW_CACHE_BYTES)
         for (int i = 0; i < SW_CACHE_SLOTS && !kept; ++i)
             if (!cache[i].raw) {

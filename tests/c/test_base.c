@@ -6,10 +6,16 @@
  * The layout constructors serve as the library calls that fail or allocate,
  * since the base module has no fallible entry point of its own.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/internal.h"
 #include "strideweave/base.h"
@@ -252,6 +258,56 @@ static void test_alloc_aligned(void) {
     is_int(sw_debug_live_allocs(), base, "large blocks all freed or cached");
 }
 
+/* Churns the cache of large blocks (its lock taken on every call) until
+ * told to stop. */
+static atomic_int churn_stop;
+
+static void *churn_cache(void *arg) {
+    (void)arg;
+    while (!atomic_load(&churn_stop))
+        sw_free_aligned(sw_alloc_aligned((size_t)40 << 20, 0));
+    return NULL;
+}
+
+/*
+ * fork() while another thread is inside the cache of large blocks: the
+ * child can still allocate and free large blocks (the lock is not left
+ * held in it). Each child gets 10 s; one that hangs is killed and counted.
+ */
+static void test_alloc_cache_fork(void) {
+    pthread_t churner;
+    atomic_store(&churn_stop, 0);
+    pthread_create(&churner, NULL, churn_cache, NULL);
+    int good = 0, forks = 20;
+    for (int i = 0; i < forks; ++i) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            void *p = sw_alloc_aligned((size_t)40 << 20, 0);
+            sw_free_aligned(p);
+            _exit(p ? 0 : 1);
+        }
+        int status = -1;
+        for (int waited = 0; waited < 1000; ++waited) {
+            if (waitpid(pid, &status, WNOHANG) == pid)
+                break;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            status = -1;
+        }
+        if (status == -1) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            status = -1;
+        }
+        good += status == 0;
+    }
+    atomic_store(&churn_stop, 1);
+    pthread_join(churner, NULL);
+    is_int(good, forks,
+           "children forked while the large-block cache is busy allocate "
+           "and exit");
+}
+
 static void test_retain_release(void) {
     int64_t base = sw_debug_live_allocs();
     sw_layout *l = NULL;
@@ -286,6 +342,7 @@ int main(void) {
     test_status_names();
     test_alloc_hook();
     test_alloc_aligned();
+    test_alloc_cache_fork();
     test_retain_release();
     test_version();
     return done_testing();
