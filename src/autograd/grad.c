@@ -149,13 +149,52 @@ static sw_status add_tensors(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
     return SW_OK;
 }
 
-/* .grad += g: a detached copy the first time, an in-place sum later,
- * under t's gradient lock (see sw_tensor_set_grad). */
+/*
+ * Non-zero when the gradient g, which the pass holds the only reference
+ * to, can itself become t's first .grad: it is then exactly the detached
+ * copy that copy_like would make (same carrier class and dtype, offset 0,
+ * t's layout over a carrier of its cosize, every element of which the
+ * layout reaches once, so no stale element differs from a copy's zero),
+ * and nothing else can see it (one reference to the tensor and to its
+ * CPU carrier, no host peer, no pin, owner or move, no graph links, and t
+ * a leaf). A
+ * parameter-sized gradient then costs no second allocation and copy: a
+ * 4096 x 4096 weight's copy took about a third of a training step.
+ */
+static int can_adopt(const sw_tensor *t, sw_tensor *g) {
+    sw_carrier *c = g->carrier;
+    /* Only a leaf: a retained non-leaf gradient also goes on down the
+     * graph, where an operation's backward may keep it. */
+    if (t->ctx || atomic_load(&g->obj.ref) != 1 || g->obj.peer || g->ctx ||
+        g->grad || g->retain_grad || g->offset != 0 ||
+        !sw_layout_equal(g->layout, t->layout))
+        return 0;
+    if (!sw_carrier_is_cpu(c) || !sw_carrier_is_cpu(t->carrier) ||
+        !same_class(c, t->carrier) || c->dtype != t->carrier->dtype ||
+        atomic_load(&c->obj.ref) != 1 || c->obj.peer ||
+        atomic_load(&c->life) != 0 || c->owner_token != 0 ||
+        atomic_load(&c->move_pending) != 0 || !sw_carrier_is_mutable(c) ||
+        sw_carrier_size(c) != t->layout->cosize ||
+        t->layout->size != t->layout->cosize)
+        return 0;
+    int injective = 0;
+    if (sw_layout_is_injective(t->layout, &injective) != SW_OK) {
+        sw_clear_error();
+        return 0;
+    }
+    return injective;
+}
+
+/* .grad += g: a detached copy the first time (g itself when nothing else
+ * can see it), an in-place sum later, under t's gradient lock (see
+ * sw_tensor_set_grad). */
 static sw_status accumulate_grad(sw_tensor *t, sw_tensor *g) {
     pthread_mutex_t *lock = grad_lock_of(t);
     pthread_mutex_lock(lock);
-    sw_status st;
-    if (!t->grad) {
+    sw_status st = SW_OK;
+    if (!t->grad && can_adopt(t, g)) {
+        t->grad = sw_tensor_retain(g);
+    } else if (!t->grad) {
         sw_tensor *fresh = NULL;
         st = copy_like(t->carrier, t->layout, g, &fresh);
         if (!st)

@@ -56,6 +56,17 @@ void sw_free(void *p) {
     free(p);
 }
 
+bool sw_alloc_count_reuse(void) {
+    if (injected_failure())
+        return false;
+    atomic_fetch_add_explicit(&live_allocs, 1, memory_order_relaxed);
+    return true;
+}
+
+void sw_alloc_count_cached(void) {
+    atomic_fetch_sub_explicit(&live_allocs, 1, memory_order_relaxed);
+}
+
 sw_status sw_oom(void) {
     return sw_fail(SW_ENOMEM, "out of memory");
 }

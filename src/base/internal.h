@@ -48,6 +48,13 @@ void *sw_calloc(size_t count, size_t size);
 void *sw_realloc(void *p, size_t n);
 void sw_free(void *p);
 sw_status sw_oom(void);
+/*
+ * For the aligned allocator's cache of freed blocks: a block leaving the
+ * cache counts as an allocation, through the fault-injection hook (false:
+ * the hook failed it, nothing counted), and one entering it as freed.
+ */
+bool sw_alloc_count_reuse(void);
+void sw_alloc_count_cached(void);
 
 /* Checked int64 arithmetic: false on overflow. */
 static inline bool sw_mul_ok(int64_t a, int64_t b, int64_t *r) {
@@ -100,7 +107,11 @@ void sw_object_set_peer(sw_object *o, void *peer, const sw_peer_hooks *hooks);
 /* The current count (a snapshot when other threads hold references). */
 int64_t sw_object_refcount(const sw_object *o);
 
-/* A 64-byte aligned, zeroed allocation, and its release. */
+/* A 64-byte aligned allocation (2 MiB aligned and advised for huge pages
+ * from 4 MiB), zeroed when zero, and its release; NULL when out of memory
+ * (also for sizes that leave no room for the alignment). Freed blocks of
+ * 32 MiB and more may wait in a small cache for a request of their exact
+ * size (object.c); they count as freed meanwhile. */
 void *sw_alloc_aligned(size_t n, int zero);
 void sw_free_aligned(void *p);
 

@@ -3,6 +3,7 @@
 
 #include "carrier/internal.h"
 #include "layout/internal.h"
+#include "op/kernels/kernels.h"
 #include "strideweave/evictable.h"
 #include "tensor/internal.h"
 
@@ -210,6 +211,28 @@ static void scatter_cpu(sw_carrier *dst, int64_t dst_base,
     }
 }
 
+/*
+ * Non-zero when a CPU scatter is a plain copy that the copy kernel does
+ * with the same result (vectorised and over the thread pool, where
+ * scatter_cpu walks one element at a time): the same dtype on both sides
+ * (no conversion) and an injective mapping (no element written twice, so
+ * no question of which write is last). Gradient accumulation scatters
+ * whole parameter-sized sums this way.
+ */
+static int scatter_is_plain_copy(sw_carrier *dst, const sw_layout *mapping,
+                                 const sw_tensor *src) {
+    sw_dtype dt = sw_carrier_dtype(dst);
+    if (dt != sw_carrier_dtype(src->carrier) ||
+        (dt != SW_DTYPE_FLOAT32 && dt != SW_DTYPE_INT32))
+        return 0;
+    int injective = 0;
+    if (sw_layout_is_injective(mapping, &injective) != SW_OK) {
+        sw_clear_error();
+        return 0;
+    }
+    return injective;
+}
+
 static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
                                 const sw_tensor *onto, const sw_layout *mapping,
                                 int64_t mapping_offset) {
@@ -243,8 +266,20 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
     if (bulk) {
         if (mapping->nleaf > 64)
             return sw_fail(SW_ENOTIMPL, "scatter supports at most 64 leaves");
-        scatter_cpu(c, base, mapping, src);
-        return sw_carrier_bump_version(c);
+        sw_status st = SW_OK;
+        if (scatter_is_plain_copy(c, mapping, src)) {
+            sw_karg to = {sw_cpu_storage(c), sw_carrier_dtype(c), base,
+                          mapping};
+            sw_karg from = {sw_cpu_storage(src->carrier),
+                            sw_carrier_dtype(src->carrier), src->offset,
+                            src->layout};
+            st = sw_kernel_copy(to, from);
+        } else {
+            scatter_cpu(c, base, mapping, src);
+        }
+        /* An interrupted copy has written part of the target. */
+        sw_status bumped = sw_carrier_bump_version(c);
+        return st ? st : bumped;
     }
     for (int64_t i = 0; i < mapping->size; ++i) {
         int64_t idx;

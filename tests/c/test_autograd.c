@@ -1171,6 +1171,107 @@ static void test_accumulation(void) {
 
 /* ---------------------------------------------------- retain_grad */
 
+/* Allocations a backward of r = x * 3.0 (r a fresh CPU result, gradient
+ * g) makes, counted by the smallest injection point at which it
+ * succeeds; x.grad is cleared before each try. -1 if none up to 200. */
+static int64_t backward_allocations(sw_tensor *x, sw_tensor *r, sw_tensor *g) {
+    for (int64_t n = 0; n < 200; ++n) {
+        sw_tensor_set_grad(x, NULL);
+        sw_clear_error();
+        sw_debug_fail_alloc_after(n);
+        sw_status st = sw_tensor_backward(r, g);
+        sw_debug_fail_alloc_after(-1);
+        if (st == SW_OK)
+            return n;
+    }
+    return -1;
+}
+
+/*
+ * A leaf's first gradient that nothing else can see (here the fresh
+ * result of x * 3.0's backward) becomes its .grad without a copy; one
+ * that could be seen elsewhere, or whose carrier has elements the layout
+ * does not reach, is still copied. A later pass sums into the same
+ * storage in place (a plain CPU copy through the copy kernel).
+ */
+static void test_gradient_adoption(void) {
+    int64_t base = sw_debug_live_allocs();
+    double v[6] = {0.5, -1.0, 2.0, 1.5, -0.25, 3.0};
+    double w[6] = {1.0, 2.0, -3.0, 0.5, 4.0, -1.5};
+    /* Compact: layout (2,3):(1,2) over exactly 6 elements. */
+    sw_layout *lc = P("(2,3):(1,2)");
+    sw_carrier *cc = NULL;
+    sw_tensor *xc = NULL, *rc = NULL, *gc = NULL;
+    if (sw_cpu_new(6, SW_DTYPE_FLOAT32, 1, 0, &cc) == SW_OK)
+        sw_tensor_new(cc, 0, lc, &xc);
+    sw_carrier_unref(cc);
+    for (int i = 0; xc && i < 6; ++i)
+        setd(xc, i, v[i]);
+    /* With holes: (2,3):(1,3) reaches 6 of its 8 elements. */
+    sw_tensor *xh = make_tensor(CPU, "(2,3):(1,3)", 0, v), *rh = NULL;
+    sw_tensor *gh = make_tensor(CPU, "(2,3):(1,3)", 0, w);
+    gc = make_tensor(CPU, "(2,3):(1,2)", 0, w);
+    sw_arg three = sw_arg_f64(3.0);
+    if (!xc || !xh || !gc || !gh ||
+        !expect_ok(sw_mul(xc, three, &rc), "x * 3.0 (compact)") ||
+        !expect_ok(sw_mul(xh, three, &rh), "x * 3.0 (with holes)"))
+        goto done;
+    int64_t nc = backward_allocations(xc, rc, gc);
+    int64_t nh = backward_allocations(xh, rh, gh);
+    diag("backward allocations: %lld compact, %lld with holes", (long long)nc,
+         (long long)nh);
+    ok(nc >= 0 && nh >= 0 && nc < nh,
+       "a fresh gradient becomes the leaf's .grad without a copy");
+    double want[6];
+    for (int i = 0; i < 6; ++i)
+        want[i] = 3.0 * w[i];
+    sw_tensor_set_grad(xc, NULL);
+    if (expect_ok(sw_tensor_backward(rc, gc), "backward (compact)")) {
+        sw_tensor *gr = sw_tensor_grad(xc);
+        check_values(gr, want, 0, "adopted .grad");
+        ok(gr && gr != gc && sw_tensor_autograd_ctx(gr) == NULL &&
+               sw_tensor_offset(gr) == 0 &&
+               sw_layout_equal(sw_tensor_layout(gr), lc) &&
+               sw_carrier_size(sw_tensor_carrier(gr)) == 6,
+           "adopted .grad: detached, the leaf's layout at offset 0");
+        sw_carrier *first = gr ? sw_tensor_carrier(gr) : NULL;
+        if (expect_ok(sw_tensor_backward(rc, gc), "second backward")) {
+            for (int i = 0; i < 6; ++i)
+                want[i] *= 2.0;
+            check_values(sw_tensor_grad(xc), want, 0, "summed .grad");
+            ok(sw_tensor_grad(xc) &&
+                   sw_tensor_carrier(sw_tensor_grad(xc)) == first,
+               "the sum is written into the same storage");
+        }
+    }
+    /* The gradient of a leaf root is the caller's tensor: still copied. */
+    sw_tensor_set_grad(xc, NULL);
+    sw_tensor *own = make_tensor(CPU, "(2,3):(1,2)", 0, w);
+    sw_tensor *leaf = NULL;
+    if (own && sw_tensor_new(sw_tensor_carrier(own), 0, lc, &leaf) == SW_OK &&
+        expect_ok(sw_tensor_backward(leaf, gc), "backward of a leaf root")) {
+        sw_tensor *gr = sw_tensor_grad(leaf);
+        ok(gr && gr != gc && sw_tensor_carrier(gr) != sw_tensor_carrier(gc),
+           "a gradient the caller holds is copied");
+        sw_tensor_set_grad(leaf, NULL);
+    }
+    sw_tensor_unref(leaf);
+    sw_tensor_unref(own);
+done:
+    if (xc)
+        sw_tensor_set_grad(xc, NULL);
+    if (xh)
+        sw_tensor_set_grad(xh, NULL);
+    sw_tensor_unref(rc);
+    sw_tensor_unref(rh);
+    sw_tensor_unref(gc);
+    sw_tensor_unref(gh);
+    sw_tensor_unref(xc);
+    sw_tensor_unref(xh);
+    sw_layout_release(lc);
+    leak_check(base, "gradient adoption");
+}
+
 static void test_retain_grad(void) {
     int64_t base = sw_debug_live_allocs();
     double v[3] = {0.5, -1.0, 2.0};
@@ -2476,6 +2577,7 @@ int main(void) {
     test_lowered_and_store();
     test_backward_entry();
     test_accumulation();
+    test_gradient_adoption();
     test_retain_grad();
     test_graph_shapes();
     test_long_chain();

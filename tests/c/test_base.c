@@ -1,14 +1,23 @@
 /*
  * Unit tests of the base module: status names, the per-thread error
- * message, the allocation hook and the live-allocation counter.
+ * message, the allocation hook, the live-allocation counter and the
+ * aligned allocator.
  *
  * The layout constructors serve as the library calls that fail or allocate,
  * since the base module has no fallible entry point of its own.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/internal.h"
 #include "strideweave/base.h"
 #include "strideweave/layout.h"
 #include "tap.h"
@@ -170,6 +179,135 @@ static void test_alloc_hook(void) {
     sw_clear_error();
 }
 
+/* Non-zero if the n bytes at p are all zero. */
+static int all_zero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/*
+ * The aligned allocator: 64-byte blocks below 4 MiB, 2 MiB-aligned ones
+ * (advised for huge pages) from 4 MiB, zeroed on request, each one live
+ * allocation through the hook, and NULL without a leak for a size with
+ * no room for the alignment or when the hook fails it.
+ */
+static void test_alloc_aligned(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const size_t sizes[] = {1, 100, ((size_t)4 << 20) - 1,
+                                   (size_t)4 << 20, ((size_t)9 << 20) + 3};
+    for (int i = 0; i < 5; ++i) {
+        size_t n = sizes[i];
+        size_t want = n >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
+        unsigned char *p = sw_alloc_aligned(n, 1);
+        ok(p && (uintptr_t)p % want == 0,
+           "sw_alloc_aligned(%zu) is aligned to %zu bytes", n, want);
+        ok(p && all_zero(p, n), "sw_alloc_aligned(%zu, zero) is zeroed", n);
+        is_int(sw_debug_live_allocs(), base + 1,
+               "sw_alloc_aligned(%zu) is one live allocation", n);
+        if (p) {
+            p[0] = 1;
+            p[n - 1] = 2; /* the whole block is writable */
+        }
+        sw_free_aligned(p);
+        unsigned char *q = sw_alloc_aligned(n, 0);
+        ok(q && (uintptr_t)q % want == 0,
+           "sw_alloc_aligned(%zu) without zeroing is aligned too", n);
+        sw_free_aligned(q);
+    }
+    is_int(sw_debug_live_allocs(), base, "aligned blocks are all freed");
+    ok(sw_alloc_aligned(SIZE_MAX - 16, 0) == NULL,
+       "a size with no room for the alignment gives NULL");
+    sw_debug_fail_alloc_after(0);
+    void *f = sw_alloc_aligned((size_t)8 << 20, 0);
+    sw_debug_fail_alloc_after(-1);
+    ok(f == NULL, "the allocation hook fails a large aligned block");
+    sw_free_aligned(NULL);
+    is_int(sw_debug_live_allocs(), base, "no aligned block leaked");
+
+    /* From 32 MiB a freed block waits for a request of its size. */
+    size_t big = (size_t)40 << 20;
+    unsigned char *p = sw_alloc_aligned(big, 0);
+    ok(p != NULL, "a 40 MiB block");
+    if (p) {
+        memset(p, 0xab, big);
+        sw_free_aligned(p);
+        is_int(sw_debug_live_allocs(), base, "a cached block counts as freed");
+        sw_debug_fail_alloc_after(0);
+        void *no = sw_alloc_aligned(big, 0);
+        sw_debug_fail_alloc_after(-1);
+        ok(no == NULL, "the allocation hook fails a reuse from the cache");
+        is_int(sw_debug_live_allocs(), base, "a failed reuse counts nothing");
+        /* A fresh block from the system would read as zeros. */
+        unsigned char *again = sw_alloc_aligned(big, 0);
+        ok(again == p && again[0] == 0xab && again[big - 1] == 0xab,
+           "the next request of that size reuses the block as it was");
+        sw_free_aligned(again);
+        again = sw_alloc_aligned(big, 1);
+        ok(again == p && (uintptr_t)again % ((size_t)2 << 20) == 0 &&
+               all_zero(again, big),
+           "a reused block asked zeroed is zeroed, and still aligned");
+        is_int(sw_debug_live_allocs(), base + 1,
+               "a reused block counts as one live allocation");
+        unsigned char *other = sw_alloc_aligned(big + 4096, 0);
+        ok(other && other != again, "another size gets a block of its own");
+        sw_free_aligned(other);
+        sw_free_aligned(again);
+    }
+    is_int(sw_debug_live_allocs(), base, "large blocks all freed or cached");
+}
+
+/* Churns the cache of large blocks (its lock taken on every call) until
+ * told to stop. */
+static atomic_int churn_stop;
+
+static void *churn_cache(void *arg) {
+    (void)arg;
+    while (!atomic_load(&churn_stop))
+        sw_free_aligned(sw_alloc_aligned((size_t)40 << 20, 0));
+    return NULL;
+}
+
+/*
+ * fork() while another thread is inside the cache of large blocks: the
+ * child can still allocate and free large blocks (the lock is not left
+ * held in it). Each child gets 10 s; one that hangs is killed and counted.
+ */
+static void test_alloc_cache_fork(void) {
+    pthread_t churner;
+    atomic_store(&churn_stop, 0);
+    pthread_create(&churner, NULL, churn_cache, NULL);
+    int good = 0, forks = 20;
+    for (int i = 0; i < forks; ++i) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            void *p = sw_alloc_aligned((size_t)40 << 20, 0);
+            sw_free_aligned(p);
+            _exit(p ? 0 : 1);
+        }
+        int status = -1;
+        for (int waited = 0; waited < 1000; ++waited) {
+            if (waitpid(pid, &status, WNOHANG) == pid)
+                break;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            status = -1;
+        }
+        if (status == -1) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            status = -1;
+        }
+        good += status == 0;
+    }
+    atomic_store(&churn_stop, 1);
+    pthread_join(churner, NULL);
+    is_int(good, forks,
+           "children forked while the large-block cache is busy allocate "
+           "and exit");
+}
+
 static void test_retain_release(void) {
     int64_t base = sw_debug_live_allocs();
     sw_layout *l = NULL;
@@ -203,6 +341,8 @@ int main(void) {
     test_error_state();
     test_status_names();
     test_alloc_hook();
+    test_alloc_aligned();
+    test_alloc_cache_fork();
     test_retain_release();
     test_version();
     return done_testing();

@@ -472,9 +472,22 @@ static void test_fork(void) {
 
 /* ------------------------------------------------------------ kernels */
 
-enum { K_ADD, K_MUL, K_RELU, K_EXP, K_COPY, K_COPY_I32, K_SUM };
-static const char *const kname[] = {"add",  "mul",       "relu", "exp",
-                                    "copy", "copy->i32", "sum"};
+enum {
+    K_ADD,
+    K_MUL,
+    K_RELU,
+    K_EXP,
+    K_COPY,
+    K_COPY_I32,
+    K_SUM,
+    K_TANH,
+    K_SIGMOID,
+    K_GELU,
+    K_SILU
+};
+static const char *const kname[] = {"add",     "mul",       "relu", "exp",
+                                    "copy",    "copy->i32", "sum",  "tanh",
+                                    "sigmoid", "gelu",      "silu"};
 
 /* One kernel case: operand layouts over buffers of cosize elements. */
 typedef struct kcase {
@@ -514,6 +527,18 @@ static float *run_case(const kcase *kc, const float *a, const float *b, int t,
         break;
     case K_EXP:
         st = sw_kernel_activation(SW_KACT_EXP, out, in[0]);
+        break;
+    case K_TANH:
+        st = sw_kernel_activation(SW_KACT_TANH, out, in[0]);
+        break;
+    case K_SIGMOID:
+        st = sw_kernel_activation(SW_KACT_SIGMOID, out, in[0]);
+        break;
+    case K_GELU:
+        st = sw_kernel_activation(SW_KACT_GELU, out, in[0]);
+        break;
+    case K_SILU:
+        st = sw_kernel_activation(SW_KACT_SILU, out, in[0]);
         break;
     case K_COPY:
         st = sw_kernel_copy(out, in[0]);
@@ -580,6 +605,20 @@ static int check_case(const kcase *kc, const float *o, const float *a,
                 /* A few ulps: the exp may be a vectorised one. */
                 good = fabsf(o[oi] - expf(x)) <= 1e-6f * expf(x);
                 break;
+            case K_TANH:
+            case K_SIGMOID:
+            case K_GELU:
+            case K_SILU: {
+                /* Within a few ulps of the double-precision function. */
+                double d = x, want = kc->kernel == K_TANH ? tanh(d)
+                                     : kc->kernel == K_SIGMOID
+                                         ? 1.0 / (1.0 + exp(-d))
+                                     : kc->kernel == K_GELU
+                                         ? 0.5 * d * erfc(-d / sqrt(2.0))
+                                         : d / (1.0 + exp(-d));
+                good = fabs(o[oi] - want) <= 4e-7 * fabs(want) + 1e-30;
+                break;
+            }
             case K_COPY:
                 good = o[oi] == x;
                 break;
@@ -660,6 +699,14 @@ static void test_kernel_determinism(void) {
         {{K_EXP, "16383:1", "16383:1"}, 0},
         {{K_EXP, "16384:1", "16384:1"}, 1},
         {{K_EXP, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        /* The other vectorised activations, contiguous and transposed. */
+        {{K_TANH, "16383:1", "16383:1"}, 0},
+        {{K_TANH, "1000003:1", "1000003:1"}, 1},
+        {{K_SIGMOID, "1000003:1", "1000003:1"}, 1},
+        {{K_SIGMOID, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        {{K_GELU, "1000003:1", "1000003:1"}, 1},
+        {{K_GELU, "(211,193):(193,1)", "(211,193):(1,211)"}, 1},
+        {{K_SILU, "1000003:1", "1000003:1"}, 1},
         {{K_COPY, "(1009,997):(1,1009)", "(1009,997):(997,1)"}, 1},
         {{K_COPY, "1000003:1", "1000003:2"}, 1},
         {{K_COPY_I32, "(1009,997):(1,1009)", "(1009,997):(997,1)"}, 1},
@@ -1018,9 +1065,11 @@ static void test_optimizer_determinism(void) {
     leak_check(base, "optimizer steps over the pool");
 }
 
-/* GEMM over the pool: the same bits at 1, 2 and 3 threads, for shapes
- * with several MC blocks, a ragged last block, a transposed A and a
- * batch, and the pool used only from two blocks of rows. */
+/* GEMM over the pool: the same bits at 1, 2, 3 and 4 threads, whose
+ * tile grids differ, for shapes cut along rows (several MC blocks, a
+ * ragged last one), along columns (few rows, many columns: the training
+ * shapes), both ways (two tiles a thread), with a transposed A, a
+ * transposed B, both transposed, and a batch. */
 static void test_gemm_determinism(void) {
     static const char *const shapes[][3] = {
         /* C, A, B layouts (C[i,j] = sum_k A[i,k] B[j,k]) */
@@ -1028,17 +1077,20 @@ static void test_gemm_determinism(void) {
         {"(401,129):(1,401)", "(401,513):(513,1)", "(129,513):(1,129)"},
         {"(3,300,80):(24000,1,300)", "(3,300,90):(27000,1,300)",
          "(3,80,90):(7200,1,80)"},
+        {"(64,901):(1,64)", "(64,300):(1,64)", "(901,300):(300,1)"},
+        {"(203,1101):(1,203)", "(203,310):(310,1)", "(1101,310):(310,1)"},
     };
-    for (int s = 0; s < 3; ++s) {
+    enum { NSHAPES = 5, NT = 4 };
+    for (int s = 0; s < NSHAPES; ++s) {
         sw_layout *lc = P(shapes[s][0]), *la = P(shapes[s][1]),
                   *lb = P(shapes[s][2]);
         int64_t nc = cosize_of(lc), na = cosize_of(la), nb = cosize_of(lb);
         float *a = floats(na), *b = floats(nb);
         fill_random(a, na, 11u + (uint32_t)s);
         fill_random(b, nb, 17u + (uint32_t)s);
-        float *out[3];
+        float *out[NT];
         int64_t jobs_before = sw_pool_jobs();
-        for (int t = 1; t <= 3; ++t) {
+        for (int t = 1; t <= NT; ++t) {
             set_threads(t);
             out[t - 1] = floats(nc);
             memset(out[t - 1], 0, (size_t)nc * sizeof(float));
@@ -1053,12 +1105,15 @@ static void test_gemm_determinism(void) {
             if (st != SW_OK)
                 bail_out(sw_errmsg());
         }
-        ok(memcmp(out[0], out[1], (size_t)nc * sizeof(float)) == 0 &&
-               memcmp(out[0], out[2], (size_t)nc * sizeof(float)) == 0,
-           "gemm %s: bit-identical at 1, 2 and 3 threads", shapes[s][0]);
-        ok(s == 2 || sw_pool_jobs() > jobs_before, "gemm %s: ran over the pool",
+        int same = 1;
+        for (int t = 1; t < NT; ++t)
+            same =
+                same && memcmp(out[0], out[t], (size_t)nc * sizeof(float)) == 0;
+        ok(same, "gemm %s: bit-identical at 1, 2, 3 and 4 threads",
            shapes[s][0]);
-        for (int t = 0; t < 3; ++t)
+        ok(sw_pool_jobs() > jobs_before, "gemm %s: ran over the pool",
+           shapes[s][0]);
+        for (int t = 0; t < NT; ++t)
             free(out[t]);
         free(a);
         free(b);

@@ -4,6 +4,7 @@
  * double and rounded once; no per-element host call.
  */
 #include <math.h>
+#include <string.h>
 
 #include "carrier/internal.h"
 #include "layout/internal.h"
@@ -13,12 +14,52 @@
 
 /* -------------------------------------------------------------- axpy */
 
+#if SW_KERNELS_FAST && defined(__GNUC__) && defined(__x86_64__)
+#define SW_AXPY_AVX512 1
+typedef float sw_v8f __attribute__((vector_size(32)));
+typedef double sw_v8d __attribute__((vector_size(64)));
+
+/*
+ * The contiguous axpy in 8-lane doubles, for CPUs with AVX-512F (checked
+ * at run time; only this function carries the target). The baseline
+ * build's SSE2 converts and multiplies two doubles at a time, which made
+ * the step compute-bound: a 16M-element SGD step took twice the time its
+ * memory traffic needs. Same arithmetic per element as the scalar loop
+ * (widen, multiply, add, round once; ISO C mode contracts nothing), so
+ * the same bits.
+ */
+__attribute__((target("avx512f"))) static void
+axpy_avx512(int64_t n, float *y, const float *x, double alpha) {
+    sw_v8d a = {alpha, alpha, alpha, alpha, alpha, alpha, alpha, alpha};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        sw_v8f yv, xv;
+        memcpy(&yv, y + i, sizeof yv);
+        memcpy(&xv, x + i, sizeof xv);
+        sw_v8d r = __builtin_convertvector(yv, sw_v8d) +
+                   a * __builtin_convertvector(xv, sw_v8d);
+        sw_v8f out = __builtin_convertvector(r, sw_v8f);
+        memcpy(y + i, &out, sizeof out);
+    }
+    for (; i < n; ++i)
+        y[i] = (float)((double)y[i] + alpha * (double)x[i]);
+}
+#else
+#define SW_AXPY_AVX512 0
+#endif
+
 static sw_status axpy_loop(int64_t n, void *const *ptr, const int64_t *step,
                            void *ctx) {
     double alpha = *(const double *)ctx;
     float *y = ptr[0];
     const float *x = ptr[1];
     if (SW_KERNELS_FAST && step[0] == 1 && step[1] == 1) {
+#if SW_AXPY_AVX512
+        if (__builtin_cpu_supports("avx512f")) {
+            axpy_avx512(n, y, x, alpha);
+            return SW_OK;
+        }
+#endif
         SW_IVDEP
         for (int64_t i = 0; i < n; ++i)
             y[i] = (float)((double)y[i] + alpha * (double)x[i]);
