@@ -365,7 +365,8 @@ static void error_drop(void *error) {
 
 static sw_status route_submit_body(void *ctx, void *work,
                                    sw_transfer_completion *c) {
-    PyObject *r = swpy_call_layer("_route_submit", (PyObject *)work, NULL, NULL);
+    PyObject *r =
+        swpy_call_layer("_route_submit", (PyObject *)work, NULL, NULL);
     if (r == NULL) {
         return FAILED;
     }

@@ -1,7 +1,8 @@
 """The TiledEvictable carrier: a Python face over the library's (tiled.h)."""
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, final
 
 from strideweave.carriers.extension import CarrierDefinition, CarrierFacet
 from strideweave.carriers.operation_capability import DependentCarrier
@@ -9,18 +10,19 @@ from strideweave.carriers.tiled_evictable.values import ResidencyPlan, TileSet
 
 __all__ = ["TiledEvictable", "TiledResidencyFacet"]
 
+@dataclass(frozen=True, slots=True)
 class _TileState:
     location: str
     valid: bool
     dirty: bool
-    def __init__(self, location: str, valid: bool, dirty: bool) -> None: ...
 
+@dataclass(frozen=True, slots=True)
 class TiledResidencyFacet(CarrierFacet):
-    kind: str
-    def __init__(self, kind: str = ...) -> None: ...
+    kind: str = ...
     def promote(self, carrier: TiledEvictable, tiles: Any) -> None: ...
     def evict(self, carrier: TiledEvictable, tiles: Any) -> None: ...
 
+@final
 class TiledEvictable(DependentCarrier):
     def __new__(
         cls,

@@ -1,10 +1,12 @@
 """The value types of tiled residency: tile selections, tile sets and plans."""
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["ResidencyPlan", "ResidencyPolicy", "TileSelection", "TileSet"]
 
+@dataclass(frozen=True, slots=True, init=False)
 class TileSet:
     coordinates: tuple[tuple[int, ...], ...]
     def __init__(self, coordinates: Iterable[Iterable[int]] = ()) -> None: ...
@@ -15,6 +17,7 @@ class TileSet:
     def __contains__(self, coord: object) -> bool: ...
     def _validate_grid_shape(self, grid_shape: Any) -> None: ...
 
+@dataclass(frozen=True, slots=True, init=False)
 class TileSelection:
     per_axis: tuple[tuple[int, ...], ...]
     def __init__(self, per_axis: Iterable[Iterable[int]]) -> None: ...
@@ -28,6 +31,7 @@ class TileSelection:
     def tile_set(self) -> TileSet: ...
     def _validate_grid_shape(self, grid_shape: Any) -> None: ...
 
+@dataclass(frozen=True, slots=True, init=False)
 class ResidencyPlan:
     promote: TileSet
     retain: TileSet
