@@ -428,6 +428,21 @@ SW_API void *sw_move_request_host_error(sw_move_request *r);
 SW_API sw_move_request *sw_move_request_retain(sw_move_request *r);
 SW_API void sw_move_request_unref(sw_move_request *r);
 
+/*
+ * Work for the move executor: run(ctx, &out) runs on one of its threads
+ * (or here, before the call returns, when here is non-zero or no thread
+ * can start: work that calls into a host language) under the submitting
+ * thread's grad
+ * mode, and its outcome becomes the request's: SW_OK with out (an owned
+ * tensor, or NULL for work that makes none, which sw_move_request_wait
+ * then gives as NULL) or its error. drop(ctx), optional, runs when the
+ * request goes (also when submission fails). Work on the executor must
+ * not wait for other queued work.
+ */
+typedef sw_status (*sw_work_fn)(void *ctx, sw_tensor **out);
+SW_API sw_status sw_work_submit(sw_work_fn run, void (*drop)(void *ctx),
+                                void *ctx, int here, sw_move_request **out);
+
 /* Blocks until no move is queued on or running on the executor (for
  * process exit); a queue held by sw_debug_move_hold never drains, so
  * release the hold first. */

@@ -22,6 +22,7 @@
 
 #include "strideweave/carrier.h"
 #include "strideweave/layout.h"
+#include "strideweave/op.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -276,6 +277,56 @@ SW_API sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
                                   const int64_t *coords,
                                   sw_scatter_reduction reduction,
                                   sw_tensor **out);
+
+/*
+ * Asynchronous forms. Each checks everything the blocking form checks
+ * that needs no transfer (with the same errors) before it returns, then
+ * queues the work on the move executor (interop.h) and gives its request
+ * (work on a carrier with a residency policy, or whose tiers, compact or
+ * destination are not CPU or FileBacked storage, may call into a host
+ * language and runs before the call returns instead, its request done):
+ * sw_move_request_wait gives NULL for residency and the result tensor for
+ * a projection or scatter, or the failure (residency rolls back all or
+ * nothing, as the blocking forms do).
+ *
+ * While a request is pending:
+ * - a residency request claims its tiles: another residency request
+ *   naming one of them (blocking or not) fails with SW_ERUNTIME "tile ...
+ *   has a pending residency request: wait for it first (conflict)";
+ *   disjoint requests run concurrently;
+ * - a projection holds its selected tiles of the source, a scatter those
+ *   of the template: a write to one fails with SW_ERUNTIME "tile ... is
+ *   pinned by a pending projection or scatter: wait for it before
+ *   writing", and evicting one with "... is pinned by work in progress";
+ *   reads and other work run normally;
+ * - releasing the TiledEvictable fails with SW_ERUNTIME "TiledEvictable
+ *   has N pending request(s): wait for them before releasing it".
+ * The claim or hold ends when the work ends, before its outcome is
+ * visible; sw_tiled_pending counts the requests not ended yet (0 for a
+ * carrier that is not a TiledEvictable). A projection or scatter is
+ * recorded under the submitting thread's grad mode.
+ */
+typedef struct sw_move_request sw_move_request;
+SW_API sw_status sw_tiled_promote_async(sw_carrier *c, int64_t n,
+                                        const int64_t *tiles,
+                                        sw_move_request **out);
+SW_API sw_status sw_tiled_evict_async(sw_carrier *c, int64_t n,
+                                      const int64_t *tiles,
+                                      sw_move_request **out);
+SW_API sw_status sw_tiled_project_async(sw_tensor *tensor, int32_t rank,
+                                        const int64_t *counts,
+                                        const int64_t *coords,
+                                        sw_carrier *destination,
+                                        sw_move_request **out);
+SW_API sw_status sw_tiled_scatter_async(sw_tensor *compact,
+                                        sw_tensor *template_, int32_t rank,
+                                        const int64_t *counts,
+                                        const int64_t *coords,
+                                        sw_scatter_reduction reduction,
+                                        sw_move_request **out);
+SW_API int64_t sw_tiled_pending(const sw_carrier *c);
+/* 1 for a projection's node, 2 for a scatter's, 0 for any other. */
+SW_API int sw_tiled_op_kind(const sw_op *op);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,8 @@ from strideweave.carriers.operation_capability import OperationCapability as Ope
 from strideweave.carriers.operation_capability import (
     UnsupportedOperationPlan as UnsupportedOperationPlan,
 )
+from strideweave.carriers.tiled_evictable import AwaitProjection as AwaitProjection
+from strideweave.carriers.tiled_evictable import AwaitResidency as AwaitResidency
 from strideweave.carriers.tiled_evictable import ResidencyPlan as ResidencyPlan
 from strideweave.carriers.tiled_evictable import ResidencyPolicy as ResidencyPolicy
 from strideweave.carriers.tiled_evictable import TiledEvictable as TiledEvictable

@@ -160,6 +160,12 @@ from strideweave.carriers.shared_ops import (
 from strideweave.carriers.shared_ops import (
     RearrangeOperation as RearrangeOperation,
 )
+from strideweave.carriers.tiled_evictable import (
+    AwaitProjection as AwaitProjection,
+)
+from strideweave.carriers.tiled_evictable import (
+    AwaitResidency as AwaitResidency,
+)
 from strideweave.core.layout import Layout as Layout
 from strideweave.core.layout import Shape as Shape
 from strideweave.core.layout import Stride as Stride

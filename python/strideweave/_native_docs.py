@@ -25,6 +25,28 @@ Examples:
     Traceback (most recent call last):
     TypeError: cannot create 'strideweave.carriers.move.AwaitMove' instances
 """,
+    "AwaitProjection": """The handle of one TiledEvictable projection; wait() returns the compact Tensor.
+
+Returns:
+    AwaitProjection: not constructible from Python.
+
+Examples:
+    >>> from strideweave.carriers.tiled_evictable import AwaitProjection
+    >>> from strideweave.carriers.move import AwaitResult
+    >>> issubclass(AwaitProjection, AwaitResult)
+    True
+""",
+    "AwaitResidency": """The handle of one promote_async or evict_async call; wait() returns None.
+
+Returns:
+    AwaitResidency: not constructible from Python.
+
+Examples:
+    >>> from strideweave.carriers.tiled_evictable import AwaitResidency
+    >>> AwaitResidency()
+    Traceback (most recent call last):
+    TypeError: cannot create 'strideweave.carriers.tiled_evictable.AwaitResidency' instances
+""",
     "AwaitResult": """The completion handle of work the framework started.
 
 done tells whether the work reached its terminal outcome; wait() blocks until then and
@@ -2395,6 +2417,29 @@ Examples:
     >>> issubclass(_native.NativeOperation, Operation)
     True
 """,
+    "_ProjectionOperation": """The autograd node of a TiledEvictable projection (one per projection).
+
+Its backward scatter-adds the cotangent into a fresh TiledEvictable gradient of the
+source's layout and geometry: selected tiles primary, the others implicit zeros.
+
+Returns:
+    _ProjectionOperation: made by projection.project, not from Python.
+
+Examples:
+    >>> from strideweave import _native
+    >>> issubclass(_native._ProjectionOperation, _native.Operation)
+    True
+""",
+    "_ScatterOperation": """The autograd node of a TiledEvictable scatter.
+
+Returns:
+    _ScatterOperation: made by projection.scatter, not from Python.
+
+Examples:
+    >>> from strideweave import _native
+    >>> issubclass(_native._ScatterOperation, _native.Operation)
+    True
+""",
     "Operation": """Operation()
 --
 
@@ -3394,6 +3439,81 @@ Returns:
 Examples:
     >>> from strideweave._native import _tiled_residency
     >>> callable(_tiled_residency)
+    True
+""",
+    "_tiled_residency_async": """_tiled_residency_async($module, carrier, tiles, evict, /)
+--
+
+Starts promoting (evict False) or evicting the tiles of the given indices on the move
+executor, all or nothing; the tiles are checked and claimed before it returns.
+
+Args:
+    carrier: a TiledEvictable.
+    tiles: a tuple of tile indices.
+    evict: whether to evict.
+
+Returns:
+    AwaitResidency: its wait() returns None or raises the failure.
+
+Examples:
+    >>> from strideweave._native import _tiled_residency_async
+    >>> callable(_tiled_residency_async)
+    True
+""",
+    "_tiled_project": """_tiled_project($module, tensor, counts, coords, destination, /)
+--
+
+Starts gathering the selected tiles of a full TiledEvictable tensor into one compact
+tensor (checked before it returns; the selected tiles are held until it ends).
+
+Args:
+    tensor: a Tensor on a TiledEvictable.
+    counts: the number of selected tile coordinates per axis.
+    coords: the coordinates, one axis after another.
+    destination: a Carrier of the primary tier's class, or None for a fresh one.
+
+Returns:
+    AwaitProjection: its wait() returns the compact Tensor.
+
+Examples:
+    >>> from strideweave._native import _tiled_project
+    >>> callable(_tiled_project)
+    True
+""",
+    "_tiled_scatter": """_tiled_scatter($module, compact, template, counts, coords, add, /)
+--
+
+Starts scattering a compact tensor into a fresh TiledEvictable shaped like template.
+
+Args:
+    compact: a Tensor on the primary tier's class.
+    template: a full Tensor on a TiledEvictable.
+    counts: the number of selected tile coordinates per axis.
+    coords: the coordinates, one axis after another.
+    add: add onto the template's values instead of replacing.
+
+Returns:
+    AwaitMove: its wait() returns the new TiledEvictable Tensor.
+
+Examples:
+    >>> from strideweave._native import _tiled_scatter
+    >>> callable(_tiled_scatter)
+    True
+""",
+    "_tiled_pending": """_tiled_pending($module, carrier, /)
+--
+
+The number of a TiledEvictable's asynchronous requests that have not ended.
+
+Args:
+    carrier: a TiledEvictable.
+
+Returns:
+    int: 0 once all work has ended.
+
+Examples:
+    >>> from strideweave._native import _tiled_pending
+    >>> callable(_tiled_pending)
     True
 """,
     "_register_tiled_type": """_register_tiled_type($module, cls, /)

@@ -10,6 +10,7 @@
 #include "layout/internal.h"
 #include "op/internal.h"
 #include "tensor/internal.h"
+#include "strideweave/tiled.h"
 
 /* -------------------------------------------------------------- grad mode */
 
@@ -156,10 +157,10 @@ static sw_status add_tensors(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
  * t's layout over a carrier of its cosize, every element of which the
  * layout reaches once, so no stale element differs from a copy's zero),
  * and nothing else can see it (one reference to the tensor and to its
- * CPU carrier, no host peer, no pin, owner or move, no graph links, and t
- * a leaf). A
- * parameter-sized gradient then costs no second allocation and copy: a
- * 4096 x 4096 weight's copy took about a third of a training step.
+ * CPU or TiledEvictable carrier, no host peer, no pin, owner or move, no graph
+ * links, and t a leaf). A parameter-sized gradient then costs no second
+ * allocation and copy: a 4096 x 4096 weight's copy took about a third of a
+ * training step.
  */
 static int can_adopt(const sw_tensor *t, sw_tensor *g) {
     sw_carrier *c = g->carrier;
@@ -169,10 +170,13 @@ static int can_adopt(const sw_tensor *t, sw_tensor *g) {
         g->grad || g->retain_grad || g->offset != 0 ||
         !sw_layout_equal(g->layout, t->layout))
         return 0;
-    if (!sw_carrier_is_cpu(c) || !sw_carrier_is_cpu(t->carrier) ||
-        !same_class(c, t->carrier) || c->dtype != t->carrier->dtype ||
-        atomic_load(&c->obj.ref) != 1 || c->obj.peer ||
-        atomic_load(&c->life) != 0 || c->owner_token != 0 ||
+    /* CPU storage, or a TiledEvictable (whose tile states a copy would
+     * lose: every tile would become primary). */
+    int plain = sw_carrier_is_cpu(c) && sw_carrier_is_cpu(t->carrier);
+    int tiled = sw_carrier_is_tiled(c) && sw_carrier_is_tiled(t->carrier);
+    if (!(plain || tiled) || !same_class(c, t->carrier) ||
+        c->dtype != t->carrier->dtype || atomic_load(&c->obj.ref) != 1 ||
+        c->obj.peer || atomic_load(&c->life) != 0 || c->owner_token != 0 ||
         atomic_load(&c->move_pending) != 0 || !sw_carrier_is_mutable(c) ||
         sw_carrier_size(c) != t->layout->cosize ||
         t->layout->size != t->layout->cosize)

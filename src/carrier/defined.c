@@ -19,6 +19,7 @@
 #include "strideweave/capability.h"
 #include "strideweave/interop.h"
 #include "strideweave/op.h"
+#include "strideweave/tiled.h"
 #include "strideweave/registry.h"
 
 typedef struct defined_state {
@@ -367,8 +368,13 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
 static sw_status defined_allocate_like(sw_carrier *c, int64_t size,
                                        int mutable_, sw_dtype dtype, int empty,
                                        sw_carrier **out) {
-    (void)empty; /* a provider's storage is whatever allocate makes */
-    return make_like(c, size, mutable_, sw_carrier_pick_dtype(c, dtype), out);
+    /* A provider's storage is whatever allocate makes; a TiledEvictable's
+     * tiles become invalid when no values are asked for. */
+    sw_status st =
+        make_like(c, size, mutable_, sw_carrier_pick_dtype(c, dtype), out);
+    if (!st && empty && sw_carrier_is_tiled(*out))
+        sw_tiled_forget_values(*out);
+    return st;
 }
 
 /* Filled through the provider's writes, which count no version: the

@@ -102,4 +102,8 @@ const sw_defn *sw_defn_lookup(const void *cls, int observe);
  * holds a reference), NULL for other carriers. */
 const sw_defn *sw_carrier_defn(const sw_carrier *c);
 
+/* Makes every tile of the TiledEvictable c invalid (tiled.c; for
+ * allocate_like with empty). */
+void sw_tiled_forget_values(sw_carrier *c);
+
 #endif

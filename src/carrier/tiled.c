@@ -167,6 +167,7 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
 #include "carrier/internal.h"
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
+#include "strideweave/interop.h"
 #include "strideweave/registry.h"
 #include "op/internal.h"
 #include "tensor/internal.h"
@@ -181,6 +182,12 @@ typedef struct tiled_state {
      * not backed). Guarded by lock. */
     uint8_t *loc, *valid, *dirty, *backed;
     int32_t *pins; /* work in progress that needs the tile primary */
+    /* Pending requests (sw_tiled_*_async): a residency request claims its
+     * tiles alone, projections and scatters hold theirs (shared); pending
+     * counts the requests. Guarded by lock. */
+    uint8_t *claims;
+    int32_t *holds;
+    int64_t pending;
     sw_residency_policy policy; /* plan NULL: none */
     pthread_mutex_t lock;
 } tiled_state;
@@ -466,7 +473,18 @@ static void free_state(tiled_state *s) {
 
 static sw_status t_release(void *ctx, sw_carrier *c) {
     (void)ctx;
-    free_state(sw_carrier_defined_data(c));
+    tiled_state *s = sw_carrier_defined_data(c);
+    if (s) {
+        pthread_mutex_lock(&s->lock);
+        int64_t pending = s->pending;
+        pthread_mutex_unlock(&s->lock);
+        if (pending)
+            return sw_fail(SW_ERUNTIME,
+                           "TiledEvictable has %lld pending request%s: wait "
+                           "for them before releasing it",
+                           (long long)pending, pending == 1 ? "" : "s");
+    }
+    free_state(s);
     sw_carrier_defined_set_data(c, NULL);
     return SW_OK;
 }
@@ -516,7 +534,16 @@ static sw_status t_write(void *ctx, sw_carrier *c, int64_t i,
     tiled_state *s = sw_carrier_defined_data(c);
     int64_t t = sw_tile_of_slot(&s->g, i);
     pthread_mutex_lock(&s->lock);
-    sw_status st = s->valid[t] ? promote_locked(s, t) : invalid_tile(s, t, 1);
+    sw_status st = SW_OK;
+    if (s->holds[t] > 0) {
+        char a[96];
+        st = sw_fail(SW_ERUNTIME,
+                     "tile %s is pinned by a pending projection or scatter: "
+                     "wait for it before writing",
+                     tile_text(&s->g, t, a, sizeof a));
+    } else {
+        st = s->valid[t] ? promote_locked(s, t) : invalid_tile(s, t, 1);
+    }
     if (!st) {
         st = sw_carrier_begin_owner_access(s->primary, s->ptoken);
         if (!st) {
@@ -800,8 +827,8 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
             return st;
     }
     tiled_state *s = sw_calloc(1, sizeof *s);
-    uint8_t *flags = sw_calloc((size_t)g->ntiles, 4);
-    int32_t *pins = sw_calloc((size_t)g->ntiles, sizeof *pins);
+    uint8_t *flags = sw_calloc((size_t)g->ntiles, 5);
+    int32_t *pins = sw_calloc((size_t)g->ntiles, 2 * sizeof *pins);
     if (!s || !flags || !pins) {
         sw_free(s);
         sw_free(flags);
@@ -809,11 +836,13 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
         return sw_oom();
     }
     s->pins = pins;
+    s->holds = pins + g->ntiles;
     s->g = *g;
     s->loc = flags;
     s->valid = flags + g->ntiles;
     s->dirty = flags + 2 * g->ntiles;
     s->backed = flags + 3 * g->ntiles;
+    s->claims = flags + 4 * g->ntiles;
     pthread_mutex_init(&s->lock, NULL);
     for (int64_t t = 0; t < g->ntiles; ++t) {
         s->loc[t] = implicit     ? SW_TILE_IMPLICIT
@@ -828,6 +857,7 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
         (void)sw_carrier_relinquish(primary, pt);
     if (st) {
         sw_free(flags);
+        sw_free(pins);
         pthread_mutex_destroy(&s->lock);
         sw_free(s);
         return st;
@@ -942,8 +972,19 @@ sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
 
 /* ---------------------------------------------------------- residency */
 
+static sw_status conflict(const tiled_state *s, int64_t t) {
+    char a[96];
+    return sw_fail(SW_ERUNTIME,
+                   "tile %s has a pending residency request: wait for it "
+                   "first (conflict)",
+                   tile_text(&s->g, t, a, sizeof a));
+}
+
+/* The checks of a residency request, under the lock: the tiles, and no
+ * overlap with a pending request's claim (claimed: the request's own). */
 static sw_status check_request(const tiled_state *s, int64_t n,
-                               const int64_t *tiles, uint8_t *mark) {
+                               const int64_t *tiles, uint8_t *mark,
+                               int claimed) {
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = tiles[i];
         if (t < 0 || t >= s->g.ntiles)
@@ -955,20 +996,29 @@ static sw_status check_request(const tiled_state *s, int64_t n,
         mark[t] = 1;
         if (!s->valid[t])
             return invalid_tile(s, t, 0);
+        if (!claimed && s->claims[t])
+            return conflict(s, t);
     }
     return SW_OK;
 }
 
-/* promote (evict 0) or evict n tiles, all or nothing. */
-static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
-                           int evict) {
+/* The state of c for a residency request of n tiles. */
+static sw_status request_state(const sw_carrier *c, int64_t n,
+                               const int64_t *tiles, tiled_state **out) {
+    sw_status st = state_for(c, out);
+    if (!st && (n < 0 || (n > 0 && !tiles)))
+        st = sw_fail(SW_EVALUE, "tile count %lld without tiles", (long long)n);
+    return st;
+}
+
+/* promote (evict 0) or evict n tiles, all or nothing; claimed: the tiles
+ * are this request's claim. */
+static sw_status residency_of(sw_carrier *c, int64_t n, const int64_t *tiles,
+                              int evict, int claimed) {
     tiled_state *s = NULL;
-    sw_status st = state_for(c, &s);
+    sw_status st = request_state(c, n, tiles, &s);
     if (st)
         return st;
-    if (n < 0 || (n > 0 && !tiles))
-        return sw_fail(SW_EVALUE, "tile count %lld without tiles",
-                       (long long)n);
     /* Scratch: the marks of the request, then the states to roll back. */
     uint8_t *mark = sw_calloc((size_t)s->g.ntiles + 1, 1);
     uint8_t *saved = sw_malloc((size_t)s->g.ntiles * 3 + 1);
@@ -978,7 +1028,7 @@ static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
         return sw_oom();
     }
     pthread_mutex_lock(&s->lock);
-    st = check_request(s, n, tiles, mark);
+    st = check_request(s, n, tiles, mark, claimed);
     memcpy(saved, s->loc, (size_t)s->g.ntiles);
     memcpy(saved + s->g.ntiles, s->dirty, (size_t)s->g.ntiles);
     memcpy(saved + 2 * s->g.ntiles, s->backed, (size_t)s->g.ntiles);
@@ -986,7 +1036,7 @@ static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
         int64_t t = tiles[i];
         if (!evict) {
             st = promote_locked(s, t);
-        } else if (s->pins[t] > 0) {
+        } else if (s->pins[t] > 0 || s->holds[t] > 0) {
             char a[96];
             st = sw_fail(SW_ERUNTIME, "tile %s is pinned by work in progress",
                          tile_text(&s->g, t, a, sizeof a));
@@ -1014,6 +1064,11 @@ static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
     return st;
 }
 
+static sw_status residency(sw_carrier *c, int64_t n, const int64_t *tiles,
+                           int evict) {
+    return residency_of(c, n, tiles, evict, 0);
+}
+
 sw_status sw_tiled_promote(sw_carrier *c, int64_t n, const int64_t *tiles) {
     return residency(c, n, tiles, 0);
 }
@@ -1033,6 +1088,56 @@ typedef struct projection {
 
 static projection *pstate(sw_op *op) {
     return sw_op_state(op);
+}
+
+/* Copies a selection (counts[k] coordinates on axis k, one axis after
+ * another in coords) into pr, after the checks that need no carrier. */
+static sw_status selection_init(projection *pr, int32_t rank,
+                                const int64_t *counts, const int64_t *coords) {
+    if (rank < 1 || rank > SW_TILE_MAX_RANK || !counts || !coords)
+        return sw_fail(SW_EVALUE, "a selection has 1 to %d axes",
+                       SW_TILE_MAX_RANK);
+    int64_t total = 0;
+    for (int32_t k = 0; k < rank; ++k) {
+        if (counts[k] < 1)
+            return sw_fail(SW_EVALUE,
+                           "axis %d of the selection needs at least one "
+                           "coordinate",
+                           (int)k);
+        total += counts[k];
+    }
+    pr->coords = sw_malloc((size_t)total * sizeof *coords);
+    if (!pr->coords)
+        return sw_oom();
+    pr->rank = rank;
+    memcpy(pr->counts, counts, (size_t)rank * sizeof *counts);
+    memcpy(pr->coords, coords, (size_t)total * sizeof *coords);
+    return SW_OK;
+}
+
+/* The selected tiles' indices (*nsel of them, in the selection's order:
+ * first axis fastest), allocated. */
+static sw_status selection_tiles(const tiled_state *s, const projection *pr,
+                                 int64_t **tiles, int64_t *nsel) {
+    int64_t n = 1;
+    for (int32_t k = 0; k < pr->rank; ++k)
+        n *= pr->counts[k];
+    int64_t *t = sw_malloc((size_t)n * sizeof *t);
+    if (!t)
+        return sw_oom();
+    for (int64_t c = 0; c < n; ++c) {
+        int64_t rest = c, coord[SW_TILE_MAX_RANK];
+        const int64_t *axis = pr->coords;
+        for (int32_t k = 0; k < pr->rank; ++k) {
+            coord[k] = axis[rest % pr->counts[k]];
+            rest /= pr->counts[k];
+            axis += pr->counts[k];
+        }
+        t[c] = sw_tile_index(&s->g, coord);
+    }
+    *tiles = t;
+    *nsel = n;
+    return SW_OK;
 }
 
 /* The source logical index of compact logical index j. */
@@ -1147,23 +1252,9 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if (st)
         return st;
     tiled_state *s = sw_carrier_defined_data(t->carrier);
-    /* Without a policy the plan is to promote what the work needs. */
-    int64_t nsel = 1;
-    for (int32_t k = 0; k < pr->rank; ++k)
-        nsel *= pr->counts[k];
-    int64_t *tiles = sw_malloc((size_t)nsel * sizeof *tiles);
-    if (!tiles)
-        return sw_oom();
-    for (int64_t c = 0; c < nsel; ++c) {
-        int64_t rest = c, coord[SW_TILE_MAX_RANK];
-        const int64_t *axis = pr->coords;
-        for (int32_t k = 0; k < pr->rank; ++k) {
-            coord[k] = axis[rest % pr->counts[k]];
-            rest /= pr->counts[k];
-            axis += pr->counts[k];
-        }
-        tiles[c] = sw_tile_index(&s->g, coord);
-    }
+    int64_t nsel = 0, *tiles = NULL;
+    if ((st = selection_tiles(s, pr, &tiles, &nsel)))
+        return st;
     work_ticket w;
     st = work_begin(t->carrier, tiles, nsel, "projection", &w);
     sw_free(tiles);
@@ -1263,37 +1354,33 @@ static const sw_op_class projection_class = {
     SW_OP_CLASS_VERSION, "_ProjectionOperation", project_forward,
     project_backward, project_destroy};
 
-sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
-                           const int64_t *counts, const int64_t *coords,
-                           sw_carrier *destination, sw_tensor **out) {
-    if (!tensor)
-        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
-    if (rank < 1 || rank > SW_TILE_MAX_RANK || !counts || !coords)
-        return sw_fail(SW_EVALUE, "a selection has 1 to %d axes",
-                       SW_TILE_MAX_RANK);
-    int64_t total = 0;
-    for (int32_t k = 0; k < rank; ++k) {
-        if (counts[k] < 1)
-            return sw_fail(SW_EVALUE,
-                           "axis %d of the selection needs at least one "
-                           "coordinate",
-                           (int)k);
-        total += counts[k];
-    }
+/* The projection operation of a selection onto destination (or NULL). */
+static sw_status projection_op(int32_t rank, const int64_t *counts,
+                               const int64_t *coords, sw_carrier *destination,
+                               sw_op **out) {
     sw_op *op = NULL;
     sw_status st = sw_op_new_block(&projection_class, sizeof(projection), &op);
     if (st)
         return st;
     projection *pr = pstate(op);
-    pr->rank = rank;
-    memcpy(pr->counts, counts, (size_t)rank * sizeof *counts);
-    pr->coords = sw_malloc((size_t)total * sizeof *coords);
-    if (!pr->coords) {
+    if ((st = selection_init(pr, rank, counts, coords))) {
         sw_op_unref(op);
-        return sw_oom();
+        return st;
     }
-    memcpy(pr->coords, coords, (size_t)total * sizeof *coords);
     pr->destination = destination ? sw_carrier_retain(destination) : NULL;
+    *out = op;
+    return SW_OK;
+}
+
+sw_status sw_tiled_project(sw_tensor *tensor, int32_t rank,
+                           const int64_t *counts, const int64_t *coords,
+                           sw_carrier *destination, sw_tensor **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_op *op = NULL;
+    sw_status st = projection_op(rank, counts, coords, destination, &op);
+    if (st)
+        return st;
     sw_arg a = sw_arg_tensor(tensor);
     st = sw_op_forward(op, 1, &a, out);
     sw_op_unref(op);
@@ -1324,25 +1411,6 @@ static int selected(const tiled_state *s, const projection *pr, int64_t i) {
     return 1;
 }
 
-/* The selected tiles' indices into tiles (nsel of them). */
-static void selected_tiles(const tiled_state *s, const projection *pr,
-                           int64_t *tiles, int64_t *nsel) {
-    int64_t n = 1;
-    for (int32_t k = 0; k < pr->rank; ++k)
-        n *= pr->counts[k];
-    for (int64_t c = 0; c < n; ++c) {
-        int64_t rest = c, coord[SW_TILE_MAX_RANK];
-        const int64_t *axis = pr->coords;
-        for (int32_t k = 0; k < pr->rank; ++k) {
-            coord[k] = axis[rest % pr->counts[k]];
-            rest /= pr->counts[k];
-            axis += pr->counts[k];
-        }
-        tiles[c] = sw_tile_index(&s->g, coord);
-    }
-    *nsel = n;
-}
-
 static double number(const sw_value *v) {
     return v->kind == SW_VALUE_I64 ? (double)v->as.i : v->as.f;
 }
@@ -1353,25 +1421,19 @@ static sw_status fresh_like(sw_carrier *tc, int keep_valid, sw_carrier **out) {
     tiled_state *s = sw_carrier_defined_data(tc);
     sw_status st = sw_carrier_allocate_like(tc, s->g.size, 1,
                                             sw_carrier_dtype(tc), 0, out);
-    if (st || keep_valid)
-        return st;
-    tiled_state *r = sw_carrier_defined_data(*out);
-    pthread_mutex_lock(&r->lock);
-    memset(r->valid, 0, (size_t)r->g.ntiles);
-    pthread_mutex_unlock(&r->lock);
-    return SW_OK;
+    if (!st && !keep_valid)
+        sw_tiled_forget_values(*out);
+    return st;
 }
 
-static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
-                                 sw_tensor **out) {
-    scatter *sc = sw_op_state(op);
-    projection *pr = &sc->sel;
-    if (nargs < 2 || args[0].kind != SW_ARG_TENSOR ||
-        args[1].kind != SW_ARG_TENSOR)
-        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
-    sw_tensor *compact = args[0].as.tensor, *tmpl = args[1].as.tensor;
-    int64_t cshape[SW_TILE_MAX_RANK], csize = 0;
-    sw_status st = check_projection(tmpl, pr, cshape, &csize);
+/* The checks of a scatter that need no state change; the selected tiles
+ * (allocated) on success. */
+static sw_status check_scatter(const scatter *sc, const sw_tensor *compact,
+                               const sw_tensor *tmpl, int64_t *cshape,
+                               int64_t *csize, int64_t **selected,
+                               int64_t *nselected) {
+    const projection *pr = &sc->sel;
+    sw_status st = check_projection(tmpl, pr, cshape, csize);
     if (st)
         return st;
     tiled_state *s = sw_carrier_defined_data(tmpl->carrier);
@@ -1394,13 +1456,9 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         return sw_fail(SW_EVALUE, "compact shape must be the selection's "
                                   "compact shape (selected tiles times tile "
                                   "extents)");
-    int64_t nsel = 1;
-    for (int32_t k = 0; k < pr->rank; ++k)
-        nsel *= pr->counts[k];
-    int64_t *tiles = sw_malloc((size_t)nsel * sizeof *tiles);
-    if (!tiles)
-        return sw_oom();
-    selected_tiles(s, pr, tiles, &nsel);
+    int64_t nsel = 0, *tiles = NULL;
+    if ((st = selection_tiles(s, pr, &tiles, &nsel)))
+        return st;
     if (sc->reduction == SW_SCATTER_ADD) {
         pthread_mutex_lock(&s->lock);
         int64_t bad = -1;
@@ -1417,6 +1475,25 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                            tile_text(&s->g, bad, a, sizeof a));
         }
     }
+    *selected = tiles;
+    *nselected = nsel;
+    return SW_OK;
+}
+
+static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
+                                 sw_tensor **out) {
+    scatter *sc = sw_op_state(op);
+    projection *pr = &sc->sel;
+    if (nargs < 2 || args[0].kind != SW_ARG_TENSOR ||
+        args[1].kind != SW_ARG_TENSOR)
+        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
+    sw_tensor *compact = args[0].as.tensor, *tmpl = args[1].as.tensor;
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 0, nsel = 0, *tiles = NULL;
+    sw_status st =
+        check_scatter(sc, compact, tmpl, cshape, &csize, &tiles, &nsel);
+    if (st)
+        return st;
+    tiled_state *s = sw_carrier_defined_data(tmpl->carrier);
     work_ticket w;
     memset(&w, 0, sizeof w);
     if (sc->reduction == SW_SCATTER_ADD &&
@@ -1545,46 +1622,318 @@ static const sw_op_class scatter_class = {SW_OP_CLASS_VERSION,
                                           "_ScatterOperation", scatter_forward,
                                           scatter_backward, scatter_destroy};
 
-sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
-                           int32_t rank, const int64_t *counts,
-                           const int64_t *coords,
-                           sw_scatter_reduction reduction, sw_tensor **out) {
+/* The scatter operation of a selection with reduction. */
+static sw_status scatter_op(int32_t rank, const int64_t *counts,
+                            const int64_t *coords,
+                            sw_scatter_reduction reduction, sw_op **out) {
     if (reduction != SW_SCATTER_REPLACE && reduction != SW_SCATTER_ADD)
         return sw_fail(SW_EVALUE, "reduction must be replace or add");
-    if (!compact || !template_)
-        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
-    if (!sw_carrier_is_tiled(template_->carrier))
-        return sw_fail(SW_ETYPE, "template must be on a TiledEvictable");
-    if (rank < 1 || rank > SW_TILE_MAX_RANK || !counts || !coords)
-        return sw_fail(SW_EVALUE, "a selection has 1 to %d axes",
-                       SW_TILE_MAX_RANK);
-    int64_t total = 0;
-    for (int32_t k = 0; k < rank; ++k) {
-        if (counts[k] < 1)
-            return sw_fail(SW_EVALUE,
-                           "axis %d of the selection needs at least one "
-                           "coordinate",
-                           (int)k);
-        total += counts[k];
-    }
     sw_op *op = NULL;
     sw_status st = sw_op_new_block(&scatter_class, sizeof(scatter), &op);
     if (st)
         return st;
     scatter *sc = sw_op_state(op);
     sc->reduction = reduction;
-    sc->sel.rank = rank;
-    memcpy(sc->sel.counts, counts, (size_t)rank * sizeof *counts);
-    sc->sel.coords = sw_malloc((size_t)total * sizeof *coords);
-    if (!sc->sel.coords) {
+    if ((st = selection_init(&sc->sel, rank, counts, coords))) {
         sw_op_unref(op);
-        return sw_oom();
+        return st;
     }
-    memcpy(sc->sel.coords, coords, (size_t)total * sizeof *coords);
+    *out = op;
+    return SW_OK;
+}
+
+static sw_status scatter_inputs(const sw_tensor *compact,
+                                const sw_tensor *template_) {
+    if (!compact || !template_)
+        return sw_fail(SW_ETYPE, "compact and template must be Tensors");
+    if (!sw_carrier_is_tiled(template_->carrier))
+        return sw_fail(SW_ETYPE, "template must be on a TiledEvictable");
+    return SW_OK;
+}
+
+sw_status sw_tiled_scatter(sw_tensor *compact, sw_tensor *template_,
+                           int32_t rank, const int64_t *counts,
+                           const int64_t *coords,
+                           sw_scatter_reduction reduction, sw_tensor **out) {
+    if (reduction != SW_SCATTER_REPLACE && reduction != SW_SCATTER_ADD)
+        return sw_fail(SW_EVALUE, "reduction must be replace or add");
+    sw_status st = scatter_inputs(compact, template_);
+    sw_op *op = NULL;
+    if (st || (st = scatter_op(rank, counts, coords, reduction, &op)))
+        return st;
     sw_arg a[2] = {sw_arg_tensor(compact), sw_arg_tensor(template_)};
     st = sw_op_forward(op, 2, a, out);
     sw_op_unref(op);
     return st;
+}
+
+/* ------------------------------------------------------ pending work */
+
+/*
+ * A request for the move executor: a residency change whose tiles it
+ * claims, or a projection or scatter (op) whose selected tiles it holds.
+ * The claim or hold is taken at submission, before anything runs, and
+ * ends when the work ends (or, for work that never ran, when the request
+ * goes), before the outcome is visible.
+ */
+typedef struct tiled_job {
+    sw_carrier *c; /* the TiledEvictable whose tiles the request names */
+    int64_t n, *tiles;
+    int claim; /* residency: claims; otherwise holds */
+    int evict;
+    int ran;
+    sw_op *op;
+    int32_t nargs;
+    sw_tensor *args[2];
+} tiled_job;
+
+/* Ends the request's claim or hold. */
+static void job_let_go(tiled_job *j) {
+    tiled_state *s = sw_carrier_defined_data(j->c);
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (int64_t i = 0; i < j->n; ++i) {
+        if (j->claim)
+            s->claims[j->tiles[i]] = 0;
+        else
+            s->holds[j->tiles[i]]--;
+    }
+    s->pending--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static sw_status job_run(void *ctx, sw_tensor **out) {
+    tiled_job *j = ctx;
+    j->ran = 1;
+    sw_status st;
+    if (j->op) {
+        sw_arg a[2];
+        for (int32_t i = 0; i < j->nargs; ++i)
+            a[i] = sw_arg_tensor(j->args[i]);
+        st = sw_op_forward(j->op, j->nargs, a, out);
+    } else {
+        st = residency_of(j->c, j->n, j->tiles, j->evict, 1);
+        *out = NULL;
+    }
+    job_let_go(j); /* touches no error state */
+    return st;
+}
+
+static void job_drop(void *ctx) {
+    tiled_job *j = ctx;
+    if (!j->ran)
+        job_let_go(j);
+    sw_carrier_unref(j->c);
+    sw_op_unref(j->op);
+    for (int32_t i = 0; i < j->nargs; ++i)
+        sw_tensor_unref(j->args[i]);
+    sw_free(j->tiles);
+    sw_free(j);
+}
+
+/* Built-in storage the executor may touch without a host language. */
+static int plain_storage(const sw_carrier *c) {
+    return !c || sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
+}
+
+/* Whether j runs at submission instead: its policy or a tier, compact or
+ * destination may call into a host language, which the executor's
+ * threads must not. */
+static int job_here(const tiled_job *j) {
+    tiled_state *s = sw_carrier_defined_data(j->c);
+    pthread_mutex_lock(&s->lock);
+    int policy = s->policy.plan != NULL;
+    pthread_mutex_unlock(&s->lock);
+    int plain =
+        !policy && plain_storage(s->primary) && plain_storage(s->secondary);
+    for (int32_t i = 0; plain && i < j->nargs; ++i)
+        plain = sw_carrier_is_tiled(j->args[i]->carrier) ||
+                plain_storage(j->args[i]->carrier);
+    if (plain && j->op == NULL)
+        return 0;
+    if (plain && j->nargs == 1)
+        plain = plain_storage(pstate(j->op)->destination);
+    return !plain;
+}
+
+/*
+ * Takes the request's claim (a residency request: no tile may have a
+ * pending claim, and an evicted tile must not be pinned) or hold, under
+ * the lock, then submits it. j (with its tiles) is the request's from
+ * now on, also on failure.
+ */
+static sw_status job_submit(tiled_job *j, sw_move_request **out) {
+    tiled_state *s = sw_carrier_defined_data(j->c);
+    sw_status st = SW_OK;
+    pthread_mutex_lock(&s->lock);
+    for (int64_t i = 0; i < j->n && j->claim && !st; ++i) {
+        int64_t t = j->tiles[i];
+        if (s->claims[t]) {
+            st = conflict(s, t);
+        } else if (j->evict && (s->pins[t] > 0 || s->holds[t] > 0)) {
+            char a[96];
+            st = sw_fail(SW_ERUNTIME, "tile %s is pinned by work in progress",
+                         tile_text(&s->g, t, a, sizeof a));
+        }
+    }
+    if (!st) {
+        for (int64_t i = 0; i < j->n; ++i) {
+            if (j->claim)
+                s->claims[j->tiles[i]] = 1;
+            else
+                s->holds[j->tiles[i]]++;
+        }
+        s->pending++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st) {
+        j->ran = 1; /* nothing to let go */
+        job_drop(j);
+        return st;
+    }
+    return sw_work_submit(job_run, job_drop, j, job_here(j), out);
+}
+
+static sw_status job_new(sw_carrier *c, tiled_job **out) {
+    tiled_job *j = sw_calloc(1, sizeof *j);
+    if (!j)
+        return sw_oom();
+    j->c = sw_carrier_retain(c);
+    *out = j;
+    return SW_OK;
+}
+
+static sw_status residency_async(sw_carrier *c, int64_t n, const int64_t *tiles,
+                                 int evict, sw_move_request **out) {
+    tiled_state *s = NULL;
+    sw_status st = request_state(c, n, tiles, &s);
+    if (st)
+        return st;
+    if (!out)
+        return sw_fail(SW_EVALUE, "a request needs an output");
+    uint8_t *mark = sw_calloc((size_t)s->g.ntiles + 1, 1);
+    if (!mark)
+        return sw_oom();
+    pthread_mutex_lock(&s->lock);
+    st = check_request(s, n, tiles, mark, 0);
+    pthread_mutex_unlock(&s->lock);
+    sw_free(mark);
+    tiled_job *j = NULL;
+    if (st || (st = job_new(c, &j)))
+        return st;
+    j->claim = 1;
+    j->evict = evict;
+    j->n = n;
+    j->tiles = sw_malloc((size_t)n * sizeof *tiles + 1);
+    if (!j->tiles) {
+        j->ran = 1;
+        job_drop(j);
+        return sw_oom();
+    }
+    if (n)
+        memcpy(j->tiles, tiles, (size_t)n * sizeof *tiles);
+    return job_submit(j, out);
+}
+
+sw_status sw_tiled_promote_async(sw_carrier *c, int64_t n, const int64_t *tiles,
+                                 sw_move_request **out) {
+    return residency_async(c, n, tiles, 0, out);
+}
+
+sw_status sw_tiled_evict_async(sw_carrier *c, int64_t n, const int64_t *tiles,
+                               sw_move_request **out) {
+    return residency_async(c, n, tiles, 1, out);
+}
+
+/* Submits op on nargs tensors, holding tiles of c (taken by the job). */
+static sw_status op_async(sw_op *op, int32_t nargs, sw_tensor **args,
+                          sw_carrier *c, int64_t *tiles, int64_t n,
+                          sw_move_request **out) {
+    tiled_job *j = NULL;
+    sw_status st = job_new(c, &j);
+    if (st) {
+        sw_op_unref(op);
+        sw_free(tiles);
+        return st;
+    }
+    j->op = op;
+    j->nargs = nargs;
+    for (int32_t i = 0; i < nargs; ++i)
+        j->args[i] = sw_tensor_retain(args[i]);
+    j->tiles = tiles;
+    j->n = n;
+    return job_submit(j, out);
+}
+
+sw_status sw_tiled_project_async(sw_tensor *tensor, int32_t rank,
+                                 const int64_t *counts, const int64_t *coords,
+                                 sw_carrier *destination,
+                                 sw_move_request **out) {
+    if (!tensor)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    if (!out)
+        return sw_fail(SW_EVALUE, "a request needs an output");
+    sw_op *op = NULL;
+    sw_status st = projection_op(rank, counts, coords, destination, &op);
+    if (st)
+        return st;
+    projection *pr = pstate(op);
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 0, n = 0, *tiles = NULL;
+    if ((st = check_projection(tensor, pr, cshape, &csize)) ||
+        (st = selection_tiles(sw_carrier_defined_data(tensor->carrier), pr,
+                              &tiles, &n))) {
+        sw_op_unref(op);
+        return st;
+    }
+    return op_async(op, 1, &tensor, tensor->carrier, tiles, n, out);
+}
+
+sw_status sw_tiled_scatter_async(sw_tensor *compact, sw_tensor *template_,
+                                 int32_t rank, const int64_t *counts,
+                                 const int64_t *coords,
+                                 sw_scatter_reduction reduction,
+                                 sw_move_request **out) {
+    if (reduction != SW_SCATTER_REPLACE && reduction != SW_SCATTER_ADD)
+        return sw_fail(SW_EVALUE, "reduction must be replace or add");
+    if (!out)
+        return sw_fail(SW_EVALUE, "a request needs an output");
+    sw_status st = scatter_inputs(compact, template_);
+    sw_op *op = NULL;
+    if (st || (st = scatter_op(rank, counts, coords, reduction, &op)))
+        return st;
+    int64_t cshape[SW_TILE_MAX_RANK], csize = 0, n = 0, *tiles = NULL;
+    if ((st = check_scatter(sw_op_state(op), compact, template_, cshape, &csize,
+                            &tiles, &n))) {
+        sw_op_unref(op);
+        return st;
+    }
+    sw_tensor *args[2] = {compact, template_};
+    return op_async(op, 2, args, template_->carrier, tiles, n, out);
+}
+
+void sw_tiled_forget_values(sw_carrier *c) {
+    tiled_state *s = tstate(c);
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    memset(s->valid, 0, (size_t)s->g.ntiles);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int sw_tiled_op_kind(const sw_op *op) {
+    const sw_op_class *cls = op ? sw_op_get_class(op) : NULL;
+    return cls == &projection_class ? 1 : cls == &scatter_class ? 2 : 0;
+}
+
+int64_t sw_tiled_pending(const sw_carrier *c) {
+    tiled_state *s = tstate(c);
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    int64_t n = s->pending;
+    pthread_mutex_unlock(&s->lock);
+    return n;
 }
 
 /* -------------------------------------------------------------- policy */

@@ -1030,7 +1030,9 @@ struct sw_move_request {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     atomic_int done;
-    /* The terminal outcome (under lock once done). */
+    /* The terminal outcome (under lock once done): ok, with the result
+     * (NULL for work that makes none), or the error. */
+    int ok;
     sw_tensor *result;
     saved_error error;
     void *host_error; /* a completion's own error object, or NULL */
@@ -1039,6 +1041,10 @@ struct sw_move_request {
     sw_op *op;
     sw_tensor *tensor;
     sw_carrier *destination;
+    /* Or work given to the executor (sw_work_submit), with its context. */
+    sw_work_fn run;
+    void (*drop)(void *ctx);
+    void *ctx;
     int record;                   /* the submitter's grad mode */
     sw_profile_move profile;      /* the move.complete event to record */
     struct sw_move_request *next; /* in the executor's queue */
@@ -1130,6 +1136,8 @@ void sw_move_request_unref(sw_move_request *r) {
     if (r->host_error && r->drop_error)
         r->drop_error(r->host_error);
     sw_profile_move_drop(&r->profile);
+    if (r->drop)
+        r->drop(r->ctx);
     sw_op_unref(r->op);
     sw_tensor_unref(r->tensor);
     sw_carrier_unref(r->destination);
@@ -1150,6 +1158,7 @@ static void request_finish(sw_move_request *r, sw_status st, sw_tensor *result,
             r->drop_error = drop_error;
             host_error = NULL;
         } else {
+            r->ok = 1;
             r->result = result;
         }
         result = NULL;
@@ -1182,9 +1191,10 @@ sw_status sw_move_request_wait(sw_move_request *r, sw_tensor **out) {
     while (!atomic_load(&r->done))
         pthread_cond_wait(&r->cond, &r->lock);
     sw_tensor *result = r->result;
+    int ok = r->ok;
     saved_error e = r->error;
     pthread_mutex_unlock(&r->lock);
-    if (!result)
+    if (!ok)
         return restore_error(&e);
     if (out)
         *out = sw_tensor_retain(result);
@@ -1234,8 +1244,21 @@ static void request_end(sw_move_request *r, sw_status st, sw_tensor *out) {
     request_finish(r, st, st ? NULL : out, host, drop);
 }
 
+/* Runs submitted work under the submitter's grad mode and records its
+ * outcome; the context goes with the request. */
+static void work_complete(sw_move_request *r) {
+    sw_set_grad_enabled(r->record);
+    sw_tensor *out = NULL;
+    sw_status st = r->run(r->ctx, &out);
+    request_finish(r, st, st ? NULL : out, NULL, NULL);
+}
+
 /* The executor's part of a request: the transfer and the commit. */
 static void request_complete(sw_move_request *r) {
+    if (r->run) {
+        work_complete(r);
+        return;
+    }
     /* This thread runs the transfer now: it may change the destination. */
     sw_carrier_move_worker(r->destination, sw_thread_id());
     sw_set_grad_enabled(r->record);
@@ -1413,6 +1436,33 @@ static sw_status submit_move(sw_op *op, sw_tensor *tensor,
 sw_status sw_move_op_submit(sw_op *op, sw_tensor *tensor,
                             sw_carrier *destination, sw_move_request **out) {
     return submit_move(op, tensor, destination, 1, out);
+}
+
+sw_status sw_work_submit(sw_work_fn run, void (*drop)(void *ctx), void *ctx,
+                         int here, sw_move_request **out) {
+    if (!run || !out) {
+        if (drop)
+            drop(ctx);
+        return sw_fail(SW_EVALUE, "work must have a function and an output");
+    }
+    sw_move_request *r = NULL;
+    sw_status st = request_new(&r);
+    if (st) {
+        if (drop)
+            drop(ctx);
+        return st;
+    }
+    r->run = run;
+    r->drop = drop;
+    r->ctx = ctx;
+    r->record = sw_grad_enabled();
+    if (here || !executor_submit(sw_move_request_retain(r))) {
+        /* Asked to, or no thread at all: the work runs here. */
+        sw_move_request_unref(r);
+        work_complete(r);
+    }
+    *out = r;
+    return SW_OK;
 }
 
 static sw_status move_async(sw_tensor *tensor, sw_carrier *destination,

@@ -439,6 +439,12 @@ static void test_tiled_projection(void) {
         ok(v.as.f == 1.0, "gradient at source (4, 2)");
         sw_tensor_get(g, 0, &v);
         ok(v.as.f == 0.0, "zero where nothing was selected");
+        sw_carrier *gc = sw_tensor_carrier(g);
+        is_int(where(gc, 5, &valid, &dirty), SW_TILE_PRIMARY,
+               "a selected gradient tile is primary");
+        is_int(where(gc, 1, &valid, &dirty), SW_TILE_IMPLICIT,
+               "an untouched gradient tile stays an implicit zero");
+        ok(valid, "and valid");
     }
     /* Errors. */
     sw_tensor *z = NULL;
@@ -709,6 +715,137 @@ static void test_tiled_injection(void) {
     leak_check(base, "TiledEvictable under allocation failure");
 }
 
+/* The asynchronous forms: checks at submission, claims and holds while
+ * pending (the executor held, so "pending" is deterministic), outcomes,
+ * rollback, and release refused until the work ends. */
+static void test_tiled_async(void) {
+    int64_t grid[2] = {3, 2}, tile[2] = {2, 2};
+    sw_carrier *p = cpu(24), *q = file(), *t = NULL;
+    for (int64_t i = 0; i < 24; ++i)
+        set(p, i, (double)i);
+    expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a 6x4 tiled array");
+    sw_move_request *r = NULL, *r2 = NULL;
+    int64_t bad[1] = {6}, two[2] = {0, 1}, one[1] = {1}, other[1] = {4};
+    expect_fail(sw_tiled_evict_async(t, 1, bad, &r), SW_EVALUE,
+                "tile index 6 is outside the grid", "range checked at once");
+    ok(r == NULL, "no request for a refused call");
+    is_int(sw_tiled_pending(t), 0, "nothing pending");
+
+    sw_debug_move_hold(1);
+    expect_ok(sw_tiled_evict_async(t, 2, two, &r), "evict two tiles");
+    is_int(sw_tiled_pending(t), 1, "one request pending");
+    ok(!sw_move_request_done(r), "not done while the executor is held");
+    expect_fail(sw_tiled_promote_async(t, 1, one, &r2), SW_ERUNTIME,
+                "tile (1, 0) has a pending residency request: wait for it "
+                "first (conflict)",
+                "an overlapping request conflicts");
+    expect_fail(sw_tiled_promote(t, 1, one), SW_ERUNTIME,
+                "tile (1, 0) has a pending residency request: wait for it "
+                "first (conflict)",
+                "so does a blocking one");
+    expect_ok(sw_tiled_evict_async(t, 1, other, &r2), "a disjoint request");
+    is_int(sw_tiled_pending(t), 2, "two pending");
+    expect_fail(sw_carrier_release_storage(t), SW_ERUNTIME,
+                "TiledEvictable has 2 pending requests: wait for them before "
+                "releasing it",
+                "release refused while pending");
+    ok(!sw_carrier_is_released(t), "still live");
+    sw_debug_move_hold(0);
+    sw_tensor *none = t ? (sw_tensor *)1 : NULL;
+    expect_ok(sw_move_request_wait(r, &none), "the eviction completes");
+    ok(none == NULL, "residency has no result");
+    expect_ok(sw_move_request_wait(r2, NULL), "the other too");
+    sw_move_wait_idle();
+    is_int(sw_tiled_pending(t), 0, "nothing pending afterwards");
+    int valid, dirty;
+    is_int(where(t, 1, &valid, &dirty), SW_TILE_SECONDARY, "tile 1 evicted");
+    is_int(where(t, 4, &valid, &dirty), SW_TILE_SECONDARY, "tile 4 evicted");
+    is_int(where(t, 2, &valid, &dirty), SW_TILE_PRIMARY, "tile 2 stays");
+    ok(at(t, 1) == 1.0 && at(t, 21) == 21.0, "values survive");
+    sw_move_request_unref(r);
+    sw_move_request_unref(r2);
+    r = r2 = NULL;
+
+    /* A projection holds its tiles: writes there and evictions wait;
+     * reads and other tiles go on. */
+    sw_layout *l = parse("(6,4):(1,6)");
+    sw_tensor *x = NULL, *y = NULL;
+    expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
+    int64_t counts[2] = {1, 1}, coords[2] = {0, 0};
+    int64_t wrong[2] = {1, 1}, far[2] = {3, 0};
+    expect_fail(sw_tiled_project_async(x, 2, wrong, far, NULL, &r), SW_EVALUE,
+                "selected tile coordinate 3 is outside the grid on axis 0 "
+                "(extent 3)",
+                "projection checks at submission");
+    sw_debug_move_hold(1);
+    expect_ok(sw_tiled_project_async(x, 2, counts, coords, NULL, &r),
+              "project tile (0, 0)");
+    sw_value v = sw_value_f64(5.0);
+    expect_fail(sw_carrier_set(t, 0, &v), SW_ERUNTIME,
+                "tile (0, 0) is pinned by a pending projection or scatter: "
+                "wait for it before writing",
+                "a write to a selected slot");
+    int64_t first[1] = {0};
+    expect_fail(sw_tiled_evict(t, 1, first), SW_ERUNTIME,
+                "tile (0, 0) is pinned by work in progress",
+                "evicting a held tile");
+    expect_ok(sw_carrier_set(t, 2, &v), "a write elsewhere");
+    ok(at(t, 0) == 0.0, "reads go on");
+    sw_debug_move_hold(0);
+    expect_ok(sw_move_request_wait(r, &y), "the projection completes");
+    ok(y && sw_layout_size(sw_tensor_layout(y)) == 4, "a 2x2 compact tensor");
+    if (y) {
+        sw_tensor_get(y, 3, &v);
+        ok(v.as.f == 7.0, "compact (1, 1) is source slot 7");
+    }
+    sw_move_wait_idle();
+    expect_ok(sw_carrier_set(t, 0, &v), "writable again");
+
+    /* A scatter, asynchronously, and its checks. */
+    sw_tensor *z = NULL;
+    expect_fail(sw_tiled_scatter_async(y, x, 2, counts, coords, 7, &r2),
+                SW_EVALUE, "reduction must be replace or add",
+                "scatter checks the reduction");
+    expect_ok(sw_tiled_scatter_async(y, x, 2, counts, coords,
+                                     SW_SCATTER_REPLACE, &r2),
+              "scatter back");
+    expect_ok(sw_move_request_wait(r2, &z), "the scatter completes");
+    ok(z && sw_carrier_is_tiled(sw_tensor_carrier(z)), "a tiled result");
+    if (z) {
+        sw_tensor_get(z, 7, &v);
+        ok(v.as.f == 7.0, "scattered value");
+    }
+    sw_move_wait_idle();
+    sw_tensor_unref(z);
+    sw_tensor_unref(y);
+    sw_move_request_unref(r);
+    sw_move_request_unref(r2);
+    r = r2 = NULL;
+
+    /* A failed residency request rolls back and can be retried. */
+    expect_ok(sw_tiled_evict(t, 1, first), "tile 0 to the secondary");
+    sw_debug_fail_alloc_after(0);
+    sw_status st = sw_tiled_promote_async(t, 1, first, &r);
+    sw_debug_fail_alloc_after(-1);
+    ok(st == SW_ENOMEM || st == SW_OK, "promotion under allocation failure");
+    if (r) {
+        sw_move_request_wait(r, NULL);
+        sw_clear_error();
+        sw_move_request_unref(r);
+        r = NULL;
+    }
+    sw_move_wait_idle();
+    is_int(sw_tiled_pending(t), 0, "no claim left behind");
+    expect_ok(sw_tiled_promote(t, 1, first), "the retry");
+    is_int(where(t, 0, &valid, &dirty), SW_TILE_PRIMARY, "promoted");
+    expect_ok(sw_carrier_release_storage(t), "release once idle");
+    sw_tensor_unref(x);
+    sw_layout_release(l);
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+
 int main(void) {
     test_geometry();
     test_footprints();
@@ -718,6 +855,7 @@ int main(void) {
     test_tiled_projection();
     test_tiled_scatter();
     test_tiled_policy();
+    test_tiled_async();
     test_tiled_injection();
     return done_testing();
 }

@@ -151,3 +151,19 @@ def test_custom_compute_example():
         "gradient: [0.0, 0.0, 2.0, 2.0, 0.0, 2.0] on Accelerator",
         "profiled: [('relu', 'Accelerator'), ('demo.axpb', 'Accelerator')]",
     ]
+
+
+def test_moe_offload_example():
+    # examples/moe_offload.py: experts in a file, promoted when the router
+    # picks them, gathered with project, evicted after use.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "moe_offload.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = run.stdout.splitlines()
+    assert len(lines) == 8
+    assert lines[0] == "batch 0: experts [0, 3, 6], 3 resident while gathered"
+    assert lines[6] == "most experts resident at once: 4 of 8"
+    assert lines[7].startswith("largest difference from the all-in-memory layer: ")

@@ -12,8 +12,8 @@ direct operations ``test_direct_operations``, ``test_direct_gradients``;
 cannot be built here: Generic stores Floating or Any, CPU Float32, Int32
 or Bool, and the tiers' dtypes must match).
 
-Not built yet (section 8.5 asynchronous requests and policies, 8.6
-projection, 8.7 scatter): the package docstring says so.
+Asynchronous residency, projection and scatter (8.5 to 8.7) are in
+test_tiled_async.py.
 """
 
 from __future__ import annotations

@@ -282,6 +282,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->evictable_type);
     Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
+    Py_VISIT(st->tiled_op_types[0]);
+    Py_VISIT(st->tiled_op_types[1]);
     Py_VISIT(st->tensor_type);
     Py_VISIT(st->tensor_index_error);
     Py_VISIT(st->cpu_placeholder);
@@ -309,6 +311,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->move_registered);
     Py_VISIT(st->await_result_type);
     Py_VISIT(st->await_move_type);
+    Py_VISIT(st->await_projection_type);
+    Py_VISIT(st->await_residency_type);
     Py_VISIT(st->profiler_type);
     return 0;
 }
@@ -335,6 +339,8 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->evictable_type);
     Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);
+    Py_CLEAR(st->tiled_op_types[0]);
+    Py_CLEAR(st->tiled_op_types[1]);
     Py_CLEAR(st->tensor_type);
     Py_CLEAR(st->tensor_index_error);
     Py_CLEAR(st->cpu_placeholder);

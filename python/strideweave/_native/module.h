@@ -80,6 +80,8 @@ typedef struct swpy_state {
     PyTypeObject *native_op_type;
     /* EvictableOperation, the adapter of Evictable carriers. */
     PyTypeObject *evictable_op_type;
+    /* _ProjectionOperation and _ScatterOperation (TiledEvictable). */
+    PyTypeObject *tiled_op_types[2];
     /* One Python class per native operation class, by registry slot
      * (NULL for an empty slot). */
     PyTypeObject *op_types[SW_NATIVE_OP_SLOTS];
@@ -132,6 +134,8 @@ typedef struct swpy_state {
     PyObject *move_registered;
     PyTypeObject *await_result_type;
     PyTypeObject *await_move_type;
+    PyTypeObject *await_projection_type;
+    PyTypeObject *await_residency_type;
     PyObject *str_copy_hook; /* "_copy" */
 } swpy_state;
 

@@ -784,7 +784,8 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
         await_keep_exception(self);
         return await_raise(self);
     }
-    PyObject *r = swpy_tensor_wrap(st, out);
+    /* Work with no result (residency) gives None. */
+    PyObject *r = out != NULL ? swpy_tensor_wrap(st, out) : Py_NewRef(Py_None);
     if (r == NULL) {
         return NULL;
     }
@@ -798,6 +799,18 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
     }
     a->result = Py_NewRef(r);
     return r;
+}
+
+PyObject *swpy_await_new(swpy_state *st, PyTypeObject *type,
+                         sw_move_request *req) {
+    (void)st;
+    AwaitObject *handle = (AwaitObject *)type->tp_alloc(type, 0);
+    if (handle == NULL) {
+        sw_move_request_unref(req);
+        return NULL;
+    }
+    handle->req = req;
+    return (PyObject *)handle;
 }
 
 /* move_async(tensor, destination): the handle, or NULL with the
@@ -1028,6 +1041,20 @@ static PyType_Spec await_move_spec = {
     .slots = await_move_slots,
 };
 
+static PyType_Spec await_projection_spec = {
+    .name = "strideweave.carriers.tiled_evictable.AwaitProjection",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_move_slots,
+};
+
+static PyType_Spec await_residency_spec = {
+    .name = "strideweave.carriers.tiled_evictable.AwaitResidency",
+    .basicsize = sizeof(AwaitObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = await_move_slots,
+};
+
 /* Sets a class attribute of an immutable type made here. */
 static int set_class_attr(PyTypeObject *type, const char *name,
                           PyObject *value) {
@@ -1098,6 +1125,24 @@ int swpy_move_init(PyObject *module, swpy_state *st) {
     if (PyModule_AddType(module, st->await_move_type) < 0) {
         return -1;
     }
+    type = PyType_FromModuleAndSpec(module, &await_projection_spec,
+                                    (PyObject *)st->await_result_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_projection_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_projection_type) < 0) {
+        return -1;
+    }
+    type = PyType_FromModuleAndSpec(module, &await_residency_spec,
+                                    (PyObject *)st->await_result_type);
+    if (type == NULL) {
+        return -1;
+    }
+    st->await_residency_type = (PyTypeObject *)type;
+    if (PyModule_AddType(module, st->await_residency_type) < 0) {
+        return -1;
+    }
     return PyModule_AddFunctions(module, move_functions);
 }
 
@@ -1125,5 +1170,7 @@ void swpy_move_clear(swpy_state *st) {
     }
     Py_CLEAR(st->await_result_type);
     Py_CLEAR(st->await_move_type);
+    Py_CLEAR(st->await_projection_type);
+    Py_CLEAR(st->await_residency_type);
     Py_CLEAR(st->str_copy_hook);
 }

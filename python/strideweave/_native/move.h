@@ -40,4 +40,10 @@ PyTypeObject *swpy_move_type_of_class(swpy_state *st, const sw_move_class *cls);
 PyObject *swpy_move_run(swpy_state *st, sw_op *op, PyObject *const *args,
                         Py_ssize_t nargs, swpy_run_mode mode);
 
+/* A completion handle of type (AwaitResult or a subclass) for req, whose
+ * reference it takes (also on failure). Returns NULL with an exception
+ * set. */
+PyObject *swpy_await_new(swpy_state *st, PyTypeObject *type,
+                         sw_move_request *req);
+
 #endif /* SWPY_MOVE_H */

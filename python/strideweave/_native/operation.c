@@ -330,8 +330,10 @@ PyObject *swpy_op_wrap(swpy_state *st, sw_op *owned) {
         return peer;
     }
     int i = native_index(st, sw_op_get_class(owned));
+    int tiled = sw_tiled_op_kind(owned);
     PyTypeObject *type =
         i >= 0                      ? st->op_types[i]
+        : tiled > 0                 ? st->tiled_op_types[tiled - 1]
         : is_python_op(owned)       ? st->operation_type
         : sw_op_is_evictable(owned) ? st->evictable_op_type
         : sw_op_is_move(owned)
@@ -1591,6 +1593,26 @@ static PyType_Spec native_op_spec = {
     .slots = native_op_slots,
 };
 
+/* The nodes of TiledEvictable projections and scatters. */
+static PyType_Spec tiled_op_specs[2] = {
+    {
+        .name = "strideweave.carriers.tiled_evictable.projection."
+                "_ProjectionOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags =
+            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+        .slots = native_op_slots,
+    },
+    {
+        .name = "strideweave.carriers.tiled_evictable.projection."
+                "_ScatterOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags =
+            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+        .slots = native_op_slots,
+    },
+};
+
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -1731,6 +1753,17 @@ int swpy_operation_init_types(PyObject *module, swpy_state *st) {
     st->native_op_type = (PyTypeObject *)type;
     if (PyModule_AddType(module, st->native_op_type) < 0) {
         return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        type = PyType_FromModuleAndSpec(module, &tiled_op_specs[i],
+                                        (PyObject *)st->operation_type);
+        if (type == NULL) {
+            return -1;
+        }
+        st->tiled_op_types[i] = (PyTypeObject *)type;
+        if (PyModule_AddType(module, st->tiled_op_types[i]) < 0) {
+            return -1;
+        }
     }
     for (int i = 0; i < SW_NATIVE_OP_SLOTS; i++) {
         if (sw_native_op_at(i) != NULL && make_op_type(module, st, i) < 0) {

@@ -6,6 +6,8 @@
  * the GIL.
  */
 #include "py_kernels.h"
+#include "py_tensor.h"
+#include "move.h"
 
 #include "errors.h"
 #include "gil.h"
@@ -290,6 +292,25 @@ static PyObject *tiled_states(PyObject *module, PyObject *self) {
     return r;
 }
 
+/* The int64 values of a tuple of ints, allocated with PyMem_Malloc (at
+ * least one slot); NULL with an exception. */
+static int64_t *int_tuple(PyObject *tuple, Py_ssize_t *n) {
+    *n = PyTuple_GET_SIZE(tuple);
+    int64_t *v = PyMem_Malloc((size_t)(*n > 0 ? *n : 1) * sizeof *v);
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+        if (v[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
 /* _tiled_residency(carrier, tile_indices, evict): promote or evict. */
 static PyObject *tiled_residency(PyObject *module, PyObject *args) {
     (void)module;
@@ -300,25 +321,146 @@ static PyObject *tiled_residency(PyObject *module, PyObject *args) {
         return NULL;
     }
     sw_carrier *c = tiled_of(self);
-    if (c == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(tiles);
-    int64_t *idx = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *idx);
+    Py_ssize_t n = 0;
+    int64_t *idx = c != NULL ? int_tuple(tiles, &n) : NULL;
     if (idx == NULL) {
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        idx[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tiles, i));
-        if (idx[i] == -1 && PyErr_Occurred()) {
-            PyMem_Free(idx);
-            return NULL;
-        }
+        return NULL;
     }
     sw_status s =
         evict ? sw_tiled_evict(c, n, idx) : sw_tiled_promote(c, n, idx);
     PyMem_Free(idx);
     return s == SW_OK ? Py_NewRef(Py_None) : swpy_raise(s);
+}
+
+/* _tiled_residency_async(carrier, tile_indices, evict): AwaitResidency. */
+static PyObject *tiled_residency_async(PyObject *module, PyObject *args) {
+    swpy_state *st = swpy_module_state(module);
+    PyObject *self, *tiles;
+    int evict;
+    if (!PyArg_ParseTuple(args, "OO!p:_tiled_residency_async", &self,
+                          &PyTuple_Type, &tiles, &evict)) {
+        return NULL;
+    }
+    sw_carrier *c = tiled_of(self);
+    Py_ssize_t n = 0;
+    int64_t *idx = c != NULL ? int_tuple(tiles, &n) : NULL;
+    if (idx == NULL) {
+        return NULL;
+    }
+    sw_move_request *req = NULL;
+    sw_status s = evict ? sw_tiled_evict_async(c, n, idx, &req)
+                        : sw_tiled_promote_async(c, n, idx, &req);
+    PyMem_Free(idx);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_await_new(st, st->await_residency_type, req);
+}
+
+/* The tensor of a Tensor argument named what; NULL with TypeError. */
+static sw_tensor *tensor_arg(swpy_state *st, PyObject *o, const char *what) {
+    if (!swpy_is_tensor(st, o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor", what);
+        return NULL;
+    }
+    return swpy_tensor_of(o);
+}
+
+/* A selection given as (counts, coords) tuples; 0, or -1 with an
+ * exception. */
+static int selection_arg(PyObject *counts, PyObject *coords, int32_t *rank,
+                         int64_t **cv, int64_t **xv) {
+    Py_ssize_t nc = 0, nx = 0;
+    *cv = int_tuple(counts, &nc);
+    *xv = *cv != NULL ? int_tuple(coords, &nx) : NULL;
+    if (*xv == NULL) {
+        PyMem_Free(*cv);
+        return -1;
+    }
+    *rank = (int32_t)nc;
+    return 0;
+}
+
+/* The handle of a submitted selection request (the selection freed), or
+ * NULL with the submission's failure raised. */
+static PyObject *selection_handle(swpy_state *st, PyTypeObject *type,
+                                  sw_status s, sw_move_request *req,
+                                  int64_t *cv, int64_t *xv) {
+    PyMem_Free(cv);
+    PyMem_Free(xv);
+    if (s != SW_OK) {
+        return swpy_raise(s);
+    }
+    return swpy_await_new(st, type, req);
+}
+
+/* _tiled_project(tensor, counts, coords, destination): AwaitProjection. */
+static PyObject *tiled_project(PyObject *module, PyObject *args) {
+    swpy_state *st = swpy_module_state(module);
+    PyObject *tensor, *counts, *coords, *dest;
+    if (!PyArg_ParseTuple(args, "OO!O!O:_tiled_project", &tensor, &PyTuple_Type,
+                          &counts, &PyTuple_Type, &coords, &dest)) {
+        return NULL;
+    }
+    sw_tensor *t = tensor_arg(st, tensor, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    sw_carrier *d = NULL;
+    if (dest != Py_None) {
+        if (!swpy_is_carrier(st, dest)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "destination must be a Carrier or None");
+            return NULL;
+        }
+        if ((d = swpy_carrier_of(dest, "destination")) == NULL) {
+            return NULL;
+        }
+    }
+    int32_t rank;
+    int64_t *cv, *xv;
+    if (selection_arg(counts, coords, &rank, &cv, &xv) < 0) {
+        return NULL;
+    }
+    sw_move_request *req = NULL;
+    sw_status s = sw_tiled_project_async(t, rank, cv, xv, d, &req);
+    return selection_handle(st, st->await_projection_type, s, req, cv, xv);
+}
+
+/* _tiled_scatter(compact, template, counts, coords, add): AwaitMove. */
+static PyObject *tiled_scatter(PyObject *module, PyObject *args) {
+    swpy_state *st = swpy_module_state(module);
+    PyObject *compact, *tmpl, *counts, *coords;
+    int add;
+    if (!PyArg_ParseTuple(args, "OOO!O!p:_tiled_scatter", &compact, &tmpl,
+                          &PyTuple_Type, &counts, &PyTuple_Type, &coords,
+                          &add)) {
+        return NULL;
+    }
+    sw_tensor *c = tensor_arg(st, compact, "compact");
+    sw_tensor *t = c != NULL ? tensor_arg(st, tmpl, "template") : NULL;
+    if (t == NULL) {
+        return NULL;
+    }
+    int32_t rank;
+    int64_t *cv, *xv;
+    if (selection_arg(counts, coords, &rank, &cv, &xv) < 0) {
+        return NULL;
+    }
+    sw_move_request *req = NULL;
+    sw_status s = sw_tiled_scatter_async(
+        c, t, rank, cv, xv, add ? SW_SCATTER_ADD : SW_SCATTER_REPLACE, &req);
+    return selection_handle(st, st->await_move_type, s, req, cv, xv);
+}
+
+/* _tiled_pending(carrier): requests not ended yet. */
+static PyObject *tiled_pending(PyObject *module, PyObject *self) {
+    (void)module;
+    sw_carrier *c = swpy_carrier_of(self, "TiledEvictable");
+    if (c == NULL) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(sw_tiled_pending(c));
 }
 
 /* _register_tiled_type(cls): the Python class library TiledEvictable
@@ -355,6 +497,10 @@ static PyMethodDef tiled_methods[] = {
     {"_tiled_tiers", tiled_tiers, METH_O, NULL},
     {"_tiled_states", tiled_states, METH_O, NULL},
     {"_tiled_residency", tiled_residency, METH_VARARGS, NULL},
+    {"_tiled_residency_async", tiled_residency_async, METH_VARARGS, NULL},
+    {"_tiled_project", tiled_project, METH_VARARGS, NULL},
+    {"_tiled_scatter", tiled_scatter, METH_VARARGS, NULL},
+    {"_tiled_pending", tiled_pending, METH_O, NULL},
     {"_tiled_use_policy", tiled_use_policy, METH_O, NULL},
     {"_register_tiled_type", register_tiled_type, METH_O, NULL},
     {NULL, NULL, 0, NULL},

@@ -4,11 +4,12 @@ What is built so far: the value types of section 8.2 (``TileSelection``,
 ``TileSet``, ``ResidencyPlan``, ``ResidencyPolicy``), and ``TiledEvictable``
 as a face over the library's carrier (``strideweave/tiled.h``): geometry,
 tier ownership, tile states, routed reads and writes, blocking ``promote``
-and ``evict`` with rollback, the tile-footprint checks, the six direct
-operations with gradients as TiledEvictable tensors, and release. Not built
-yet: asynchronous residency (``promote_async``, ``evict_async``,
-``AwaitResidency``), consulting the residency policy, pinning,
-``project`` / ``AwaitProjection`` and ``scatter``.
+and ``evict`` with rollback, asynchronous residency (``promote_async``,
+``evict_async`` returning ``AwaitResidency``), residency policies with
+pinning, the tile-footprint checks, the six direct operations with
+gradients as TiledEvictable tensors, ``projection.project`` (returning
+``AwaitProjection``) and ``projection.scatter`` with their gradients, and
+release.
 
 Examples:
     >>> from strideweave.carriers.tiled_evictable import TileSelection
@@ -16,6 +17,7 @@ Examples:
     TileSet(coordinates=((0, 1), (2, 1)))
 """
 
+from strideweave._native import AwaitProjection, AwaitResidency
 from strideweave.carriers.tiled_evictable.carrier import TiledEvictable, TiledResidencyFacet
 from strideweave.carriers.tiled_evictable.values import (
     ResidencyPlan,
@@ -25,6 +27,8 @@ from strideweave.carriers.tiled_evictable.values import (
 )
 
 __all__ = [
+    "AwaitProjection",
+    "AwaitResidency",
     "ResidencyPlan",
     "ResidencyPolicy",
     "TileSelection",

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from strideweave import _native
+from strideweave._native import AwaitResidency
 from strideweave.carriers.extension import (
     CarrierDefinition,
     CarrierFacet,
@@ -251,6 +252,29 @@ class TiledEvictable(DependentCarrier):
         """Writes tiles back to the secondary tier and makes them secondary
         (blocking; no version change). Raises as promote does."""
         _native._tiled_residency(self, self._request(tiles), True)
+
+    def promote_async(self, tiles: Any) -> AwaitResidency:
+        """Starts promoting tiles on the background executor; returns an
+        AwaitResidency whose wait() returns None. Checks and raises as
+        promote does before it returns; a tile of a pending residency
+        request raises RuntimeError (conflict) until that request ends."""
+        return _native._tiled_residency_async(self, self._request(tiles), False)
+
+    def evict_async(self, tiles: Any) -> AwaitResidency:
+        """Starts evicting tiles on the background executor (as
+        promote_async)."""
+        return _native._tiled_residency_async(self, self._request(tiles), True)
+
+    def _implicit_zero_like(self) -> TiledEvictable:
+        """A carrier like this one (geometry, tier classes, policy) whose
+        every tile is a valid implicit zero: no storage is written until a
+        tile is promoted, which materialises zeros without a version bump."""
+        return self.allocate_like(self.size())
+
+    @property
+    def _pending_requests(self) -> int:
+        """Asynchronous requests on this carrier that have not ended."""
+        return int(_native._tiled_pending(self))
 
     def _policy_plan(
         self, required: tuple[int, ...], purpose: str
