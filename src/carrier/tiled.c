@@ -92,6 +92,26 @@ static const char *coord_text(const sw_tile_geometry *g, int64_t t, char *buf,
     return buf;
 }
 
+/* The compact, column-major layout of shape. */
+static sw_status dense_layout(int32_t rank, const int64_t *shape,
+                              sw_layout **out) {
+    char text[SW_TILE_MAX_RANK * 48 + 8];
+    size_t used = 0;
+    int64_t step = 1;
+    used += (size_t)snprintf(text + used, sizeof text - used, "(");
+    for (int32_t k = 0; k < rank; ++k)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
+                                 k ? "," : "", (long long)shape[k]);
+    used += (size_t)snprintf(text + used, sizeof text - used, "):(");
+    for (int32_t k = 0; k < rank; ++k) {
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
+                                 k ? "," : "", (long long)step);
+        step *= shape[k];
+    }
+    snprintf(text + used, sizeof text - used, ")");
+    return sw_layout_parse(text, out);
+}
+
 sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
                                    const sw_layout *layout) {
     if (layout->rank != g->rank)
@@ -106,6 +126,16 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
                            "mode %d has extent %lld, the grid %lld",
                            (int)k, (long long)layout->mode_size[k],
                            (long long)g->extent[k]);
+    /* The array's own column-major layout at offset 0 maps every tile onto
+     * itself: no walk over the elements. */
+    sw_layout *own = NULL;
+    if (offset == 0 && dense_layout(g->rank, g->extent, &own) == SW_OK) {
+        int same = sw_layout_equal(layout, own);
+        sw_layout_release(own);
+        if (same)
+            return SW_OK;
+    }
+    sw_clear_error();
     /* One bit per slot: whether an element already landed there. */
     uint8_t *seen = sw_calloc((size_t)(g->size / 8 + 1), 1);
     if (!seen)
@@ -1222,24 +1252,66 @@ static sw_status check_projection(const sw_tensor *t, const projection *pr,
     return SW_OK;
 }
 
-/* The compact, column-major layout of shape. */
-static sw_status dense_layout(int32_t rank, const int64_t *shape,
-                              sw_layout **out) {
-    char text[SW_TILE_MAX_RANK * 48 + 8];
-    size_t used = 0;
-    int64_t step = 1;
-    used += (size_t)snprintf(text + used, sizeof text - used, "(");
-    for (int32_t k = 0; k < rank; ++k)
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
-                                 k ? "," : "", (long long)shape[k]);
-    used += (size_t)snprintf(text + used, sizeof text - used, "):(");
-    for (int32_t k = 0; k < rank; ++k) {
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld",
-                                 k ? "," : "", (long long)step);
-        step *= shape[k];
+/*
+ * Copies the selection's values of t into d (compact index j from source
+ * logical index source_index(j)). With CPU primary and destination, and
+ * every selected tile primary (the work pinned them), straight from the
+ * primary's memory under the lock; otherwise value by value.
+ */
+static sw_status gather_values(const sw_tensor *t, tiled_state *s,
+                               const projection *pr, const int64_t *cshape,
+                               int64_t csize, const int64_t *tiles,
+                               int64_t nsel, sw_carrier *d) {
+    int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(s->primary));
+    sw_status st = SW_OK;
+    if (isz > 0 && sw_carrier_is_cpu(s->primary) && sw_carrier_is_cpu(d) &&
+        sw_carrier_dtype(d) == sw_carrier_dtype(s->primary)) {
+        size_t esize = (size_t)isz;
+        pthread_mutex_lock(&s->lock);
+        int resident = 1;
+        for (int64_t i = 0; i < nsel && resident; ++i)
+            resident =
+                s->valid[tiles[i]] && s->loc[tiles[i]] == SW_TILE_PRIMARY;
+        if (resident &&
+            !(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+            const char *src = sw_cpu_data(s->primary);
+            char *dst = sw_cpu_data(d);
+            /* The array's own layout: runs along the first axis of a tile
+             * are contiguous in both. */
+            int own = 0;
+            sw_layout *l = NULL;
+            if (t->offset == 0 && !dense_layout(s->g.rank, s->g.extent, &l)) {
+                own = sw_layout_equal(t->layout, l);
+                sw_layout_release(l);
+            }
+            int64_t run = s->g.tile[0];
+            for (int64_t j = 0; own && j < csize; j += run)
+                memcpy(dst + (size_t)j * esize,
+                       src + (size_t)source_index(s, pr, cshape, j) * esize,
+                       (size_t)run * esize);
+            for (int64_t j = 0; !own && j < csize && !st; ++j) {
+                int64_t p = 0;
+                st = sw_layout_index(t->layout, source_index(s, pr, cshape, j),
+                                     &p);
+                if (!st)
+                    memcpy(dst + (size_t)j * esize,
+                           src + (size_t)(t->offset + p) * esize, esize);
+            }
+            (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (resident)
+            return st;
     }
-    snprintf(text + used, sizeof text - used, ")");
-    return sw_layout_parse(text, out);
+    for (int64_t j = 0; j < csize && !st; ++j) {
+        sw_value v;
+        st = sw_tensor_get(t, source_index(s, pr, cshape, j), &v);
+        if (!st) {
+            st = sw_carrier_set(d, j, &v);
+            sw_value_clear(&v);
+        }
+    }
+    return st;
 }
 
 static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
@@ -1256,32 +1328,28 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if ((st = selection_tiles(s, pr, &tiles, &nsel)))
         return st;
     work_ticket w;
-    st = work_begin(t->carrier, tiles, nsel, "projection", &w);
-    sw_free(tiles);
-    if (st)
+    if ((st = work_begin(t->carrier, tiles, nsel, "projection", &w))) {
+        sw_free(tiles);
         return st;
+    }
     sw_layout *l = NULL;
     if ((st = dense_layout(pr->rank, cshape, &l))) {
+        sw_free(tiles);
         work_end(&w);
         return st;
     }
     sw_carrier *d = pr->destination ? sw_carrier_retain(pr->destination) : NULL;
     if (d && sw_carrier_size(d) == 0)
         st = sw_file_resize(d, csize);
-    else if (!d)
+    else if (!d) /* every value is written below */
         st = sw_carrier_allocate_like(s->primary, csize, 1,
-                                      sw_carrier_dtype(t->carrier), 0, &d);
+                                      sw_carrier_dtype(t->carrier), 1, &d);
     sw_tensor *r = NULL;
     if (!st)
         st = sw_tensor_new(d, 0, l, &r);
-    for (int64_t j = 0; j < csize && !st; ++j) {
-        sw_value v;
-        st = sw_tensor_get(t, source_index(s, pr, cshape, j), &v);
-        if (!st) {
-            st = sw_carrier_set(d, j, &v);
-            sw_value_clear(&v);
-        }
-    }
+    if (!st)
+        st = gather_values(t, s, pr, cshape, csize, tiles, nsel, d);
+    sw_free(tiles);
     sw_carrier_unref(d);
     sw_layout_release(l);
     work_end(&w);
