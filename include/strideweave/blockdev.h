@@ -144,6 +144,12 @@ SW_API sw_blockdev *sw_blockdev_retain(sw_blockdev *d);
  * it is open (ignoring a close error) and frees it. */
 SW_API void sw_blockdev_unref(sw_blockdev *d);
 
+/* Binding support: one borrowed pointer the device keeps for its host
+ * object (NULL at first); the binding sets and reads it under its own
+ * lock (the GIL). */
+SW_API void sw_blockdev_set_peer(sw_blockdev *d, void *peer);
+SW_API void *sw_blockdev_get_peer(const sw_blockdev *d);
+
 /* Geometry, fixed at opening (no I/O). */
 SW_API int64_t sw_blockdev_capacity(const sw_blockdev *d);
 SW_API int64_t sw_blockdev_logical_block_size(const sw_blockdev *d);
@@ -205,6 +211,9 @@ SW_API sw_status sw_blockdev_allocate(sw_blockdev *d, int64_t size,
                                       sw_carrier **out);
 
 SW_API int sw_carrier_is_blockdev(const sw_carrier *c);
+/* The backend class of block carriers: the tag of its shipped (sealed,
+ * empty) capability set. */
+SW_API const sw_carrier_class *sw_blockdev_class(void);
 /* The device of a block carrier (borrowed; NULL for other carriers),
  * kept after release. */
 SW_API sw_blockdev *sw_blockdev_of(const sw_carrier *c);

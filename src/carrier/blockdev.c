@@ -50,6 +50,7 @@ struct sw_blockdev {
     int64_t capacity, logical, physical;
     atomic_int closed, faulted;
     atomic_int_fast64_t carriers;
+    void *peer; /* the binding's, see sw_blockdev_set_peer */
     /* Guarded by lock: the used extents, sorted by offset. */
     extent *used;
     int64_t nused, capused;
@@ -392,6 +393,15 @@ void sw_blockdev_unref(sw_blockdev *d) {
     pthread_mutex_destroy(&d->lock);
     sw_free(d->used);
     sw_free(d);
+}
+
+void sw_blockdev_set_peer(sw_blockdev *d, void *peer) {
+    if (d)
+        d->peer = peer;
+}
+
+void *sw_blockdev_get_peer(const sw_blockdev *d) {
+    return d ? d->peer : NULL;
 }
 
 int64_t sw_blockdev_capacity(const sw_blockdev *d) {
@@ -873,6 +883,10 @@ sw_status sw_blockdev_allocate(sw_blockdev *d, int64_t size, int mutable_,
     atomic_fetch_add(&d->carriers, 1);
     *out = c;
     return SW_OK;
+}
+
+const sw_carrier_class *sw_blockdev_class(void) {
+    return &blockdev_class;
 }
 
 int sw_carrier_is_blockdev(const sw_carrier *c) {
