@@ -178,7 +178,9 @@ SW_API sw_status sw_blockdev_close(sw_blockdev *d);
  * and "BlockDevice is faulted". Then the transfer, whose outcome *res
  * reports (NULL allowed): SW_OK when complete, SW_EOS with the errno for
  * an OS error, SW_ERUNTIME "BlockDevice transfer completed N of M bytes"
- * for a zero completion; both fault the device. A write of a range that
+ * for a zero completion; both fault the device, and the bytes that moved
+ * before the failure stay moved (in the device, or in buf for a read). A
+ * write of a range that
  * does not cover whole logical blocks first reads the blocks at its
  * edges. zero writes zeros.
  */

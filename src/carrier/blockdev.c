@@ -553,10 +553,14 @@ static sw_status transfer(sw_blockdev *d, int write, int64_t offset,
         int64_t c1 = c0 + chunk < a1 ? c0 + chunk : a1;
         int64_t u0 = offset > c0 ? offset : c0, u1 = end < c1 ? end : c1;
         if (!write) {
+            int64_t before = done;
             out = raw_loop(d, 0, c0, c1 - c0, bounce, &done, &err);
-            if (out == SW_BLOCKDEV_COMPLETE)
+            /* What arrived is the caller's, also when the rest failed. */
+            int64_t got = c0 + (done - before);
+            int64_t v1 = got < u1 ? got : u1;
+            if (v1 > u0)
                 memcpy((unsigned char *)dst + (u0 - offset), bounce + (u0 - c0),
-                       (size_t)(u1 - u0));
+                       (size_t)(v1 - u0));
             continue;
         }
         if (u0 != c0 || u1 != c1) {
