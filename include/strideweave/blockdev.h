@@ -58,8 +58,8 @@ typedef struct sw_blockdev sw_blockdev;
 #define SW_BLOCKDEV_IO_VERSION 1
 typedef struct sw_blockdev_io {
     uint32_t version;
-    int64_t (*read)(void *ctx, int fd, void *buf, int64_t count,
-                    int64_t offset, int *err);
+    int64_t (*read)(void *ctx, int fd, void *buf, int64_t count, int64_t offset,
+                    int *err);
     int64_t (*write)(void *ctx, int fd, const void *buf, int64_t count,
                      int64_t offset, int *err);
     int (*close)(void *ctx, int fd);
@@ -101,10 +101,9 @@ SW_API sw_status sw_blockdev_open(const char *path, sw_blockdev **out);
  * a bad table. ctx is handed to io's slots (and dropped by io->drop when
  * the device goes, or at once on failure).
  */
-SW_API sw_status sw_blockdev_open_io(int fd, int64_t capacity,
-                                     int64_t logical, int64_t physical,
-                                     const sw_blockdev_io *io, void *ctx,
-                                     sw_blockdev **out);
+SW_API sw_status sw_blockdev_open_io(int fd, int64_t capacity, int64_t logical,
+                                     int64_t physical, const sw_blockdev_io *io,
+                                     void *ctx, sw_blockdev **out);
 
 /* One step of a scripted system call. */
 typedef enum sw_blockdev_step_kind {
@@ -184,14 +183,13 @@ SW_API sw_status sw_blockdev_close(sw_blockdev *d);
  * does not cover whole logical blocks first reads the blocks at its
  * edges. zero writes zeros.
  */
-SW_API sw_status sw_blockdev_read(sw_blockdev *d, int64_t offset,
-                                  int64_t count, void *buf,
-                                  sw_blockdev_result *res);
+SW_API sw_status sw_blockdev_read(sw_blockdev *d, int64_t offset, int64_t count,
+                                  void *buf, sw_blockdev_result *res);
 SW_API sw_status sw_blockdev_write(sw_blockdev *d, int64_t offset,
                                    int64_t count, const void *buf,
                                    sw_blockdev_result *res);
-SW_API sw_status sw_blockdev_zero(sw_blockdev *d, int64_t offset,
-                                  int64_t count, sw_blockdev_result *res);
+SW_API sw_status sw_blockdev_zero(sw_blockdev *d, int64_t offset, int64_t count,
+                                  sw_blockdev_result *res);
 
 /* ------------------------------------------------------------- carriers */
 

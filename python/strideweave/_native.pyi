@@ -4,6 +4,8 @@ from collections.abc import Iterable
 from typing import Any, final
 
 from strideweave.carriers.base import Carrier as Carrier
+from strideweave.carriers.block_device.carrier import BlockDevice as BlockDevice
+from strideweave.carriers.block_device.carrier import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers.cpu.carrier import CPU as CPU
 from strideweave.carriers.cpu.ops import (
     _CPUAddOperation as _CPUAddOperation,
@@ -61,8 +63,6 @@ from strideweave.carriers.cpu.ops import (
 )
 from strideweave.carriers.evictable import Evictable as Evictable
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
-from strideweave.carriers.block_device.carrier import BlockDevice as BlockDevice
-from strideweave.carriers.block_device.carrier import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers.file_backed.carrier import FileBacked as FileBacked
 from strideweave.carriers.generic.carrier import Generic as Generic
 from strideweave.carriers.generic.ops import (

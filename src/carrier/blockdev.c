@@ -146,8 +146,8 @@ static int64_t scripted_read(void *ctx, int fd, void *buf, int64_t count,
     return scripted_call(s, &s->reads, 0, buf, count, offset, err);
 }
 
-static int64_t scripted_write(void *ctx, int fd, const void *buf,
-                              int64_t count, int64_t offset, int *err) {
+static int64_t scripted_write(void *ctx, int fd, const void *buf, int64_t count,
+                              int64_t offset, int *err) {
     (void)fd;
     scripted *s = ctx;
     s->write_attempts++;
@@ -313,13 +313,11 @@ sw_status sw_blockdev_open(const char *path, sw_blockdev **out) {
 #endif
 }
 
-sw_status sw_blockdev_open_scripted(int64_t capacity, int64_t logical,
-                                    int64_t physical,
-                                    const sw_blockdev_step *reads,
-                                    int64_t nreads,
-                                    const sw_blockdev_step *writes,
-                                    int64_t nwrites, int close_error,
-                                    sw_blockdev **out) {
+sw_status
+sw_blockdev_open_scripted(int64_t capacity, int64_t logical, int64_t physical,
+                          const sw_blockdev_step *reads, int64_t nreads,
+                          const sw_blockdev_step *writes, int64_t nwrites,
+                          int close_error, sw_blockdev **out) {
     sw_status st = check_geometry(capacity, logical, physical);
     if (st)
         return st;
@@ -342,12 +340,12 @@ sw_status sw_blockdev_open_scripted(int64_t capacity, int64_t logical,
         scripted_drop(s);
         return st;
     }
-    return sw_blockdev_open_io(-1, capacity, logical, physical, &scripted_io,
-                               s, out);
+    return sw_blockdev_open_io(-1, capacity, logical, physical, &scripted_io, s,
+                               out);
 }
 
-void sw_blockdev_attempts(const sw_blockdev *d, int64_t *reads,
-                          int64_t *writes, int64_t *closes) {
+void sw_blockdev_attempts(const sw_blockdev *d, int64_t *reads, int64_t *writes,
+                          int64_t *closes) {
     int64_t r = 0, w = 0, c = 0;
     if (d && d->io == &scripted_io) {
         sw_blockdev *m = (sw_blockdev *)d;
@@ -544,8 +542,8 @@ static sw_status transfer(sw_blockdev *d, int write, int64_t offset,
     unsigned char *raw = sw_malloc((size_t)chunk + align);
     if (!raw)
         return sw_oom();
-    unsigned char *bounce =
-        (unsigned char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    unsigned char *bounce = (unsigned char *)(((uintptr_t)raw + align - 1) &
+                                              ~(uintptr_t)(align - 1));
     sw_blockdev_outcome out = SW_BLOCKDEV_COMPLETE;
     int err = 0;
     int64_t done = 0;
@@ -572,7 +570,8 @@ static sw_status transfer(sw_blockdev *d, int write, int64_t offset,
                 break;
         }
         if (src)
-            memcpy(bounce + (u0 - c0), (const unsigned char *)src + (u0 - offset),
+            memcpy(bounce + (u0 - c0),
+                   (const unsigned char *)src + (u0 - offset),
                    (size_t)(u1 - u0));
         else
             memset(bounce + (u0 - c0), 0, (size_t)(u1 - u0));
@@ -730,8 +729,7 @@ static sw_status carrier_io(sw_carrier *c, int write, int64_t offset,
     if (!st) {
         if (write)
             atomic_fetch_add(&c->version, 1);
-        st = transfer(s->dev, write, s->offset + offset, count, src, dst,
-                      NULL);
+        st = transfer(s->dev, write, s->offset + offset, count, src, dst, NULL);
     }
     pthread_mutex_unlock(&s->dev->lock);
     return st;

@@ -330,8 +330,8 @@ static sw_status copy_blockdev_to_cpu(sw_op *op, sw_tensor *tensor,
     if (!data)
         return sw_carrier_fail_released();
     atomic_fetch_add(&destination->version, 1);
-    return sw_blockdev_carrier_read(src, tensor->offset * 4,
-                                    element_count * 4, data);
+    return sw_blockdev_carrier_read(src, tensor->offset * 4, element_count * 4,
+                                    data);
 }
 
 static const sw_move_class elementwise_class = {
@@ -694,8 +694,8 @@ static sw_status check_blockdev_move(const sw_move_class *cls,
         return sw_fail(SW_ENOTIMPL,
                        "(%s, %s) moves only through the exact built-in %s",
                        key_name(skey), key_name(dkey), fixed->name);
-    sw_blockdev *d = sw_blockdev_of(src) ? sw_blockdev_of(src)
-                                         : sw_blockdev_of(dst);
+    sw_blockdev *d =
+        sw_blockdev_of(src) ? sw_blockdev_of(src) : sw_blockdev_of(dst);
     if (sw_blockdev_is_faulted(d))
         return sw_fail(SW_ERUNTIME, "BlockDevice is faulted after an I/O "
                                     "error");

@@ -33,8 +33,7 @@
 #define STEP(k, v) ((sw_blockdev_step){SW_BLOCKDEV_STEP_##k, (v)})
 
 /* A scripted device without scripts. */
-static sw_blockdev *plain(int64_t capacity, int64_t logical,
-                          int64_t physical) {
+static sw_blockdev *plain(int64_t capacity, int64_t logical, int64_t physical) {
     sw_blockdev *d = NULL;
     sw_status st = sw_blockdev_open_scripted(capacity, logical, physical, NULL,
                                              0, NULL, 0, 0, &d);
@@ -48,9 +47,8 @@ static sw_blockdev *scripted(int64_t capacity, int64_t logical,
                              int64_t nr, const sw_blockdev_step *w,
                              int64_t nw) {
     sw_blockdev *d = NULL;
-    sw_status st =
-        sw_blockdev_open_scripted(capacity, logical, physical, r, nr, w, nw, 0,
-                                  &d);
+    sw_status st = sw_blockdev_open_scripted(capacity, logical, physical, r, nr,
+                                             w, nw, 0, &d);
     if (!expect_ok(st, "open a scripted device"))
         return NULL;
     return d;
@@ -436,7 +434,8 @@ static void test_close(void) {
     if (d) {
         sw_blockdev_retain(d);
         sw_blockdev_unref(d);
-        ok(!sw_blockdev_is_closed(d), "a dropped extra reference closes nothing");
+        ok(!sw_blockdev_is_closed(d),
+           "a dropped extra reference closes nothing");
         sw_blockdev_unref(d);
     }
 }
@@ -503,8 +502,8 @@ static void test_values(void) {
     ok(st == SW_OK && sw_blockdev_of(like) == d && sw_carrier_size(like) == 3,
        "allocate_like on a released carrier allocates from its device");
     sw_carrier_unref(like);
-    sw_value vals[3] = {sw_value_f64(1.5), {SW_VALUE_NONE, {0}, NULL},
-                        sw_value_i64(4)};
+    sw_value vals[3] = {
+        sw_value_f64(1.5), {SW_VALUE_NONE, {0}, NULL}, sw_value_i64(4)};
     st = sw_carrier_new_like(c, 3, vals, 0, SW_DTYPE_COUNT, &like);
     if (expect_ok(st, "new_like on a released carrier")) {
         ok(value_at(like, 0) == 1.5f && value_at(like, 1) == 0.0f &&
@@ -572,7 +571,8 @@ static void test_moves(void) {
                     "(BDC, FileBacked)");
     st = sw_move_register(sw_move_key_cpu(), sw_move_key_blockdev(),
                           sw_move_elementwise());
-    expect_contains(st, SW_EVALUE, "protected built-ins", "register (CPU, BDC)");
+    expect_contains(st, SW_EVALUE, "protected built-ins",
+                    "register (CPU, BDC)");
     st = sw_move_unregister(sw_move_key_blockdev(), sw_move_key_cpu(), NULL);
     expect_contains(st, SW_EVALUE, "protected built-ins",
                     "unregister (BDC, CPU)");
@@ -597,7 +597,8 @@ static void test_moves(void) {
     st = sw_move(t, blk, &r);
     if (expect_ok(st, "move CPU -> BDC")) {
         is_int(writes_of(d) - w0, 1, "one native transfer");
-        is_int(sw_carrier_version(blk), 1, "the destination version rises by 1");
+        is_int(sw_carrier_version(blk), 1,
+               "the destination version rises by 1");
         ok(sw_carrier_is_released(cpu), "the source is released");
         int same = 1;
         for (int i = 0; i < 5; ++i)
@@ -715,8 +716,8 @@ static void test_alloc_failures(void) {
         sw_carrier *c = NULL, *c2 = NULL, *cpu = NULL;
         sw_tensor *t = NULL, *r = NULL;
         sw_layout *l = NULL;
-        sw_status st = sw_blockdev_open_scripted(256, 4, 16, NULL, 0, w, 1, 0,
-                                                 &d);
+        sw_status st =
+            sw_blockdev_open_scripted(256, 4, 16, NULL, 0, w, 1, 0, &d);
         for (int k = 0; !st && k < 10; ++k) {
             sw_carrier *x = NULL;
             st = sw_blockdev_allocate(d, 4, 1, SW_DTYPE_FLOAT32, k & 1, &x);

@@ -43,8 +43,8 @@ Checklist (rule -> test):
   fault model (EIO, zero progress) faults the whole device             -> test_fault_*
   release idempotent, no I/O, also when faulted; what stays            -> test_release_*
   allocate_like/new_like after release use the same device             -> test_like_factories
-  collection frees the extent                                          -> test_collection_frees_extent
-  release waits for a transfer in progress                             -> test_release_waits_for_transfer
+  collection frees the extent                             -> test_collection_frees_extent
+  release waits for a transfer in progress                -> test_release_waits_for_transfer
   storage only: capabilities, plans, dispatch_op, scatter, DLPack      -> test_storage_only
   supports_storage_dtype exactly {Float32}; TE for a non-DType        -> test_storage_dtypes
   one lock per device                                                  -> test_one_lock_per_device
@@ -843,7 +843,11 @@ def test_autograd_chain():
 
 
 def test_protected_pairs():
-    for pair in ((CPU, BlockDeviceCarrier), (BlockDeviceCarrier, CPU), (Generic, BlockDeviceCarrier)):
+    for pair in (
+        (CPU, BlockDeviceCarrier),
+        (BlockDeviceCarrier, CPU),
+        (Generic, BlockDeviceCarrier),
+    ):
         with pytest.raises(ValueError, match="protected built-ins"):
             register_move_operation(*pair, ElementwiseMoveOperation)
         with pytest.raises(ValueError, match="protected built-ins"):

@@ -265,8 +265,8 @@ static PyObject *device_allocate(PyObject *self, PyObject *args,
 
 /* ------------------------------------------- raw transfers (for tests) */
 
-static int range_args(PyObject *const *args, Py_ssize_t nargs,
-                      const char *name, int64_t *offset, int64_t *count) {
+static int range_args(PyObject *const *args, Py_ssize_t nargs, const char *name,
+                      int64_t *offset, int64_t *count) {
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "%s takes two arguments", name);
         return -1;
@@ -411,11 +411,10 @@ fail:
     return -1;
 }
 
-static PyObject *fn_scripted(PyObject *module, PyObject *args,
-                             PyObject *kwds) {
-    static char *kwlist[] = {"capacity",     "logical",     "physical",
-                             "read_script",  "write_script", "close_error",
-                             "path",         NULL};
+static PyObject *fn_scripted(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {
+        "capacity",     "logical",     "physical", "read_script",
+        "write_script", "close_error", "path",     NULL};
     long long capacity = 0, logical = 0, physical = 0;
     PyObject *reads_obj = NULL, *writes_obj = NULL;
     int close_error = 0;
@@ -446,8 +445,8 @@ static PyObject *fn_scripted(PyObject *module, PyObject *args,
     if (s != SW_OK) {
         return swpy_raise(s);
     }
-    PyObject *label = path != NULL ? Py_NewRef(path)
-                                   : PyUnicode_FromString("<scripted>");
+    PyObject *label =
+        path != NULL ? Py_NewRef(path) : PyUnicode_FromString("<scripted>");
     if (label == NULL) {
         sw_blockdev_unref(d);
         return NULL;
@@ -545,19 +544,17 @@ static PyObject *with_my_device(PyObject *self, PyObject *r) {
 
 static PyObject *block_new_like(PyObject *self, PyObject *args,
                                 PyObject *kwds) {
-    return with_my_device(self,
-                          swpy_backend_new_like(&block_backend, self, args,
-                                                kwds));
+    return with_my_device(
+        self, swpy_backend_new_like(&block_backend, self, args, kwds));
 }
 
 static PyObject *block_allocate_like(PyObject *self, PyObject *args,
                                      PyObject *kwds) {
-    return with_my_device(self, swpy_backend_allocate_like(&block_backend, self,
-                                                           args, kwds));
+    return with_my_device(
+        self, swpy_backend_allocate_like(&block_backend, self, args, kwds));
 }
 
-static PyObject *block_scatter(PyObject *self, PyObject *args,
-                               PyObject *kwds) {
+static PyObject *block_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
     PyErr_SetString(PyExc_NotImplementedError,
                     "BlockDeviceCarrier carriers do not support scatter");
     return NULL;
@@ -649,8 +646,7 @@ static PyType_Spec block_spec = {
 };
 
 static PyMethodDef block_functions[] = {
-    {"_blockdev_scripted", KW(fn_scripted), METH_VARARGS | METH_KEYWORDS,
-     NULL},
+    {"_blockdev_scripted", KW(fn_scripted), METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
