@@ -533,11 +533,6 @@ sw_status sw_move_register(sw_move_key source, sw_move_key destination,
 
 sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
                              const sw_move_class **out) {
-    if (!source.id)
-        return sw_fail(SW_ETYPE, "source_class must be a Carrier subclass");
-    if (!destination.id)
-        return sw_fail(SW_ETYPE,
-                       "destination_class must be a Carrier subclass");
     sw_status st = check_protected(source, destination);
     if (!st)
         st = sw_move_check_pair(source, destination);
