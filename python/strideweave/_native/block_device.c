@@ -108,14 +108,14 @@ static PyObject *device_tp_new(PyTypeObject *type, PyObject *args,
         if (os) {
             /* The path the failure is about, as the interpreter's own
              * open() reports it. */
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyErr_NormalizeException(&type, &value, &tb);
+            PyObject *etype, *value, *tb;
+            PyErr_Fetch(&etype, &value, &tb);
+            PyErr_NormalizeException(&etype, &value, &tb);
             if (value != NULL &&
                 PyObject_SetAttrString(value, "filename", path) < 0) {
                 PyErr_Clear();
             }
-            PyErr_Restore(type, value, tb);
+            PyErr_Restore(etype, value, tb);
         }
         return NULL;
     }

@@ -9,6 +9,7 @@
  */
 #include "py_carrier.h"
 
+#include "strideweave/blockdev.h"
 #include "strideweave/tiled.h"
 
 #include <math.h>
