@@ -110,6 +110,13 @@ static void test_geometry(void) {
     st = sw_blockdev_open_scripted(16, 4, 4, &bad, 1, NULL, 0, 0, &d);
     expect_fail(st, SW_EVALUE, "unknown script step", "a bad step");
     ok(d == NULL, "failed opens write nothing");
+    sw_blockdev_io bad_io = {SW_BLOCKDEV_IO_VERSION + 1, NULL, NULL, NULL,
+                             NULL};
+    st = sw_blockdev_open_io(-1, 16, 4, 4, &bad_io, NULL, &d);
+    expect_fail(st, SW_ETYPE, "BlockDevice I/O table is not valid",
+                "a table of another version");
+    st = sw_blockdev_open_io(-1, 16, 4, 4, NULL, NULL, &d);
+    expect_fail(st, SW_ETYPE, "BlockDevice I/O table is not valid", "no table");
 
     d = plain(4096, 512, 1024);
     if (!d)
