@@ -153,6 +153,8 @@ SW_API sw_move_key sw_move_key_of(const sw_carrier *c);
 SW_API sw_move_key sw_move_key_cpu(void);
 SW_API sw_move_key sw_move_key_generic(void);
 SW_API sw_move_key sw_move_key_file(void);
+/* BlockDeviceCarrier (blockdev.h): a final class, so its key is fixed. */
+SW_API sw_move_key sw_move_key_blockdev(void);
 /* The key of a custom backend: {cls, cls->name}. */
 SW_API sw_move_key sw_move_key_class(const sw_carrier_class *cls);
 
@@ -204,6 +206,31 @@ typedef struct sw_move_class {
 SW_API const sw_move_class *sw_move_elementwise(void);
 SW_API const sw_move_class *sw_move_cpu_to_file(void);
 SW_API const sw_move_class *sw_move_file_to_cpu(void);
+
+/*
+ * The block-device bulk moves (pinned CPU to BlockDeviceCarrier and
+ * back): one transfer of the whole physical span, holes included, from
+ * the tensor's offset to the destination's slot 0, retrying interrupts and
+ * short progress (blockdev.h). The destination's version rises by one,
+ * also when the transfer fails after it started; a terminal failure
+ * faults the device and leaves the completed prefix in the destination.
+ *
+ * These pairs are protected built-ins: they have no registry entries, and
+ * sw_move_register and sw_move_unregister refuse any pair that involves
+ * the BlockDeviceCarrier key with SW_EVALUE "... protected built-ins"
+ * (after their argument checks). sw_move_dispatch answers the two classes
+ * for the two pairs. Every other pair with the block-device key is refused
+ * by sw_move_check_blockdev with SW_ENOTIMPL "... block-device carrier
+ * pair ...": there is no elementwise fallback. A move checks that right
+ * after its destination argument (check 4 of sw_move_op_forward) and,
+ * after the pins (check 9), refuses any other class on the two pairs with
+ * SW_ENOTIMPL "... exact built-in ..." and a faulted device with
+ * SW_ERUNTIME "BlockDevice is faulted ...".
+ */
+SW_API const sw_move_class *sw_move_cpu_to_blockdev(void);
+SW_API const sw_move_class *sw_move_blockdev_to_cpu(void);
+SW_API sw_status sw_move_check_blockdev(sw_move_key source,
+                                        sw_move_key destination);
 
 /* ----------------------------------------------------------- registry */
 

@@ -10,6 +10,7 @@
 #include "strideweave/base.h"
 #include "strideweave/layout.h"
 #include "strideweave/carrier.h"
+#include "strideweave/blockdev.h"
 #include "strideweave/tensor.h"
 #include "strideweave/op.h"
 #include "strideweave/registry.h"

@@ -18,6 +18,8 @@ from strideweave import operation as _operation
 from strideweave._native import get_num_threads as get_num_threads
 from strideweave._native import set_num_threads as set_num_threads
 from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic
+from strideweave.carriers.block_device import BlockDevice as BlockDevice
+from strideweave.carriers.block_device import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers.extension import CarrierDefinition as CarrierDefinition
 from strideweave.carriers.extension import CarrierFacet as CarrierFacet
 from strideweave.carriers.extension import CompositeProvider as CompositeProvider

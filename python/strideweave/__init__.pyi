@@ -4,6 +4,8 @@ from strideweave import einops as einops
 from strideweave._native import get_num_threads as get_num_threads
 from strideweave._native import set_num_threads as set_num_threads
 from strideweave.carriers import CPU as CPU
+from strideweave.carriers import BlockDevice as BlockDevice
+from strideweave.carriers import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers import Carrier as Carrier
 from strideweave.carriers import DType as DType
 from strideweave.carriers import Evictable as Evictable
@@ -50,7 +52,13 @@ from strideweave.core.module import Module as Module
 from strideweave.core.module import Parameter as Parameter
 from strideweave.operation import NON_DIFFERENTIABLE as NON_DIFFERENTIABLE
 from strideweave.operation import REQUIRED as REQUIRED
+from strideweave.operation import (
+    BlockDeviceToCpuMoveOperation as BlockDeviceToCpuMoveOperation,
+)
 from strideweave.operation import BoundOperationCall as BoundOperationCall
+from strideweave.operation import (
+    CpuToBlockDeviceMoveOperation as CpuToBlockDeviceMoveOperation,
+)
 from strideweave.operation import (
     CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
 )
@@ -243,6 +251,8 @@ __all__ = [
     "Tensor",
     "Tiler",
     "Tree",
+    "BlockDeviceToCpuMoveOperation",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "EvictableOperation",

@@ -4,6 +4,8 @@ from collections.abc import Iterable
 from typing import Any, final
 
 from strideweave.carriers.base import Carrier as Carrier
+from strideweave.carriers.block_device.carrier import BlockDevice as BlockDevice
+from strideweave.carriers.block_device.carrier import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers.cpu.carrier import CPU as CPU
 from strideweave.carriers.cpu.ops import (
     _CPUAddOperation as _CPUAddOperation,
@@ -122,6 +124,12 @@ from strideweave.carriers.move import (
 )
 from strideweave.carriers.move import (
     AwaitResult as AwaitResult,
+)
+from strideweave.carriers.move import (
+    BlockDeviceToCpuMoveOperation as BlockDeviceToCpuMoveOperation,
+)
+from strideweave.carriers.move import (
+    CpuToBlockDeviceMoveOperation as CpuToBlockDeviceMoveOperation,
 )
 from strideweave.carriers.move import (
     CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
@@ -263,6 +271,16 @@ def _debug_move_hold(hold: object, /) -> None: ...
 def _move_pending_count() -> int: ...
 def _debug_allocate_like(carrier: Carrier, size: int, dtype: Any = None, /) -> Carrier: ...
 def _debug_new_like(carrier: Carrier, values: Any, /) -> Carrier: ...
+def _blockdev_scripted(
+    capacity: int,
+    logical: int,
+    physical: int,
+    *,
+    read_script: Any = ...,
+    write_script: Any = ...,
+    close_error: int = 0,
+    path: Any = ...,
+) -> BlockDevice: ...
 
 # Operation plans and capabilities (policy.c); plans travel as raw tuples.
 _capability_guards: dict[int, Any]

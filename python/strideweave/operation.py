@@ -17,6 +17,8 @@ from strideweave import functional as _functional
 from strideweave.carriers import shared_ops as _shared_ops
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.generic import ops as _generic_ops
+from strideweave.carriers.move import BlockDeviceToCpuMoveOperation as BlockDeviceToCpuMoveOperation
+from strideweave.carriers.move import CpuToBlockDeviceMoveOperation as CpuToBlockDeviceMoveOperation
 from strideweave.carriers.move import CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation
 from strideweave.carriers.move import ElementwiseMoveOperation as ElementwiseMoveOperation
 from strideweave.carriers.move import FileBackedToCpuMoveOperation as FileBackedToCpuMoveOperation
@@ -71,6 +73,8 @@ __all__ = sorted(
         "ResultSpec",
         "VJPContext",
         "define_operation",
+        "BlockDeviceToCpuMoveOperation",
+        "CpuToBlockDeviceMoveOperation",
         "CpuToFileBackedMoveOperation",
         "ElementwiseMoveOperation",
         "EvictableOperation",

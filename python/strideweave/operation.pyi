@@ -53,6 +53,12 @@ from strideweave.carriers.generic.ops import (
     GenericTanhOperation as GenericTanhOperation,
 )
 from strideweave.carriers.move import (
+    BlockDeviceToCpuMoveOperation as BlockDeviceToCpuMoveOperation,
+)
+from strideweave.carriers.move import (
+    CpuToBlockDeviceMoveOperation as CpuToBlockDeviceMoveOperation,
+)
+from strideweave.carriers.move import (
     CpuToFileBackedMoveOperation as CpuToFileBackedMoveOperation,
 )
 from strideweave.carriers.move import (
@@ -173,7 +179,9 @@ from strideweave.profiling import ProfilerEvent as ProfilerEvent
 from strideweave.profiling import profile as profile
 
 __all__ = [
+    "BlockDeviceToCpuMoveOperation",
     "BoundOperationCall",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "EvictableOperation",

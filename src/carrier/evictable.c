@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "strideweave/blockdev.h"
 #include "layout/internal.h"
 #include "op/internal.h"
 #include "strideweave/capability.h"
@@ -398,6 +399,9 @@ sw_status sw_evictable_new(sw_carrier *primary, sw_carrier *secondary,
         return sw_fail(SW_ETYPE, "primary tier carrier is missing");
     if (!secondary)
         return sw_fail(SW_ETYPE, "secondary tier carrier is missing");
+    if (sw_carrier_is_blockdev(primary) || sw_carrier_is_blockdev(secondary))
+        return sw_fail(SW_ETYPE,
+                       "BlockDeviceCarrier is not a supported Evictable tier");
     if (primary == secondary)
         return sw_fail(SW_EVALUE,
                        "primary and secondary must be distinct carriers");

@@ -28,6 +28,7 @@
 #include "layout/internal.h"
 #include "op/internal.h"
 #include "profile/internal.h"
+#include "strideweave/blockdev.h"
 #include "strideweave/capability.h"
 #include "strideweave/interop.h"
 #include "tensor/internal.h"
@@ -36,7 +37,8 @@
 
 /* The built-in backends' vtables are private to src/carrier, so their
  * keys are tokens of their own. */
-static const char key_cpu_token, key_generic_token, key_file_token;
+static const char key_cpu_token, key_generic_token, key_file_token,
+    key_blockdev_token;
 
 sw_move_key sw_move_key_cpu(void) {
     sw_move_key k = {&key_cpu_token, "CPU"};
@@ -50,6 +52,11 @@ sw_move_key sw_move_key_generic(void) {
 
 sw_move_key sw_move_key_file(void) {
     sw_move_key k = {&key_file_token, "FileBacked"};
+    return k;
+}
+
+sw_move_key sw_move_key_blockdev(void) {
+    sw_move_key k = {&key_blockdev_token, "BlockDeviceCarrier"};
     return k;
 }
 
@@ -70,6 +77,8 @@ sw_move_key sw_move_key_of(const sw_carrier *c) {
         return sw_move_key_generic();
     if (sw_carrier_is_file(c))
         return sw_move_key_file();
+    if (sw_carrier_is_blockdev(c))
+        return sw_move_key_blockdev();
     return sw_move_key_class(c->cls);
 }
 
@@ -286,6 +295,45 @@ static sw_status copy_file_to_cpu(sw_op *op, sw_tensor *tensor,
     return st;
 }
 
+/*
+ * The block-device bulk moves: one transfer of the whole physical span
+ * (cosize elements from the tensor's offset, holes included) to or from
+ * the destination's slot 0. Unlike the file moves, the destination's
+ * version rises by one, at the start of the transfer, so a failure that
+ * wrote a prefix is seen as a change. Only a backward pass whose layouts
+ * differ comes here with tensors a span copy does not fit.
+ */
+static sw_status copy_cpu_to_blockdev(sw_op *op, sw_tensor *tensor,
+                                      sw_carrier *destination,
+                                      sw_tensor *output,
+                                      int64_t element_count) {
+    sw_carrier *src = tensor->carrier;
+    if (!sw_carrier_is_cpu(src) || !sw_carrier_is_blockdev(destination) ||
+        !bulk_applies(tensor, output))
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    const char *data = sw_cpu_storage(src);
+    if (!data)
+        return sw_carrier_fail_released();
+    return sw_blockdev_carrier_write(destination, 0, element_count * 4,
+                                     data + tensor->offset * 4);
+}
+
+static sw_status copy_blockdev_to_cpu(sw_op *op, sw_tensor *tensor,
+                                      sw_carrier *destination,
+                                      sw_tensor *output,
+                                      int64_t element_count) {
+    sw_carrier *src = tensor->carrier;
+    if (!sw_carrier_is_blockdev(src) || !sw_carrier_is_cpu(destination) ||
+        !bulk_applies(tensor, output))
+        return copy_elementwise(op, tensor, destination, output, element_count);
+    char *data = sw_cpu_storage(destination);
+    if (!data)
+        return sw_carrier_fail_released();
+    atomic_fetch_add(&destination->version, 1);
+    return sw_blockdev_carrier_read(src, tensor->offset * 4, element_count * 4,
+                                    data);
+}
+
 static const sw_move_class elementwise_class = {
     .version = SW_MOVE_CLASS_VERSION,
     .name = "ElementwiseMoveOperation",
@@ -307,6 +355,66 @@ static const sw_move_class file_to_cpu_class = {
     .destination_pin = {&key_cpu_token, "CPU"},
     .copy = copy_file_to_cpu,
 };
+
+static const sw_move_class cpu_to_blockdev_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "CpuToBlockDeviceMoveOperation",
+    .source_pin = {&key_cpu_token, "CPU"},
+    .destination_pin = {&key_blockdev_token, "BlockDeviceCarrier"},
+    .copy = copy_cpu_to_blockdev,
+};
+
+static const sw_move_class blockdev_to_cpu_class = {
+    .version = SW_MOVE_CLASS_VERSION,
+    .name = "BlockDeviceToCpuMoveOperation",
+    .source_pin = {&key_blockdev_token, "BlockDeviceCarrier"},
+    .destination_pin = {&key_cpu_token, "CPU"},
+    .copy = copy_blockdev_to_cpu,
+};
+
+const sw_move_class *sw_move_cpu_to_blockdev(void) {
+    return &cpu_to_blockdev_class;
+}
+
+const sw_move_class *sw_move_blockdev_to_cpu(void) {
+    return &blockdev_to_cpu_class;
+}
+
+/* The exact built-in class of a pair involving the block-device key, or
+ * NULL when the pair has none (every other such pair is refused). */
+static const sw_move_class *blockdev_pair_class(const void *src,
+                                                const void *dst) {
+    if (src == &key_cpu_token && dst == &key_blockdev_token)
+        return &cpu_to_blockdev_class;
+    if (src == &key_blockdev_token && dst == &key_cpu_token)
+        return &blockdev_to_cpu_class;
+    return NULL;
+}
+
+static int involves_blockdev(const void *src, const void *dst) {
+    return src == &key_blockdev_token || dst == &key_blockdev_token;
+}
+
+sw_status sw_move_check_blockdev(sw_move_key source, sw_move_key destination) {
+    if (involves_blockdev(source.id, destination.id) &&
+        !blockdev_pair_class(source.id, destination.id))
+        return sw_fail(SW_ENOTIMPL,
+                       "(%s, %s) is not a supported block-device carrier pair: "
+                       "BlockDeviceCarrier moves only to and from CPU, with "
+                       "no elementwise fallback",
+                       key_name(source), key_name(destination));
+    return SW_OK;
+}
+
+/* The registry's refusal of pairs whose moves are fixed built-ins. */
+static sw_status check_protected(sw_move_key source, sw_move_key destination) {
+    if (involves_blockdev(source.id, destination.id))
+        return sw_fail(SW_EVALUE,
+                       "(%s, %s) involves BlockDeviceCarrier, whose moves are "
+                       "protected built-ins",
+                       key_name(source), key_name(destination));
+    return SW_OK;
+}
 
 const sw_move_class *sw_move_elementwise(void) {
     return &elementwise_class;
@@ -378,6 +486,8 @@ sw_status sw_move_register(sw_move_key source, sw_move_key destination,
                        "destination_class must be a Carrier subclass");
     sw_status st = check_class(cls);
     if (!st)
+        st = check_protected(source, destination);
+    if (!st)
         st = sw_move_check_pair(source, destination);
     if (st)
         return st;
@@ -423,7 +533,9 @@ sw_status sw_move_register(sw_move_key source, sw_move_key destination,
 
 sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
                              const sw_move_class **out) {
-    sw_status st = sw_move_check_pair(source, destination);
+    sw_status st = check_protected(source, destination);
+    if (!st)
+        st = sw_move_check_pair(source, destination);
     if (st)
         return st;
     pthread_mutex_lock(&registry_lock);
@@ -448,6 +560,11 @@ sw_status sw_move_unregister(sw_move_key source, sw_move_key destination,
 
 const sw_move_class *sw_move_dispatch(sw_move_key source,
                                       sw_move_key destination) {
+    if (involves_blockdev(source.id, destination.id)) {
+        const sw_move_class *fixed =
+            blockdev_pair_class(source.id, destination.id);
+        return fixed ? fixed : &elementwise_class;
+    }
     pthread_mutex_lock(&registry_lock);
     entry *e = *find(source.id, destination.id);
     const sw_move_class *cls = e ? e->cls : &elementwise_class;
@@ -559,6 +676,27 @@ static sw_status check_pins(const sw_move_class *cls, sw_move_key src,
     return SW_OK;
 }
 
+/* A move between CPU and a block carrier runs only its exact built-in
+ * class, and never on a faulted device. */
+static sw_status check_blockdev_move(const sw_move_class *cls,
+                                     const sw_carrier *src,
+                                     const sw_carrier *dst, sw_move_key skey,
+                                     sw_move_key dkey) {
+    const sw_move_class *fixed = blockdev_pair_class(skey.id, dkey.id);
+    if (!fixed)
+        return SW_OK;
+    if (cls != fixed)
+        return sw_fail(SW_ENOTIMPL,
+                       "(%s, %s) moves only through the exact built-in %s",
+                       key_name(skey), key_name(dkey), fixed->name);
+    sw_blockdev *d =
+        sw_blockdev_of(src) ? sw_blockdev_of(src) : sw_blockdev_of(dst);
+    if (sw_blockdev_is_faulted(d))
+        return sw_fail(SW_ERUNTIME, "BlockDevice is faulted after an I/O "
+                                    "error");
+    return SW_OK;
+}
+
 /* Only an empty FileBacked destination can grow in place. */
 static int can_grow(sw_carrier *c) {
     return sw_carrier_is_file(c);
@@ -581,6 +719,10 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
                                     "move");
     if (!dst)
         return sw_fail(SW_ETYPE, "destination must be a Carrier instance");
+    sw_status refused =
+        sw_move_check_blockdev(sw_move_key_of(src), sw_move_key_of(dst));
+    if (refused)
+        return refused;
     if (dst == src)
         return sw_fail(SW_EVALUE,
                        "destination must not be the tensor's own carrier");
@@ -604,6 +746,8 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
                      key_name(skey), key_name(dkey), routed->name);
     if (!st)
         st = check_pins(cls, skey, dkey);
+    if (!st)
+        st = check_blockdev_move(cls, src, dst, skey, dkey);
     if (st)
         return st;
     int64_t required = t->layout->cosize;

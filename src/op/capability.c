@@ -19,6 +19,7 @@
 #include "base/internal.h"
 #include "carrier/defined.h"
 #include "carrier/internal.h"
+#include "strideweave/blockdev.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
 
@@ -416,7 +417,8 @@ static int64_t nentries, capacity;
 
 static int is_shipped(const void *cls) {
     return cls == sw_cpu_class() || cls == sw_generic_class() ||
-           cls == sw_file_class() || cls == sw_evictable_class();
+           cls == sw_file_class() || cls == sw_evictable_class() ||
+           cls == sw_blockdev_class();
 }
 
 /* The index of cls, or -(insertion point) - 1. Under the lock. */
@@ -466,7 +468,7 @@ static sw_status make_shipped(const void *cls, cap_entry *e) {
         return generate(cpu, 2, &e->items, &e->count);
     if (cls == sw_generic_class())
         return generate(generic, 2, &e->items, &e->count);
-    return SW_OK; /* FileBacked and Evictable: sealed empty */
+    return SW_OK; /* FileBacked, BlockDeviceCarrier, Evictable: sealed empty */
 }
 
 /* The entry of cls, made as observed (how) if there is none. Under the

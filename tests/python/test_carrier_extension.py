@@ -352,7 +352,7 @@ def test_registration_rejections():
         E.register_carrier_definition(int, d)
     with pytest.raises(TypeError, match="CarrierDefinition"):
         E.register_carrier_definition(type("A", (sw.Carrier,), {}), 3)
-    for shipped in (sw.Generic, sw.CPU, sw.FileBacked, sw.Evictable):
+    for shipped in (sw.Generic, sw.CPU, sw.FileBacked, sw.BlockDeviceCarrier, sw.Evictable):
         with pytest.raises(TypeError, match="definition-free shipped carrier"):
             E.register_carrier_definition(shipped, d)
     with pytest.raises(TypeError, match="definition-free shipped carrier"):

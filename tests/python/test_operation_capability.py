@@ -291,10 +291,12 @@ def test_shipped_sets():
         assert ops == sorted(ops)
         assert _native._class_state(cls) == 4
     assert capabilities_for_carrier_class(sw.FileBacked) == ()
+    assert capabilities_for_carrier_class(sw.BlockDeviceCarrier) == ()
+    assert _native._class_state(sw.BlockDeviceCarrier) == 4
     assert capabilities_for_carrier_class(sw.Evictable) == ()
     assert built_ins.__all__ == []
     assert sw.Evictable not in built_ins._BUILT_INS
-    assert built_ins._BUILT_INS == (sw.CPU, sw.Generic, sw.FileBacked)
+    assert built_ins._BUILT_INS == (sw.CPU, sw.Generic, sw.FileBacked, sw.BlockDeviceCarrier)
     for cls in built_ins._BUILT_INS:
         with pytest.raises(RuntimeError, match="already declared"):
             built_ins._declare_built_in_capabilities(cls)

@@ -9,6 +9,8 @@ import pytest
 import strideweave
 import strideweave.carriers
 import strideweave.carriers.base
+import strideweave.carriers.block_device
+import strideweave.carriers.block_device.carrier
 import strideweave.carriers.cpu
 import strideweave.carriers.cpu.carrier
 import strideweave.carriers.cpu.ops
@@ -37,6 +39,8 @@ from strideweave import _native
 
 LAYOUT_NAMES = ["Layout", "Node", "Shape", "Stride", "Tiler", "Tree"]
 CARRIER_NAMES = [
+    "BlockDevice",
+    "BlockDeviceCarrier",
     "CPU",
     "Carrier",
     "DType",
@@ -66,7 +70,9 @@ CORE_NAMES = [
 # The reference's sorted operation names, restricted to those that exist so
 # far (moves and the profiler come with later issues).
 OPERATION_NAMES = [
+    "BlockDeviceToCpuMoveOperation",
     "BoundOperationCall",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "EvictableOperation",
@@ -195,6 +201,20 @@ def test_carrier_and_tensor_homes(name):
     assert obj.__qualname__ == name
 
 
+@pytest.mark.parametrize("name", ["BlockDevice", "BlockDeviceCarrier"])
+def test_block_device_homes(name):
+    obj = getattr(strideweave, name)
+    module = sys.modules["strideweave.carriers.block_device.carrier"]
+    assert getattr(module, name) is obj is getattr(strideweave.carriers, name)
+    assert getattr(strideweave.carriers.block_device, name) is obj
+    assert getattr(_native, name) is obj
+    assert module.__all__ == ["BlockDevice", "BlockDeviceCarrier"]
+    assert module.__doc__
+    assert obj.__module__ == "strideweave.carriers.block_device.carrier"
+    assert obj.__qualname__ == name
+    assert name not in strideweave.__all__
+
+
 @pytest.mark.parametrize("name", ["Evictable", "EvictableOperation"])
 def test_evictable_homes(name):
     obj = getattr(strideweave, name)
@@ -280,6 +300,10 @@ def test_public_members_are_found():
         "ElementwiseMoveOperation",
         "CpuToFileBackedMoveOperation",
         "FileBackedToCpuMoveOperation",
+        "BlockDevice",
+        "BlockDeviceCarrier",
+        "CpuToBlockDeviceMoveOperation",
+        "BlockDeviceToCpuMoveOperation",
         "Profiler",
         "ProfilerEvent",
         "ProfilerAggregate",
@@ -317,6 +341,7 @@ def test_docstring_examples_run():
         strideweave.carriers.cpu.carrier,
         strideweave.carriers.generic.carrier,
         strideweave.carriers.file_backed.carrier,
+        strideweave.carriers.block_device.carrier,
         strideweave.carriers.evictable,
         strideweave.tensor,
         strideweave.functional,

@@ -279,6 +279,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->cpu_type);
     Py_VISIT(st->generic_type);
     Py_VISIT(st->file_type);
+    Py_VISIT(st->blockdev_type);
+    Py_VISIT(st->blockdev_device_type);
     Py_VISIT(st->evictable_type);
     Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
@@ -304,7 +306,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->einops_cache[i]);
     }
     Py_VISIT(st->move_op_type);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
         Py_VISIT(st->move_types[i]);
     }
     Py_VISIT(st->move_classes);
@@ -336,6 +338,8 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->cpu_type);
     Py_CLEAR(st->generic_type);
     Py_CLEAR(st->file_type);
+    Py_CLEAR(st->blockdev_type);
+    Py_CLEAR(st->blockdev_device_type);
     Py_CLEAR(st->evictable_type);
     Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);

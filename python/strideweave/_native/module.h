@@ -31,6 +31,8 @@
 #define SWPY_EINOPS_CACHES 3
 
 #define SWPY_SCATTER_STRIPES 16
+/* The native move classes (move.c): elementwise and the bulk pairs. */
+#define SWPY_MOVE_TYPES 5
 
 typedef struct swpy_state {
     PyTypeObject *shape_type;
@@ -47,6 +49,9 @@ typedef struct swpy_state {
     PyTypeObject *cpu_type;
     PyTypeObject *generic_type;
     PyTypeObject *file_type;
+    /* BlockDeviceCarrier and BlockDevice (block_device.c). */
+    PyTypeObject *blockdev_type;
+    PyTypeObject *blockdev_device_type;
     PyTypeObject *evictable_type;
     /* strideweave.TiledEvictable (a Python class over the library's
      * definition-backed carrier), registered at import; or NULL. */
@@ -129,7 +134,7 @@ typedef struct swpy_state {
      * -> operation class), kept alive while the library registry names
      * them; the completion handle types. */
     PyTypeObject *move_op_type;
-    PyTypeObject *move_types[3];
+    PyTypeObject *move_types[SWPY_MOVE_TYPES];
     PyObject *move_classes;
     PyObject *move_registered;
     PyTypeObject *await_result_type;

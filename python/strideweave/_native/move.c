@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "strideweave/blockdev.h"
 #include "strideweave/evictable.h"
 
 #include "py_carrier.h"
@@ -18,7 +19,13 @@
 #define HOOK_FAILED SW_ERUNTIME
 
 /* Indexes of st->move_types. */
-enum { MOVE_ELEMENTWISE = 0, MOVE_CPU_TO_FILE = 1, MOVE_FILE_TO_CPU = 2 };
+enum {
+    MOVE_ELEMENTWISE = 0,
+    MOVE_CPU_TO_FILE = 1,
+    MOVE_FILE_TO_CPU = 2,
+    MOVE_CPU_TO_BLOCK = 3,
+    MOVE_BLOCK_TO_CPU = 4
+};
 
 #define OP(o) (((OperationObject *)(o))->op)
 
@@ -43,6 +50,8 @@ static int key_of_type(swpy_state *st, PyObject *cls, const char *what,
         *out = sw_move_key_file();
     } else if (cls == (PyObject *)st->evictable_type) {
         *out = sw_move_key_class(sw_evictable_class());
+    } else if (cls == (PyObject *)st->blockdev_type) {
+        *out = sw_move_key_blockdev();
     } else {
         /* The dispatch tag of its instances (see carrier.c). */
         out->id = cls;
@@ -85,6 +94,10 @@ static const sw_move_class *native_class(int i) {
         return sw_move_cpu_to_file();
     case MOVE_FILE_TO_CPU:
         return sw_move_file_to_cpu();
+    case MOVE_CPU_TO_BLOCK:
+        return sw_move_cpu_to_blockdev();
+    case MOVE_BLOCK_TO_CPU:
+        return sw_move_blockdev_to_cpu();
     default:
         return &base_class;
     }
@@ -96,7 +109,7 @@ static int native_base(swpy_state *st, PyTypeObject *type) {
     PyObject *mro = type->tp_mro;
     for (Py_ssize_t k = 0; mro != NULL && k < PyTuple_GET_SIZE(mro); k++) {
         PyObject *t = PyTuple_GET_ITEM(mro, k);
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
             if (t == (PyObject *)st->move_types[i]) {
                 return i;
             }
@@ -115,6 +128,12 @@ PyTypeObject *swpy_move_type_of_class(swpy_state *st,
     }
     if (cls == sw_move_file_to_cpu()) {
         return st->move_types[MOVE_FILE_TO_CPU];
+    }
+    if (cls == sw_move_cpu_to_blockdev()) {
+        return st->move_types[MOVE_CPU_TO_BLOCK];
+    }
+    if (cls == sw_move_blockdev_to_cpu()) {
+        return st->move_types[MOVE_BLOCK_TO_CPU];
     }
     if (cls == &base_class || cls == NULL || cls->ctx == NULL ||
         sw_move_class_is_route(cls)) {
@@ -153,7 +172,7 @@ static const sw_move_class *class_of_type(swpy_state *st, PyTypeObject *type) {
     if (type == st->move_op_type) {
         return &base_class;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
         if (type == st->move_types[i]) {
             return native_class(i);
         }
@@ -319,12 +338,15 @@ static int move_without_gil(const sw_move_class *cls, sw_tensor *t,
                             sw_carrier *dst) {
     if (dst == NULL ||
         (cls != sw_move_elementwise() && cls != sw_move_cpu_to_file() &&
-         cls != sw_move_file_to_cpu())) {
+         cls != sw_move_file_to_cpu() && cls != sw_move_cpu_to_blockdev() &&
+         cls != sw_move_blockdev_to_cpu())) {
         return 0;
     }
     sw_carrier *src = sw_tensor_carrier(t);
-    int native_src = sw_carrier_is_cpu(src) || sw_carrier_is_file(src);
-    int native_dst = sw_carrier_is_cpu(dst) || sw_carrier_is_file(dst);
+    int native_src = sw_carrier_is_cpu(src) || sw_carrier_is_file(src) ||
+                     sw_carrier_is_blockdev(src);
+    int native_dst = sw_carrier_is_cpu(dst) || sw_carrier_is_file(dst) ||
+                     sw_carrier_is_blockdev(dst);
     return native_src && native_dst &&
            swpy_bulk(sw_layout_cosize(sw_tensor_layout(t)));
 }
@@ -420,7 +442,7 @@ static void keep_reverse(swpy_state *st, sw_op *op, sw_tensor *t,
     if (type == st->move_op_type) {
         return;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
         if (type == st->move_types[i]) {
             return;
         }
@@ -655,6 +677,10 @@ static PyObject *fn_dispatch(PyObject *module, PyObject *args, PyObject *kwds) {
     swpy_state *st = swpy_module_state(module);
     sw_move_key skey, dkey;
     if (pair_args(st, src, dst, &skey, &dkey) < 0) {
+        return NULL;
+    }
+    /* Pairs with a block carrier have no fallback to answer. */
+    if (swpy_check(sw_move_check_blockdev(skey, dkey)) < 0) {
         return NULL;
     }
     const sw_move_class *cls = sw_move_dispatch(skey, dkey);
@@ -950,6 +976,14 @@ static PyType_Slot file_to_cpu_slots[] = {
     {0, NULL},
 };
 
+static PyType_Slot cpu_to_block_slots[] = {
+    {0, NULL},
+};
+
+static PyType_Slot block_to_cpu_slots[] = {
+    {0, NULL},
+};
+
 static PyMethodDef await_methods[] = {
     {"wait", await_wait, METH_NOARGS, NULL},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS, "See PEP 585."},
@@ -1005,7 +1039,7 @@ static PyType_Spec move_op_spec = {
     .slots = move_op_slots,
 };
 
-static PyType_Spec move_specs[3] = {
+static PyType_Spec move_specs[SWPY_MOVE_TYPES] = {
     {
         .name = "strideweave.carriers.move.ElementwiseMoveOperation",
         .basicsize = sizeof(OperationObject),
@@ -1023,6 +1057,18 @@ static PyType_Spec move_specs[3] = {
         .basicsize = sizeof(OperationObject),
         .flags = MOVE_FLAGS,
         .slots = file_to_cpu_slots,
+    },
+    {
+        .name = "strideweave.carriers.move.CpuToBlockDeviceMoveOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags = MOVE_FLAGS,
+        .slots = cpu_to_block_slots,
+    },
+    {
+        .name = "strideweave.carriers.move.BlockDeviceToCpuMoveOperation",
+        .basicsize = sizeof(OperationObject),
+        .flags = MOVE_FLAGS,
+        .slots = block_to_cpu_slots,
     },
 };
 
@@ -1089,12 +1135,14 @@ int swpy_move_init(PyObject *module, swpy_state *st) {
         PyModule_AddType(module, st->move_op_type) < 0) {
         return -1;
     }
-    PyObject *pins[3][2] = {
+    PyObject *pins[SWPY_MOVE_TYPES][2] = {
         {Py_None, Py_None},
         {(PyObject *)st->cpu_type, (PyObject *)st->file_type},
         {(PyObject *)st->file_type, (PyObject *)st->cpu_type},
+        {(PyObject *)st->cpu_type, (PyObject *)st->blockdev_type},
+        {(PyObject *)st->blockdev_type, (PyObject *)st->cpu_type},
     };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
         type = PyType_FromModuleAndSpec(module, &move_specs[i],
                                         (PyObject *)st->move_op_type);
         if (type == NULL) {
@@ -1165,7 +1213,7 @@ void swpy_move_clear(swpy_state *st) {
     Py_CLEAR(st->move_registered);
     Py_CLEAR(st->move_classes);
     Py_CLEAR(st->move_op_type);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SWPY_MOVE_TYPES; i++) {
         Py_CLEAR(st->move_types[i]);
     }
     Py_CLEAR(st->await_result_type);

@@ -34,6 +34,7 @@
 #include "recipe.h"
 #include "py_tensor.h"
 
+#include "strideweave/blockdev.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
 
@@ -1292,7 +1293,7 @@ static PyObject *operation_get_name(PyObject *self, void *closure) {
  * backend class rather than with the Python class: one table for both
  * directions of the mapping, so that they cannot disagree.
  */
-enum { BUILTIN_TAGS = 4 };
+enum { BUILTIN_TAGS = 5 };
 
 static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
                          const void *tags[BUILTIN_TAGS]) {
@@ -1305,6 +1306,8 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     /* FileBacked dispatches no operation, but moves name their source. */
     types[3] = st->file_type;
     tags[3] = sw_file_class();
+    types[4] = st->blockdev_type;
+    tags[4] = sw_blockdev_class();
 }
 
 /*

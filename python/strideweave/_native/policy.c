@@ -30,6 +30,7 @@
 #include "py_carrier.h"
 #include "errors.h"
 #include "operation.h"
+#include "strideweave/blockdev.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
 #include "strideweave/policy.h"
@@ -242,6 +243,9 @@ int swpy_caps_from_raws(swpy_state *st, PyObject *raws, sw_op_capability **out,
 static const void *class_tag(swpy_state *st, PyTypeObject *type) {
     if (type == st->file_type) {
         return sw_file_class();
+    }
+    if (type == st->blockdev_type && type != NULL) {
+        return sw_blockdev_class();
     }
     if (type == st->tiled_type && type != NULL) {
         return sw_tiled_class();

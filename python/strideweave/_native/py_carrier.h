@@ -47,6 +47,8 @@ int swpy_carrier_init_types(PyObject *module, swpy_state *st);
 int swpy_cpu_init_type(PyObject *module, swpy_state *st);
 int swpy_generic_init_type(PyObject *module, swpy_state *st);
 int swpy_file_init_type(PyObject *module, swpy_state *st);
+/* BlockDevice and BlockDeviceCarrier (block_device.c). */
+int swpy_blockdev_init_types(PyObject *module, swpy_state *st);
 
 /* ------------------------------------------- shared by the carrier types */
 

@@ -4,7 +4,8 @@ A carrier owns or references storage; the base class :class:`Carrier` owns
 the rules every carrier shares (versions, mutability, release, ownership by a
 composite carrier), and a backend supplies the storage. Built in: :class:`CPU`
 (native memory), :class:`Generic` (Python objects) and :class:`FileBacked`
-(a binary file). Python subclasses of :class:`Carrier` implement the storage
+(a binary file); :class:`BlockDevice` hands out :class:`BlockDeviceCarrier`
+extents of a raw block device. Python subclasses of :class:`Carrier` implement the storage
 hooks in Python.
 
 Examples:
@@ -16,10 +17,21 @@ Examples:
 """
 
 from strideweave.carriers.base import Carrier
+from strideweave.carriers.block_device import BlockDevice, BlockDeviceCarrier
 from strideweave.carriers.cpu import CPU
 from strideweave.carriers.dtype import DType
 from strideweave.carriers.evictable import Evictable, EvictableOperation
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
 
-__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic"]
+__all__ = [
+    "BlockDevice",
+    "BlockDeviceCarrier",
+    "CPU",
+    "Carrier",
+    "DType",
+    "Evictable",
+    "EvictableOperation",
+    "FileBacked",
+    "Generic",
+]

@@ -1,6 +1,8 @@
 """Carriers: where tensor elements live."""
 
 from strideweave.carriers.base import Carrier as Carrier
+from strideweave.carriers.block_device import BlockDevice as BlockDevice
+from strideweave.carriers.block_device import BlockDeviceCarrier as BlockDeviceCarrier
 from strideweave.carriers.cpu import CPU as CPU
 from strideweave.carriers.dtype import DType as DType
 from strideweave.carriers.evictable import Evictable as Evictable
@@ -8,4 +10,14 @@ from strideweave.carriers.evictable import EvictableOperation as EvictableOperat
 from strideweave.carriers.file_backed import FileBacked as FileBacked
 from strideweave.carriers.generic import Generic as Generic
 
-__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic"]
+__all__ = [
+    "BlockDevice",
+    "BlockDeviceCarrier",
+    "CPU",
+    "Carrier",
+    "DType",
+    "Evictable",
+    "EvictableOperation",
+    "FileBacked",
+    "Generic",
+]

@@ -1,12 +1,13 @@
 """The shipped backends' capability sets (private)."""
 
+from strideweave.carriers.block_device import BlockDeviceCarrier
 from strideweave.carriers.cpu import CPU
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
 
 __all__: list[str]
 
-_BUILT_INS: tuple[type[CPU], type[Generic], type[FileBacked]]
+_BUILT_INS: tuple[type[CPU], type[Generic], type[FileBacked], type[BlockDeviceCarrier]]
 
 def _declare_built_in_capabilities(cls: type) -> None: ...
 def _initialize_built_in_capabilities() -> None: ...

@@ -672,9 +672,9 @@ class KernelPack:
 
 
 def _shipped() -> tuple[type, ...]:
-    from strideweave.carriers import CPU, Evictable, FileBacked, Generic
+    from strideweave.carriers import CPU, BlockDeviceCarrier, Evictable, FileBacked, Generic
 
-    return (Generic, CPU, FileBacked, Evictable)
+    return (Generic, CPU, FileBacked, BlockDeviceCarrier, Evictable)
 
 
 def register_carrier_definition(cls: type, definition: CarrierDefinition) -> None:

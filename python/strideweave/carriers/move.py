@@ -6,7 +6,10 @@ registered for the exact pair ``(type(tensor.carrier), type(destination))``
 has no entry; :func:`move_async` starts the same move and returns an
 :class:`AwaitMove` handle. The registry starts with the bulk transfers
 ``(CPU, FileBacked)`` and ``(FileBacked, CPU)``; entries apply to their exact
-classes only, never to subclasses.
+classes only, never to subclasses. The pairs ``(CPU, BlockDeviceCarrier)``
+and ``(BlockDeviceCarrier, CPU)`` are protected built-ins that the registry
+refuses to change, and every other pair with a BlockDeviceCarrier raises
+NotImplementedError: there is no elementwise fallback for block devices.
 
 Examples:
     >>> from strideweave import CPU, FileBacked
@@ -28,6 +31,8 @@ from strideweave import _native
 from strideweave._native import (
     AwaitMove,
     AwaitResult,
+    BlockDeviceToCpuMoveOperation,
+    CpuToBlockDeviceMoveOperation,
     CpuToFileBackedMoveOperation,
     ElementwiseMoveOperation,
     FileBackedToCpuMoveOperation,
@@ -42,6 +47,8 @@ from strideweave.carriers.base import Carrier
 __all__ = [
     "AwaitMove",
     "AwaitResult",
+    "BlockDeviceToCpuMoveOperation",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "FileBackedToCpuMoveOperation",

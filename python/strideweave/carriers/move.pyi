@@ -13,6 +13,8 @@ from strideweave.tensor import Tensor
 __all__ = [
     "AwaitMove",
     "AwaitResult",
+    "BlockDeviceToCpuMoveOperation",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "FileBackedToCpuMoveOperation",
@@ -36,6 +38,8 @@ class MoveOperation(Operation):
 class ElementwiseMoveOperation(MoveOperation): ...
 class CpuToFileBackedMoveOperation(MoveOperation): ...
 class FileBackedToCpuMoveOperation(MoveOperation): ...
+class CpuToBlockDeviceMoveOperation(MoveOperation): ...
+class BlockDeviceToCpuMoveOperation(MoveOperation): ...
 
 def dispatch_move(
     source_class: type[Carrier], destination_class: type[Carrier]

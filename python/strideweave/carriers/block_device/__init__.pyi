@@ -1,0 +1,6 @@
+"""BlockDevice and BlockDeviceCarrier: synchronous raw storage on a Linux block device."""
+
+from strideweave.carriers.block_device.carrier import BlockDevice as BlockDevice
+from strideweave.carriers.block_device.carrier import BlockDeviceCarrier as BlockDeviceCarrier
+
+__all__ = ["BlockDevice", "BlockDeviceCarrier"]
