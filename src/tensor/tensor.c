@@ -1,6 +1,7 @@
 /* Tensors: construction, element access and scatter. */
 #include <string.h>
 
+#include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/kernels/kernels.h"
@@ -281,6 +282,7 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
         sw_status bumped = sw_carrier_bump_version(c);
         return st ? st : bumped;
     }
+    int64_t v0 = sw_carrier_version(c);
     for (int64_t i = 0; i < mapping->size; ++i) {
         int64_t idx;
         sw_value v;
@@ -294,6 +296,10 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
         if (st)
             return st;
     }
+    /* A definition-backed carrier's scatter is one write: its version
+     * rises once, whatever the element writes counted. */
+    if (sw_carrier_is_defined(c) && mapping->size > 0)
+        sw_carrier_version_restore(c, v0 + 1);
     return SW_OK;
 }
 

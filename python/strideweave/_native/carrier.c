@@ -8,6 +8,8 @@
  * and turn statuses into exceptions. See py_carrier.h for the peer scheme.
  */
 #include "py_carrier.h"
+#include "py_layout.h"
+#include "py_tensor.h"
 
 #include "strideweave/blockdev.h"
 #include "strideweave/tiled.h"
@@ -1240,8 +1242,39 @@ static PyObject *carrier_allocate_like(PyObject *self, PyObject *args,
                ? swpy_backend_allocate_like(&defined_backend, self, args, kw)
                : pure_virtual("allocate_like");
 }
+/* A definition-backed carrier scatters through its provider's writes
+ * (the library's loop; the GIL stays held for Python providers). */
 static PyObject *carrier_scatter(PyObject *self, PyObject *args, PyObject *kw) {
-    return pure_virtual("scatter");
+    if (!is_defined(self)) {
+        return pure_virtual("scatter");
+    }
+    swpy_scatter_args a;
+    if (swpy_backend_scatter_args(&defined_backend, self, args, kw, &a) < 0) {
+        return NULL;
+    }
+    int64_t offset = 0;
+    if (a.offset != NULL && swpy_index_arg(a.offset, &offset) < 0) {
+        return NULL;
+    }
+    if (!swpy_is_tensor(a.st, a.onto)) {
+        PyErr_SetString(PyExc_TypeError, "scatter_onto must be a Tensor");
+        return NULL;
+    }
+    if (!swpy_is_tensor(a.st, a.src)) {
+        PyErr_SetString(PyExc_TypeError, "to_scatter must be a Tensor");
+        return NULL;
+    }
+    if (!swpy_is_layout(a.st, a.mapping)) {
+        PyErr_SetString(PyExc_TypeError, "mapping must be a Layout");
+        return NULL;
+    }
+    sw_tensor *onto = swpy_tensor_of(a.onto), *src = swpy_tensor_of(a.src);
+    if (onto == NULL || src == NULL) {
+        return NULL;
+    }
+    sw_status s = sw_carrier_scatter(a.carrier, src, onto,
+                                     swpy_layout_get(a.mapping), offset);
+    return s == SW_OK ? Py_NewRef(Py_None) : swpy_raise(s);
 }
 
 static PyObject *carrier_is_mutable(PyObject *self, PyObject *unused) {
