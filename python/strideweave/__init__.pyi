@@ -34,6 +34,8 @@ from strideweave.carriers.operation_capability import (
 )
 from strideweave.carriers.tiled_evictable import ResidencyPlan as ResidencyPlan
 from strideweave.carriers.tiled_evictable import ResidencyPolicy as ResidencyPolicy
+from strideweave.carriers.opencl import OpenCL as OpenCL
+from strideweave.carriers.opencl import opencl_devices as opencl_devices
 from strideweave.carriers.tiled_evictable import TiledEvictable as TiledEvictable
 from strideweave.carriers.tiled_evictable import TiledResidencyFacet as TiledResidencyFacet
 from strideweave.carriers.tiled_evictable import TileSelection as TileSelection

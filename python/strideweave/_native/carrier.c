@@ -10,6 +10,7 @@
 #include "py_carrier.h"
 
 #include "strideweave/tiled.h"
+#include "strideweave/opencl.h"
 
 #include <math.h>
 #include <string.h>
@@ -201,7 +202,8 @@ int swpy_value_convert(int numeric, sw_dtype dtype, int none_is_hole,
 }
 
 static int is_numeric_backend(const sw_carrier *c) {
-    return sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
+    return sw_carrier_is_cpu(c) || sw_carrier_is_file(c) ||
+           sw_carrier_is_opencl(c);
 }
 
 /* The carrier whose way of storing values c uses: a hierarchy stores them
@@ -866,6 +868,7 @@ static PyTypeObject *backend_type(swpy_state *st, const sw_carrier *c) {
            : sw_carrier_is_file(c)      ? st->file_type
            : sw_carrier_is_evictable(c) ? st->evictable_type
            : sw_carrier_is_tiled(c)     ? st->tiled_type
+           : sw_carrier_is_opencl(c)    ? st->opencl_type
                                         : NULL;
 }
 
@@ -1007,7 +1010,8 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     }
     PyTypeObject *type = Py_TYPE(self);
     if (type != st->cpu_type && type != st->generic_type &&
-        type != st->file_type && type != st->evictable_type) {
+        type != st->file_type && type != st->evictable_type &&
+        type != st->opencl_type) {
         /* Its dlpack_info method decides, as it does for Carrier
          * subclasses through their vtable. */
         sw_carrier_set_dlpack_route(owned, route_dlpack_info, NULL);
@@ -1098,7 +1102,8 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
     if (PyType_IsSubtype(type, st->cpu_type) ||
         PyType_IsSubtype(type, st->generic_type) ||
         PyType_IsSubtype(type, st->file_type) ||
-        PyType_IsSubtype(type, st->evictable_type)) {
+        PyType_IsSubtype(type, st->evictable_type) ||
+        PyType_IsSubtype(type, st->opencl_type)) {
         /* Carrier.__new__(CPU): the built-in backends make their own. */
         PyErr_Format(PyExc_TypeError,
                      "Carrier.__new__(%.200s) is not safe, use "
@@ -1606,7 +1611,8 @@ int swpy_carrier_init_types(PyObject *module, swpy_state *st) {
     }
     if (swpy_cpu_init_type(module, st) < 0 ||
         swpy_generic_init_type(module, st) < 0 ||
-        swpy_file_init_type(module, st) < 0) {
+        swpy_file_init_type(module, st) < 0 ||
+        swpy_opencl_init_type(module, st) < 0) {
         return -1;
     }
     return 0;

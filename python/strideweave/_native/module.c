@@ -279,6 +279,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->cpu_type);
     Py_VISIT(st->generic_type);
     Py_VISIT(st->file_type);
+    Py_VISIT(st->opencl_type);
     Py_VISIT(st->evictable_type);
     Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
@@ -332,6 +333,7 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->cpu_type);
     Py_CLEAR(st->generic_type);
     Py_CLEAR(st->file_type);
+    Py_CLEAR(st->opencl_type);
     Py_CLEAR(st->evictable_type);
     Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);

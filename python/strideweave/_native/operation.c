@@ -12,6 +12,7 @@
 
 #include "strideweave/extension.h"
 #include "strideweave/tiled.h"
+#include "strideweave/opencl.h"
 
 #include <math.h>
 #include <string.h>
@@ -1290,7 +1291,7 @@ static PyObject *operation_get_name(PyObject *self, void *closure) {
  * backend class rather than with the Python class: one table for both
  * directions of the mapping, so that they cannot disagree.
  */
-enum { BUILTIN_TAGS = 4 };
+enum { BUILTIN_TAGS = 5 };
 
 static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
                          const void *tags[BUILTIN_TAGS]) {
@@ -1303,6 +1304,8 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     /* FileBacked dispatches no operation, but moves name their source. */
     types[3] = st->file_type;
     tags[3] = sw_file_class();
+    types[4] = st->opencl_type;
+    tags[4] = sw_opencl_class();
 }
 
 /*

@@ -47,6 +47,7 @@ int swpy_carrier_init_types(PyObject *module, swpy_state *st);
 int swpy_cpu_init_type(PyObject *module, swpy_state *st);
 int swpy_generic_init_type(PyObject *module, swpy_state *st);
 int swpy_file_init_type(PyObject *module, swpy_state *st);
+int swpy_opencl_init_type(PyObject *module, swpy_state *st);
 
 /* ------------------------------------------- shared by the carrier types */
 

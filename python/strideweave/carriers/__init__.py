@@ -4,7 +4,7 @@ A carrier owns or references storage; the base class :class:`Carrier` owns
 the rules every carrier shares (versions, mutability, release, ownership by a
 composite carrier), and a backend supplies the storage. Built in: :class:`CPU`
 (native memory), :class:`Generic` (Python objects) and :class:`FileBacked`
-(a binary file). Python subclasses of :class:`Carrier` implement the storage
+(a binary file) and :class:`OpenCL` (an OpenCL device buffer). Python subclasses of :class:`Carrier` implement the storage
 hooks in Python.
 
 Examples:
@@ -21,5 +21,6 @@ from strideweave.carriers.dtype import DType
 from strideweave.carriers.evictable import Evictable, EvictableOperation
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
+from strideweave.carriers.opencl import OpenCL
 
-__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic"]
+__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic", "OpenCL"]
