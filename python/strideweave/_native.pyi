@@ -62,8 +62,6 @@ from strideweave.carriers.cpu.ops import (
 from strideweave.carriers.evictable import Evictable as Evictable
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.file_backed.carrier import FileBacked as FileBacked
-from strideweave.carriers.opencl.carrier import OpenCL as OpenCL
-from strideweave.carriers.opencl.carrier import opencl_devices as opencl_devices
 from strideweave.carriers.generic.carrier import Generic as Generic
 from strideweave.carriers.generic.ops import (
     GenericAddOperation as GenericAddOperation,
@@ -149,6 +147,8 @@ from strideweave.carriers.move import (
 from strideweave.carriers.move import (
     unregister_move_operation as unregister_move_operation,
 )
+from strideweave.carriers.opencl.carrier import OpenCL as OpenCL
+from strideweave.carriers.opencl.carrier import opencl_devices as opencl_devices
 from strideweave.carriers.operation_helpers import Operation as Operation
 from strideweave.carriers.operation_helpers import (
     execute_lowered_operation as execute_lowered_operation,

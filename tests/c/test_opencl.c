@@ -131,7 +131,8 @@ static void test_storage(void) {
     expect_ok(sw_carrier_release_storage(c), "release");
     is_int(sw_carrier_size(c), 0, "a released carrier has size 0");
     st = sw_carrier_get(c, 0, &v);
-    expect_fail(st, SW_ERUNTIME, "Carrier is released", "reading after release");
+    expect_fail(st, SW_ERUNTIME, "Carrier is released",
+                "reading after release");
     sw_carrier *again = NULL;
     expect_ok(sw_carrier_allocate_like(c, 2, 1, SW_DTYPE_COUNT, 0, &again),
               "allocate_like after release");
@@ -161,7 +162,8 @@ static void test_scatter(void) {
     sw_status st = sw_opencl_scatter(c, s, onto, far, 0);
     expect_fail(st, SW_EINDEX, "Carrier index out of range",
                 "scatter out of range");
-    is_int(sw_carrier_version(c), before, "a refused scatter keeps the version");
+    is_int(sw_carrier_version(c), before,
+           "a refused scatter keeps the version");
     sw_debug_opencl_fail(SW_OPENCL_STAGE_WAIT, 0);
     st = sw_opencl_scatter(c, s, onto, map, 0);
     expect_fail(st, SW_ERUNTIME, "OpenCL write failed (injected)",
@@ -256,8 +258,8 @@ static void check_atomic(int to_device, sw_opencl_stage stage, int64_t after,
     sw_value v = sw_value_f64(-1.0);
     (void)sw_carrier_set(dev, 1, &v);
     int64_t cv = sw_carrier_version(cpu), dv = sw_carrier_version(dev);
-    sw_tensor *t = to_device ? tensor_over(cpu, 0, "4:1")
-                             : tensor_over(dev, 0, "4:1");
+    sw_tensor *t =
+        to_device ? tensor_over(cpu, 0, "4:1") : tensor_over(dev, 0, "4:1");
     sw_carrier *dst = to_device ? dev : cpu;
     sw_tensor *r = NULL;
     sw_move_request *req = NULL;

@@ -17,8 +17,8 @@ static sw_carrier *opencl_of(PyObject *self) {
 }
 
 static int opencl_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"size", "mutable", "dtype", "empty", "device",
-                             NULL};
+    static char *kwlist[] = {"size",  "mutable", "dtype",
+                             "empty", "device",  NULL};
     PyObject *size_obj = NULL, *dtype_obj = NULL, *device_obj = Py_None;
     int mutable_ = 1, empty = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pOpO:OpenCL", kwlist,
@@ -44,7 +44,8 @@ static int opencl_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
         int rc = swpy_dtype_from_py(st, dtype_obj, &dtype);
         if (rc <= 0) {
             if (rc == 0) {
-                PyErr_SetString(PyExc_TypeError, "OpenCL dtype must be a DType");
+                PyErr_SetString(PyExc_TypeError,
+                                "OpenCL dtype must be a DType");
             }
             return -1;
         }
@@ -172,10 +173,9 @@ static PyObject *opencl_scatter(PyObject *self, PyObject *args,
         return NULL;
     }
     /* The source may hold Python values: the GIL stays held. */
-    sw_status s =
-        sw_opencl_scatter(a.carrier, swpy_tensor_of(a.src),
-                          swpy_tensor_of(a.onto),
-                          swpy_layout_get(a.mapping), offset);
+    sw_status s = sw_opencl_scatter(a.carrier, swpy_tensor_of(a.src),
+                                    swpy_tensor_of(a.onto),
+                                    swpy_layout_get(a.mapping), offset);
     if (s != SW_OK) {
         return swpy_raise(s);
     }
@@ -196,11 +196,11 @@ static PyObject *opencl_devices(PyObject *module, PyObject *unused) {
             Py_DECREF(list);
             return swpy_raise(sw_errcode());
         }
-        PyObject *item = Py_BuildValue(
-            "{sLsssssssLsO}", "index", (long long)d.index, "platform",
-            d.platform, "name", d.name, "type", d.type, "global_memory",
-            (long long)d.global_memory, "default",
-            d.is_default ? Py_True : Py_False);
+        PyObject *item =
+            Py_BuildValue("{sLsssssssLsO}", "index", (long long)d.index,
+                          "platform", d.platform, "name", d.name, "type",
+                          d.type, "global_memory", (long long)d.global_memory,
+                          "default", d.is_default ? Py_True : Py_False);
         if (item == NULL || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);

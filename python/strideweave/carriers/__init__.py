@@ -3,9 +3,9 @@
 A carrier owns or references storage; the base class :class:`Carrier` owns
 the rules every carrier shares (versions, mutability, release, ownership by a
 composite carrier), and a backend supplies the storage. Built in: :class:`CPU`
-(native memory), :class:`Generic` (Python objects) and :class:`FileBacked`
-(a binary file) and :class:`OpenCL` (an OpenCL device buffer). Python subclasses of :class:`Carrier` implement the storage
-hooks in Python.
+(native memory), :class:`Generic` (Python objects), :class:`FileBacked`
+(a binary file) and :class:`OpenCL` (an OpenCL device buffer). Python
+subclasses of :class:`Carrier` implement the storage hooks in Python.
 
 Examples:
     >>> from strideweave.carriers import CPU, DType
@@ -23,4 +23,13 @@ from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
 from strideweave.carriers.opencl import OpenCL
 
-__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic", "OpenCL"]
+__all__ = [
+    "CPU",
+    "Carrier",
+    "DType",
+    "Evictable",
+    "EvictableOperation",
+    "FileBacked",
+    "Generic",
+    "OpenCL",
+]

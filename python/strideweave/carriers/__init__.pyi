@@ -6,7 +6,16 @@ from strideweave.carriers.dtype import DType as DType
 from strideweave.carriers.evictable import Evictable as Evictable
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.file_backed import FileBacked as FileBacked
-from strideweave.carriers.opencl import OpenCL as OpenCL
 from strideweave.carriers.generic import Generic as Generic
+from strideweave.carriers.opencl import OpenCL as OpenCL
 
-__all__ = ["CPU", "Carrier", "DType", "Evictable", "EvictableOperation", "FileBacked", "Generic", "OpenCL"]
+__all__ = [
+    "CPU",
+    "Carrier",
+    "DType",
+    "Evictable",
+    "EvictableOperation",
+    "FileBacked",
+    "Generic",
+    "OpenCL",
+]

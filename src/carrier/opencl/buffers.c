@@ -131,9 +131,8 @@ static sw_status read_bytes(sw_carrier *c, int64_t at, int64_t bytes,
     cl_mem m = sw_opencl_buffer(c);
     if (!m)
         return sw_carrier_fail_released();
-    cl_int err =
-        sw_cl.EnqueueReadBuffer(s->device->queue, m, 1, (size_t)at,
-                                (size_t)bytes, dst, 0, NULL, NULL);
+    cl_int err = sw_cl.EnqueueReadBuffer(s->device->queue, m, 1, (size_t)at,
+                                         (size_t)bytes, dst, 0, NULL, NULL);
     (void)sw_cl.ReleaseMemObject(m);
     return err == SW_CL_SUCCESS ? SW_OK : sw_cl_fail("read", err);
 }
@@ -148,11 +147,10 @@ static sw_status write_bytes(sw_carrier *c, int64_t at, int64_t bytes,
     if (!m)
         return sw_carrier_fail_released();
     cl_event ev = NULL;
-    cl_int err =
-        sw_cl.EnqueueWriteBuffer(s->device->queue, m, 0, (size_t)at,
-                                 (size_t)bytes, src, 0, NULL, &ev);
-    sw_status st =
-        err == SW_CL_SUCCESS ? sw_cl_wait(1, &ev, "write") : sw_cl_fail("write", err);
+    cl_int err = sw_cl.EnqueueWriteBuffer(s->device->queue, m, 0, (size_t)at,
+                                          (size_t)bytes, src, 0, NULL, &ev);
+    sw_status st = err == SW_CL_SUCCESS ? sw_cl_wait(1, &ev, "write")
+                                        : sw_cl_fail("write", err);
     sw_cl_release_events(1, &ev);
     (void)sw_cl.ReleaseMemObject(m);
     return st;
@@ -220,8 +218,8 @@ static void opencl_destroy(sw_carrier *c) {
     sw_free(s);
 }
 
-static sw_status opencl_allocate_like(sw_carrier *c, int64_t size,
-                                      int mutable_, sw_dtype dtype, int empty,
+static sw_status opencl_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                      sw_dtype dtype, int empty,
                                       sw_carrier **out) {
     return sw_opencl_new(size, dtype, mutable_, empty, ocl(c)->device->index,
                          out);
@@ -259,8 +257,8 @@ static sw_status opencl_new_like(sw_carrier *c, int64_t n,
                                  const sw_value *values, int mutable_,
                                  sw_dtype dtype, sw_carrier **out) {
     sw_carrier *r = NULL;
-    sw_status st = sw_opencl_new(n, dtype, mutable_, 1, ocl(c)->device->index,
-                                 &r);
+    sw_status st =
+        sw_opencl_new(n, dtype, mutable_, 1, ocl(c)->device->index, &r);
     if (st || n == 0) {
         if (!st)
             *out = r;
@@ -355,8 +353,8 @@ sw_status sw_opencl_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
         if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
             st = sw_cl_fail_injected("fill");
         else if ((err = sw_cl.EnqueueFillBuffer(d->queue, s->mem, &zero, 1, 0,
-                                                (size_t)bytes, 0, NULL,
-                                                &ev)) != SW_CL_SUCCESS)
+                                                (size_t)bytes, 0, NULL, &ev)) !=
+                 SW_CL_SUCCESS)
             st = sw_cl_fail("fill", err);
         else
             st = sw_cl_wait(1, &ev, "fill");
@@ -438,8 +436,8 @@ sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
         sw_value v;
         if ((st = sw_tensor_get((sw_tensor *)src, i, &v)))
             goto done;
-        if (v.kind == SW_VALUE_NONE || (v.kind == SW_VALUE_HOST &&
-                                        (!v.ops || !v.ops->to_number))) {
+        if (v.kind == SW_VALUE_NONE ||
+            (v.kind == SW_VALUE_HOST && (!v.ops || !v.ops->to_number))) {
             sw_value_clear(&v);
             st = sw_fail(SW_ETYPE, "OpenCL scatter value must be a real "
                                    "number");

@@ -60,14 +60,12 @@ typedef struct sw_cl_api {
     cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
     cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void *,
                               size_t *);
-    cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint,
-                           cl_device_id *, cl_uint *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *,
+                           cl_uint *);
     cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void *, size_t *);
-    cl_context (*CreateContext)(const cl_context_properties *, cl_uint,
-                                const cl_device_id *,
-                                void (*)(const char *, const void *, size_t,
-                                         void *),
-                                void *, cl_int *);
+    cl_context (*CreateContext)(
+        const cl_context_properties *, cl_uint, const cl_device_id *,
+        void (*)(const char *, const void *, size_t, void *), void *, cl_int *);
     cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id,
                                            cl_bitfield, cl_int *);
     cl_mem (*CreateBuffer)(cl_context, cl_bitfield, size_t, void *, cl_int *);

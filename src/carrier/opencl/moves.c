@@ -64,8 +64,9 @@ static sw_status move_prepare(void *ctx, const sw_transfer_request *req,
                        kind == OPENCL_TO_CPU ? " CPU" : "n OpenCL");
     if (kind == OPENCL_TO_OPENCL && ocl(src)->device != ocl(dst)->device) {
         *unsupported = 1;
-        snprintf(reason, size, "the carriers are on different OpenCL "
-                               "devices");
+        snprintf(reason, size,
+                 "the carriers are on different OpenCL "
+                 "devices");
         return SW_OK;
     }
     move_work *w = sw_malloc(sizeof *w);
@@ -101,10 +102,10 @@ static sw_status submit_to_opencl(move_work *w) {
         const char *data = sw_cpu_storage(req->tensor->carrier);
         if (!data)
             return sw_carrier_fail_released();
-        st = enqueued(sw_cl.EnqueueWriteBuffer(
-                          q, w->fresh, 0, 0, (size_t)w->bytes,
-                          data + req->offset * item, 0, NULL,
-                          &w->events[w->nevents]),
+        st = enqueued(sw_cl.EnqueueWriteBuffer(q, w->fresh, 0, 0,
+                                               (size_t)w->bytes,
+                                               data + req->offset * item, 0,
+                                               NULL, &w->events[w->nevents]),
                       "write");
     } else {
         w->src_mem = sw_opencl_buffer(req->tensor->carrier);
@@ -124,11 +125,10 @@ static sw_status submit_to_opencl(move_work *w) {
             return sw_carrier_fail_released();
         if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
             return sw_cl_fail_injected("copy");
-        st = enqueued(sw_cl.EnqueueCopyBuffer(q, w->old_mem, w->fresh,
-                                              (size_t)w->bytes,
-                                              (size_t)w->bytes,
-                                              (size_t)(total - w->bytes), 0,
-                                              NULL, &w->events[w->nevents]),
+        st = enqueued(sw_cl.EnqueueCopyBuffer(
+                          q, w->old_mem, w->fresh, (size_t)w->bytes,
+                          (size_t)w->bytes, (size_t)(total - w->bytes), 0, NULL,
+                          &w->events[w->nevents]),
                       "copy");
         if (st)
             return st;
@@ -147,10 +147,10 @@ static sw_status submit_to_cpu(move_work *w) {
     if (sw_cl_injected(SW_OPENCL_STAGE_MAP))
         return sw_cl_fail_injected("map");
     cl_int err = SW_CL_SUCCESS;
-    w->mapped = sw_cl.EnqueueMapBuffer(
-        w->device->queue, w->src_mem, 0, SW_CL_MAP_READ,
-        (size_t)(req->offset * item), (size_t)w->bytes, 0, NULL,
-        &w->events[0], &err);
+    w->mapped =
+        sw_cl.EnqueueMapBuffer(w->device->queue, w->src_mem, 0, SW_CL_MAP_READ,
+                               (size_t)(req->offset * item), (size_t)w->bytes,
+                               0, NULL, &w->events[0], &err);
     if (!w->mapped)
         return sw_cl_fail("map", err);
     w->nevents = 1;
@@ -208,9 +208,8 @@ static void move_finish(void *ctx, void *work) {
     sw_cl_release_events(w->nevents, w->events);
     if (w->mapped) {
         cl_event ev = NULL;
-        if (sw_cl.EnqueueUnmapMemObject(w->device->queue, w->src_mem,
-                                        w->mapped, 0, NULL,
-                                        &ev) == SW_CL_SUCCESS) {
+        if (sw_cl.EnqueueUnmapMemObject(w->device->queue, w->src_mem, w->mapped,
+                                        0, NULL, &ev) == SW_CL_SUCCESS) {
             (void)sw_cl.WaitForEvents(1, &ev);
             sw_cl_release_events(1, &ev);
         }

@@ -26,7 +26,7 @@ static int64_t device_count;
 static int64_t default_device;
 
 #define INSTALL_HINT                                                           \
-    "; install an OpenCL ICD loader and a driver (on Debian and Ubuntu: "     \
+    "; install an OpenCL ICD loader and a driver (on Debian and Ubuntu: "      \
     "apt-get install ocl-icd-libopencl1 pocl-opencl-icd for the CPU, or "      \
     "your GPU vendor's OpenCL driver)"
 

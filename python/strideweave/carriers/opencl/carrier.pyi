@@ -9,6 +9,8 @@ from strideweave.carriers.dtype import DType
 __all__ = ["OpenCL", "opencl_devices"]
 
 class OpenCLDevice(TypedDict):
+    """One entry of ``opencl_devices()``."""
+
     index: int
     platform: str
     name: str
