@@ -47,8 +47,10 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
   any tier is claimed: ``test_evictable_tiers``.
 - Profiling records move.submit and move.complete for one logical move:
   ``test_profiled_move``.
+- Structural views (permute, rearrange) share the storage and compile
+  nothing: ``test_layout_views_share_storage``.
 
-Not built (see docs/COMPATIBILITY.md, OpenCL): operations on OpenCL
+Not built (see docs/COMPATIBILITY.md, OpenCL): computing operations on OpenCL
 carriers, TiledEvictable over OpenCL, the device interval in profiling.
 """
 
@@ -395,3 +397,16 @@ def test_profiled_move(runtime):
     submit, complete = prof.events()
     assert (submit.name, complete.name) == ("move.submit", "move.complete")
     assert complete.parent_id == submit.id and submit.carrier_type is CPU
+
+
+def test_layout_views_share_storage(runtime):
+    c = OpenCL(0).new_like([float(i) for i in range(6)])
+    t = Tensor(c, 0, L([2, 3], [1, 2]))
+    p = sw.permute(t, [1, 0])
+    assert p.carrier is c and values(p) == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+    r = sw.rearrange(t, "a b -> b a")
+    assert r.carrier is c and values(r) == values(p)
+    c[2] = 9.0
+    assert values(p)[1] == 9.0  # a view, not a copy
+    with pytest.raises(NotImplementedError, match="OpenCL carrier does not support operation"):
+        sw.add(t, t)

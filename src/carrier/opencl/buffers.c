@@ -10,6 +10,7 @@
 
 #include "carrier/opencl/internal.h"
 #include "layout/internal.h"
+#include "op/internal.h"
 #include "tensor/internal.h"
 
 static opencl_state *ocl(sw_carrier *c) {
@@ -285,6 +286,17 @@ static sw_status opencl_new_like(sw_carrier *c, int64_t n,
     return SW_OK;
 }
 
+/* The layout operations (views over the same buffer, which compile
+ * nothing); computing operations are not built for OpenCL yet. */
+static sw_status opencl_dispatch(sw_carrier *c, const sw_op_info *op,
+                                 struct sw_op **out) {
+    if (op->flags & SW_OPF_LAYOUT)
+        return sw_shared_op_new_info(op, out);
+    return sw_fail(SW_ENOTIMPL,
+                   "OpenCL carrier does not support operation '%s' yet",
+                   op->name);
+}
+
 const sw_carrier_class sw_opencl_carrier_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "OpenCL",
@@ -296,6 +308,7 @@ const sw_carrier_class sw_opencl_carrier_class = {
     .destroy = opencl_destroy,
     .allocate_like = opencl_allocate_like,
     .new_like = opencl_new_like,
+    .dispatch = opencl_dispatch,
 };
 
 const sw_carrier_class *sw_opencl_class(void) {
