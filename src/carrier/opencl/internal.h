@@ -49,6 +49,7 @@ typedef intptr_t cl_context_properties;
 #define SW_CL_DEVICE_TYPE_ACCELERATOR ((cl_bitfield)1 << 3)
 #define SW_CL_DEVICE_TYPE_ALL ((cl_bitfield)0xFFFFFFFF)
 #define SW_CL_MEM_READ_WRITE ((cl_bitfield)1 << 0)
+#define SW_CL_MEM_USE_HOST_PTR ((cl_bitfield)1 << 3)
 #define SW_CL_MAP_READ ((cl_bitfield)1 << 0)
 #define SW_CL_MAP_WRITE_INVALIDATE_REGION ((cl_bitfield)1 << 2)
 #define SW_CL_QUEUE_PROFILING_ENABLE ((cl_bitfield)1 << 1)
@@ -71,6 +72,8 @@ typedef struct sw_cl_api {
     cl_mem (*CreateBuffer)(cl_context, cl_bitfield, size_t, void *, cl_int *);
     cl_int (*RetainMemObject)(cl_mem);
     cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*SetMemObjectDestructorCallback)(cl_mem, void (*)(cl_mem, void *),
+                                             void *);
     cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_uint, size_t,
                                 size_t, void *, cl_uint, const cl_event *,
                                 cl_event *);

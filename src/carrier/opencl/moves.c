@@ -17,8 +17,10 @@
  * Every move copies at least one element (a layout's cosize is at least
  * one), so every move synchronises with the work enqueued before it.
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "carrier/defined.h"
 #include "carrier/opencl/internal.h"
@@ -157,6 +159,22 @@ static sw_status submit_to_cpu(move_work *w) {
     return SW_OK;
 }
 
+/* Asks for transparent huge pages over the 2 MiB-aligned interior of a
+ * large CPU destination about to be filled: its fresh pages then fault in
+ * 2 MiB at a time. Advice only; failures are ignored. */
+static void advise_huge(void *data, int64_t bytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t start = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)data + (uintptr_t)bytes) & ~(huge - 1);
+    if (bytes >= (int64_t)(4 * huge) && end > start)
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 static sw_status move_wait(void *ctx, void **error) {
     (void)error;
     move_work *w = ctx;
@@ -167,6 +185,7 @@ static sw_status move_wait(void *ctx, void **error) {
         char *dst = sw_cpu_storage(w->req->destination);
         if (!dst)
             return sw_carrier_fail_released();
+        advise_huge(dst, w->bytes);
         memcpy(dst, w->mapped, (size_t)w->bytes);
     } else if (w->fresh) {
         /* The device holds the values: the new buffer is the storage. */

@@ -54,6 +54,7 @@ static int resolve(void *lib, const char **missing) {
         E(CreateBuffer),
         E(RetainMemObject),
         E(ReleaseMemObject),
+        E(SetMemObjectDestructorCallback),
         E(EnqueueReadBuffer),
         E(EnqueueWriteBuffer),
         E(EnqueueCopyBuffer),
