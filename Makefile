@@ -91,6 +91,7 @@ bench: install
 	$(VPY) bench/bench_einops.py
 	$(VPY) bench/bench_dlpack.py
 	$(VPY) bench/bench_move.py
+	$(VPY) bench/bench_opencl.py
 	$(VPY) bench/bench_profiler.py
 	$(VPY) bench/bench_train_sizes.py
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) setup build/bench -Dpython=false \

@@ -237,7 +237,8 @@ SW_API sw_status sw_move_check_blockdev(sw_move_key source,
 /*
  * The process-global move registry, guarded by a mutex. It starts with
  * (CPU, FileBacked) -> CpuToFileBackedMoveOperation and (FileBacked, CPU)
- * -> FileBackedToCpuMoveOperation.
+ * -> FileBackedToCpuMoveOperation, and the exact OpenCL pairs (CPU,
+ * OpenCL), (OpenCL, CPU) and (OpenCL, OpenCL) (opencl.h).
  *
  * sw_move_register records cls for the exact pair. SW_ETYPE
  * "source_class must be a Carrier subclass" / "destination_class must be

@@ -25,5 +25,6 @@
 #include "strideweave/profile.h"
 #include "strideweave/threads.h"
 #include "strideweave/tiled.h"
+#include "strideweave/opencl.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -37,6 +37,8 @@ from strideweave.carriers.extension import register_kernel_pack as register_kern
 from strideweave.carriers.move import AwaitMove as AwaitMove
 from strideweave.carriers.move import AwaitResult as AwaitResult
 from strideweave.carriers.move import move_async as move_async
+from strideweave.carriers.opencl import OpenCL as OpenCL
+from strideweave.carriers.opencl import opencl_devices as opencl_devices
 from strideweave.carriers.operation_capability import DependentCarrier as DependentCarrier
 from strideweave.carriers.operation_capability import OperandCapability as OperandCapability
 from strideweave.carriers.operation_capability import OperationCapability as OperationCapability

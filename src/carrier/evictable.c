@@ -21,6 +21,7 @@
 #include "strideweave/evictable.h"
 #include "strideweave/extension.h"
 #include "strideweave/interop.h"
+#include "strideweave/opencl.h"
 #include "tensor/internal.h"
 
 typedef struct ev_state {
@@ -139,6 +140,14 @@ static sw_status check_route(const sw_carrier *sc, const sw_carrier *dc) {
     if (st)
         return st;
     sw_move_key src = sw_move_key_of(sc), dst = sw_move_key_of(dc);
+    /* A device tier moves only through exact bulk routes: element by
+     * element, every slot would be a device round trip. */
+    if (cls == sw_move_elementwise() &&
+        (sw_carrier_is_opencl(sc) || sw_carrier_is_opencl(dc)))
+        return sw_fail(SW_ERUNTIME,
+                       "an OpenCL Evictable tier needs an exact registered "
+                       "move operation for (%s, %s)",
+                       src.name ? src.name : "?", dst.name ? dst.name : "?");
     if (cls->source_pin.id && cls->source_pin.id != src.id)
         return sw_fail(SW_ETYPE, "%s requires a %s source", cls->name,
                        cls->source_pin.name ? cls->source_pin.name : "?");

@@ -25,6 +25,7 @@
 
 #include "carrier/defined.h"
 #include "carrier/internal.h"
+#include "carrier/opencl/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
 #include "profile/internal.h"
@@ -442,7 +443,29 @@ typedef struct entry {
     int is_static;
 } entry;
 
-static entry builtin_file_to_cpu = {NULL,
+/* The OpenCL carrier's exact bulk pairs (src/carrier/opencl/moves.c). */
+static entry builtin_opencl_to_opencl = {NULL,
+                                         &sw_opencl_carrier_class,
+                                         &sw_opencl_carrier_class,
+                                         &sw_opencl_move_classes[2],
+                                         "OpenCL",
+                                         "OpenCL",
+                                         1};
+static entry builtin_opencl_to_cpu = {&builtin_opencl_to_opencl,
+                                      &sw_opencl_carrier_class,
+                                      &key_cpu_token,
+                                      &sw_opencl_move_classes[1],
+                                      "OpenCL",
+                                      "CPU",
+                                      1};
+static entry builtin_cpu_to_opencl = {&builtin_opencl_to_cpu,
+                                      &key_cpu_token,
+                                      &sw_opencl_carrier_class,
+                                      &sw_opencl_move_classes[0],
+                                      "CPU",
+                                      "OpenCL",
+                                      1};
+static entry builtin_file_to_cpu = {&builtin_cpu_to_opencl,
                                     &key_file_token,
                                     &key_cpu_token,
                                     &file_to_cpu_class,
@@ -456,8 +479,9 @@ static entry builtin_cpu_to_file = {&builtin_file_to_cpu,
                                     "CPU",
                                     "FileBacked",
                                     1};
-static entry *const builtin_entries[] = {&builtin_cpu_to_file,
-                                         &builtin_file_to_cpu};
+static entry *const builtin_entries[] = {
+    &builtin_cpu_to_file, &builtin_file_to_cpu, &builtin_cpu_to_opencl,
+    &builtin_opencl_to_cpu, &builtin_opencl_to_opencl};
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *registry = &builtin_cpu_to_file;

@@ -48,6 +48,7 @@ CARRIER_NAMES = [
     "EvictableOperation",
     "FileBacked",
     "Generic",
+    "OpenCL",
 ]
 # The reference's core order, restricted to the names that exist so far.
 CORE_NAMES = [

@@ -13,6 +13,7 @@
 
 #include "strideweave/blockdev.h"
 #include "strideweave/tiled.h"
+#include "strideweave/opencl.h"
 
 #include <math.h>
 #include <string.h>
@@ -205,7 +206,7 @@ int swpy_value_convert(int numeric, sw_dtype dtype, int none_is_hole,
 
 static int is_numeric_backend(const sw_carrier *c) {
     return sw_carrier_is_cpu(c) || sw_carrier_is_file(c) ||
-           sw_carrier_is_blockdev(c);
+           sw_carrier_is_blockdev(c) || sw_carrier_is_opencl(c);
 }
 
 /* The carrier whose way of storing values c uses: a hierarchy stores them
@@ -871,6 +872,7 @@ static PyTypeObject *backend_type(swpy_state *st, const sw_carrier *c) {
            : sw_carrier_is_blockdev(c)  ? st->blockdev_type
            : sw_carrier_is_evictable(c) ? st->evictable_type
            : sw_carrier_is_tiled(c)     ? st->tiled_type
+           : sw_carrier_is_opencl(c)    ? st->opencl_type
                                         : NULL;
 }
 
@@ -1013,7 +1015,7 @@ int swpy_carrier_adopt(PyObject *self, sw_carrier *owned, const char *name) {
     PyTypeObject *type = Py_TYPE(self);
     if (type != st->cpu_type && type != st->generic_type &&
         type != st->file_type && type != st->evictable_type &&
-        type != st->blockdev_type) {
+        type != st->blockdev_type && type != st->opencl_type) {
         /* Its dlpack_info method decides, as it does for Carrier
          * subclasses through their vtable. */
         sw_carrier_set_dlpack_route(owned, route_dlpack_info, NULL);
@@ -1105,7 +1107,8 @@ static PyObject *carrier_tp_new(PyTypeObject *type, PyObject *args,
         PyType_IsSubtype(type, st->generic_type) ||
         PyType_IsSubtype(type, st->file_type) ||
         PyType_IsSubtype(type, st->evictable_type) ||
-        PyType_IsSubtype(type, st->blockdev_type)) {
+        PyType_IsSubtype(type, st->blockdev_type) ||
+        PyType_IsSubtype(type, st->opencl_type)) {
         /* Carrier.__new__(CPU): the built-in backends make their own. */
         PyErr_Format(PyExc_TypeError,
                      "Carrier.__new__(%.200s) is not safe, use "
@@ -1645,7 +1648,8 @@ int swpy_carrier_init_types(PyObject *module, swpy_state *st) {
     if (swpy_cpu_init_type(module, st) < 0 ||
         swpy_generic_init_type(module, st) < 0 ||
         swpy_file_init_type(module, st) < 0 ||
-        swpy_blockdev_init_types(module, st) < 0) {
+        swpy_blockdev_init_types(module, st) < 0 ||
+        swpy_opencl_init_type(module, st) < 0) {
         return -1;
     }
     return 0;

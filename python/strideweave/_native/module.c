@@ -281,6 +281,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->file_type);
     Py_VISIT(st->blockdev_type);
     Py_VISIT(st->blockdev_device_type);
+    Py_VISIT(st->opencl_type);
     Py_VISIT(st->evictable_type);
     Py_VISIT(st->tiled_type);
     Py_VISIT(st->evictable_op_type);
@@ -340,6 +341,7 @@ static int module_clear(PyObject *module) {
     Py_CLEAR(st->file_type);
     Py_CLEAR(st->blockdev_type);
     Py_CLEAR(st->blockdev_device_type);
+    Py_CLEAR(st->opencl_type);
     Py_CLEAR(st->evictable_type);
     Py_CLEAR(st->tiled_type);
     Py_CLEAR(st->evictable_op_type);

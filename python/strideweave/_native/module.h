@@ -53,6 +53,7 @@ typedef struct swpy_state {
     PyTypeObject *blockdev_type;
     PyTypeObject *blockdev_device_type;
     PyTypeObject *evictable_type;
+    PyTypeObject *opencl_type;
     /* strideweave.TiledEvictable (a Python class over the library's
      * definition-backed carrier), registered at import; or NULL. */
     PyTypeObject *tiled_type;

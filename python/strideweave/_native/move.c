@@ -8,6 +8,7 @@
 
 #include "strideweave/blockdev.h"
 #include "strideweave/evictable.h"
+#include "strideweave/opencl.h"
 
 #include "py_carrier.h"
 #include "errors.h"
@@ -48,6 +49,8 @@ static int key_of_type(swpy_state *st, PyObject *cls, const char *what,
         *out = sw_move_key_generic();
     } else if (cls == (PyObject *)st->file_type) {
         *out = sw_move_key_file();
+    } else if (cls == (PyObject *)st->opencl_type) {
+        *out = sw_move_key_opencl();
     } else if (cls == (PyObject *)st->evictable_type) {
         *out = sw_move_key_class(sw_evictable_class());
     } else if (cls == (PyObject *)st->blockdev_type) {

@@ -12,6 +12,7 @@
 
 #include "strideweave/extension.h"
 #include "strideweave/tiled.h"
+#include "strideweave/opencl.h"
 
 #include <math.h>
 #include <string.h>
@@ -1293,7 +1294,7 @@ static PyObject *operation_get_name(PyObject *self, void *closure) {
  * backend class rather than with the Python class: one table for both
  * directions of the mapping, so that they cannot disagree.
  */
-enum { BUILTIN_TAGS = 5 };
+enum { BUILTIN_TAGS = 6 };
 
 static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
                          const void *tags[BUILTIN_TAGS]) {
@@ -1308,6 +1309,8 @@ static void builtin_tags(swpy_state *st, PyTypeObject *types[BUILTIN_TAGS],
     tags[3] = sw_file_class();
     types[4] = st->blockdev_type;
     tags[4] = sw_blockdev_class();
+    types[5] = st->opencl_type;
+    tags[5] = sw_opencl_class();
 }
 
 /*

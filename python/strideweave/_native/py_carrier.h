@@ -49,6 +49,7 @@ int swpy_generic_init_type(PyObject *module, swpy_state *st);
 int swpy_file_init_type(PyObject *module, swpy_state *st);
 /* BlockDevice and BlockDeviceCarrier (block_device.c). */
 int swpy_blockdev_init_types(PyObject *module, swpy_state *st);
+int swpy_opencl_init_type(PyObject *module, swpy_state *st);
 
 /* ------------------------------------------- shared by the carrier types */
 

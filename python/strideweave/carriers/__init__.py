@@ -7,6 +7,9 @@ composite carrier), and a backend supplies the storage. Built in: :class:`CPU`
 (a binary file); :class:`BlockDevice` hands out :class:`BlockDeviceCarrier`
 extents of a raw block device. Python subclasses of :class:`Carrier` implement the storage
 hooks in Python.
+(native memory), :class:`Generic` (Python objects), :class:`FileBacked`
+(a binary file) and :class:`OpenCL` (an OpenCL device buffer). Python
+subclasses of :class:`Carrier` implement the storage hooks in Python.
 
 Examples:
     >>> from strideweave.carriers import CPU, DType
@@ -23,6 +26,7 @@ from strideweave.carriers.dtype import DType
 from strideweave.carriers.evictable import Evictable, EvictableOperation
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
+from strideweave.carriers.opencl import OpenCL
 
 __all__ = [
     "BlockDevice",
@@ -34,4 +38,5 @@ __all__ = [
     "EvictableOperation",
     "FileBacked",
     "Generic",
+    "OpenCL",
 ]

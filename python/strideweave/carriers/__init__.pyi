@@ -9,6 +9,7 @@ from strideweave.carriers.evictable import Evictable as Evictable
 from strideweave.carriers.evictable import EvictableOperation as EvictableOperation
 from strideweave.carriers.file_backed import FileBacked as FileBacked
 from strideweave.carriers.generic import Generic as Generic
+from strideweave.carriers.opencl import OpenCL as OpenCL
 
 __all__ = [
     "BlockDevice",
@@ -20,4 +21,5 @@ __all__ = [
     "EvictableOperation",
     "FileBacked",
     "Generic",
+    "OpenCL",
 ]

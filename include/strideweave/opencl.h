@@ -1,0 +1,136 @@
+/*
+ * StrideWeave's OpenCL carrier: storage in one device buffer of an OpenCL
+ * device (a GPU, or a CPU through PoCL).
+ *
+ * The runtime (the ICD loader libOpenCL.so.1) is loaded at first use, not
+ * linked: a program that never makes an OpenCL carrier runs without any
+ * OpenCL installed. Two environment variables are read once, when the
+ * runtime is first loaded: STRIDEWEAVE_OPENCL_LIBRARY (the loader to open
+ * instead of libOpenCL.so.1) and STRIDEWEAVE_OPENCL_DEVICE (the index of
+ * the default device in sw_opencl_device_info's order). Without it the
+ * default device is the first GPU, else the first device.
+ *
+ * The contract (the observable one of an accelerator carrier):
+ *  - construction checks its arguments before loading the runtime, then
+ *    fails with SW_ERUNTIME and an install hint when there is none;
+ *  - slots are zero unless empty; element reads are synchronised (they see
+ *    every write and move enqueued before them);
+ *  - an element write bumps the version by exactly one and is published
+ *    only once the device has confirmed it: a failure leaves the value and
+ *    the version as they were;
+ *  - scatter is atomic (sw_opencl_scatter);
+ *  - DLPack export is refused (the default SW_EBUFFER of carrier.h);
+ *  - moves CPU->OpenCL, OpenCL->CPU and OpenCL->OpenCL are exact bulk
+ *    routes registered in the move registry from the start: a move copies
+ *    the physical span from the tensor's offset (holes included) and keeps
+ *    the layout; move_async enqueues the device copy and returns, and the
+ *    move completes on the move executor when the copy's event has
+ *    completed; a zero-span copy still synchronises; a move into an
+ *    OpenCL destination writes a fresh buffer that replaces the
+ *    destination's only at the commit, and a move into CPU memory copies
+ *    only after the device work completed, so any failure leaves both
+ *    carriers' values and versions as they were.
+ *
+ * Threads: the runtime's entry points are thread-safe; each carrier
+ * guards its buffer handle with a lock of its own.
+ */
+#ifndef STRIDEWEAVE_OPENCL_H
+#define STRIDEWEAVE_OPENCL_H
+
+#include "strideweave/base.h"
+#include "strideweave/carrier.h"
+#include "strideweave/interop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Makes an OpenCL carrier of size elements on device (an index in
+ * sw_opencl_device_info's order; -1 for the default). Checks in order,
+ * before the runtime loads: SW_EVALUE "OpenCL size must be
+ * non-negative"; SW_EVALUE "OpenCL dtype must be DType.Float32,
+ * DType.Int32 or DType.Bool"; SW_EOVERFLOW when the byte length
+ * overflows; SW_EVALUE "OpenCL device must be a non-negative index or
+ * -1". Then SW_ERUNTIME when the runtime cannot be loaded or has no
+ * device, SW_EVALUE when device is not below the device count, and
+ * SW_ERUNTIME when the device refuses the buffer.
+ */
+SW_API sw_status sw_opencl_new(int64_t size, sw_dtype dtype, int mutable_,
+                               int empty, int64_t device, sw_carrier **out);
+
+/* Non-zero if c is an OpenCL carrier. */
+SW_API int sw_carrier_is_opencl(const sw_carrier *c);
+/* The carrier class (the move key of OpenCL is sw_move_key_class of it). */
+SW_API const sw_carrier_class *sw_opencl_class(void);
+SW_API sw_move_key sw_move_key_opencl(void);
+/* Non-zero for Float32, Int32 and Bool: needs no runtime. */
+SW_API int sw_opencl_supports_dtype(sw_dtype dtype);
+
+/* Loads the runtime if needed: SW_OK, or SW_ERUNTIME with the reason. */
+SW_API sw_status sw_opencl_load(void);
+
+/* One device, as sw_opencl_device_info describes it. */
+typedef struct sw_opencl_device_desc {
+    int64_t index;
+    char platform[128];
+    char name[128];
+    const char *type; /* "GPU", "CPU", "Accelerator" or "Other" */
+    int64_t global_memory;
+    int is_default;
+} sw_opencl_device_desc;
+
+/* The number of devices (0 without a runtime: this never fails). */
+SW_API int64_t sw_opencl_device_count(void);
+/* Device i (0 <= i < count); SW_EINDEX otherwise. */
+SW_API sw_status sw_opencl_device_info(int64_t i, sw_opencl_device_desc *out);
+/* The index of c's device; -1 for other carriers. */
+SW_API int64_t sw_opencl_device_of(const sw_carrier *c);
+
+/* Waits for all work enqueued on c's device. SW_ERUNTIME on failure. */
+SW_API sw_status sw_opencl_synchronize(sw_carrier *c);
+
+/*
+ * Atomic scatter into an OpenCL carrier c: for every logical i, element
+ * onto.offset + mapping_offset + mapping(i) of c becomes src[i]. Checks
+ * (nothing changes on failure): SW_ETYPE for NULL arguments; SW_ERUNTIME
+ * "Carrier is released" / "Carrier is not mutable"; SW_EVALUE when onto
+ * is not over c, the mapping's shape differs from src's, or
+ * mapping_offset < 0; SW_EINDEX "Carrier index out of range" for a mapped
+ * index outside c; SW_ETYPE "OpenCL scatter value must be a real number"
+ * for a value that is not a number; the dtype rules of element writes.
+ * Then one device write of the whole changed buffer, confirmed before
+ * the call returns; the version rises by exactly one.
+ */
+struct sw_tensor;
+SW_API sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
+                                   const sw_tensor *onto,
+                                   const sw_layout *mapping,
+                                   int64_t mapping_offset);
+
+/* The exact bulk move classes, registered for their pairs. */
+SW_API const sw_move_class *sw_move_cpu_to_opencl(void);
+SW_API const sw_move_class *sw_move_opencl_to_cpu(void);
+SW_API const sw_move_class *sw_move_opencl_to_opencl(void);
+
+/*
+ * Fault injection for tests: after sw_debug_opencl_fail(stage, n), n more
+ * calls at that stage succeed and the next one fails as the runtime would
+ * (SW_ERUNTIME "... failed (injected)"); then the hook is off again.
+ * SW_OPENCL_STAGE_NONE turns it off. Stages: enqueueing a command, waiting
+ * for events, mapping a buffer.
+ */
+typedef enum sw_opencl_stage {
+    SW_OPENCL_STAGE_NONE = 0,
+    SW_OPENCL_STAGE_ENQUEUE = 1,
+    SW_OPENCL_STAGE_WAIT = 2,
+    SW_OPENCL_STAGE_MAP = 3
+} sw_opencl_stage;
+
+SW_API void sw_debug_opencl_fail(sw_opencl_stage stage, int64_t after);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRIDEWEAVE_OPENCL_H */

@@ -1,0 +1,524 @@
+/*
+ * The OpenCL carrier: one device buffer of Float32, Int32 or Bool
+ * elements. Element reads are blocking reads (the in-order queue puts them
+ * after every write and move enqueued before); element writes wait for the
+ * device before the base publishes the new version; factories fill a
+ * mapped buffer; scatter rewrites the buffer in one confirmed write.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "carrier/opencl/internal.h"
+#include "layout/internal.h"
+#include "op/internal.h"
+#include "tensor/internal.h"
+
+static opencl_state *ocl(sw_carrier *c) {
+    return sw_carrier_state(c);
+}
+
+int sw_opencl_supports_dtype(sw_dtype dtype) {
+    return dtype == SW_DTYPE_FLOAT32 || dtype == SW_DTYPE_INT32 ||
+           dtype == SW_DTYPE_BOOL;
+}
+
+cl_mem sw_opencl_buffer(sw_carrier *c) {
+    opencl_state *s = ocl(c);
+    pthread_mutex_lock(&s->lock);
+    cl_mem m = s->mem;
+    if (m)
+        (void)sw_cl.RetainMemObject(m);
+    pthread_mutex_unlock(&s->lock);
+    return m;
+}
+
+void sw_opencl_swap_buffer(sw_carrier *c, cl_mem mem) {
+    opencl_state *s = ocl(c);
+    pthread_mutex_lock(&s->lock);
+    cl_mem old = s->mem;
+    s->mem = mem;
+    pthread_mutex_unlock(&s->lock);
+    if (old)
+        (void)sw_cl.ReleaseMemObject(old);
+}
+
+/* Host memory behind a CPU device's buffer, freed with the buffer. */
+static void free_host_block(cl_mem m, void *block) {
+    (void)m;
+    free(block);
+}
+
+/*
+ * A CPU device's buffers are host memory anyway: they are made over our
+ * own block, 2 MiB aligned with transparent huge pages asked for, so that
+ * a fresh buffer faults in 2 MiB at a time (which otherwise costs more
+ * than the copy into it). NULL when that is not possible.
+ */
+static cl_mem host_backed(sw_cl_device *d, int64_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (!(d->type & SW_CL_DEVICE_TYPE_CPU) || bytes < (int64_t)huge)
+        return NULL;
+    void *block = NULL;
+    size_t size = ((size_t)bytes + huge - 1) & ~(huge - 1);
+    if (posix_memalign(&block, huge, size) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(block, size, MADV_HUGEPAGE);
+#endif
+    cl_int err = SW_CL_SUCCESS;
+    cl_mem m = sw_cl.CreateBuffer(d->context,
+                                  SW_CL_MEM_READ_WRITE | SW_CL_MEM_USE_HOST_PTR,
+                                  (size_t)bytes, block, &err);
+    if (!m) {
+        free(block);
+        return NULL;
+    }
+    if (sw_cl.SetMemObjectDestructorCallback(m, free_host_block, block) !=
+        SW_CL_SUCCESS) {
+        /* Without the callback the block could not be freed in time. */
+        (void)sw_cl.ReleaseMemObject(m);
+        (void)sw_cl.Finish(d->queue);
+        free(block);
+        return NULL;
+    }
+    return m;
+}
+
+sw_status sw_opencl_buffer_new(sw_cl_device *d, int64_t bytes, cl_mem *out) {
+    cl_mem m = host_backed(d, bytes);
+    cl_int err = SW_CL_SUCCESS;
+    if (!m)
+        m = sw_cl.CreateBuffer(d->context, SW_CL_MEM_READ_WRITE, (size_t)bytes,
+                               NULL, &err);
+    if (!m)
+        return sw_fail(SW_ERUNTIME,
+                       "OpenCL buffer of %lld bytes cannot be allocated on "
+                       "%s (error %d)",
+                       (long long)bytes, d->name, (int)err);
+    *out = m;
+    return SW_OK;
+}
+
+/* ------------------------------------------------------------- values */
+
+/* Converts a value for an element of dtype into *dst (4 or 1 bytes). */
+static sw_status opencl_store(sw_dtype dtype, const sw_value *v, void *dst) {
+    if (v->kind == SW_VALUE_HOST) {
+        sw_value n;
+        if (!v->ops || !v->ops->to_number)
+            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
+        sw_status st = v->ops->to_number(v, &n);
+        if (st == SW_ETYPE)
+            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
+        if (st)
+            return st;
+        if (n.kind == SW_VALUE_HOST)
+            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
+        return opencl_store(dtype, &n, dst);
+    }
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32: {
+        float f = v->kind == SW_VALUE_F64   ? (float)v->as.f
+                  : v->kind == SW_VALUE_I64 ? (float)v->as.i
+                                            : 0.0f;
+        memcpy(dst, &f, sizeof f);
+        return SW_OK;
+    }
+    case SW_DTYPE_INT32: {
+        if (v->kind == SW_VALUE_F64)
+            return sw_fail(SW_ETYPE, "OpenCL value must be an integer");
+        int64_t i = v->kind == SW_VALUE_I64 ? v->as.i : 0;
+        if (i < INT32_MIN || i > INT32_MAX)
+            return sw_fail(SW_EOVERFLOW, "OpenCL value is out of int32 range");
+        int32_t x = (int32_t)i;
+        memcpy(dst, &x, sizeof x);
+        return SW_OK;
+    }
+    default: {
+        uint8_t b = v->kind == SW_VALUE_F64   ? v->as.f != 0.0
+                    : v->kind == SW_VALUE_I64 ? v->as.i != 0
+                                              : 0;
+        memcpy(dst, &b, 1);
+        return SW_OK;
+    }
+    }
+}
+
+static sw_value opencl_load(sw_dtype dtype, const void *src) {
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32: {
+        float f;
+        memcpy(&f, src, sizeof f);
+        return sw_value_f64(f);
+    }
+    case SW_DTYPE_INT32: {
+        int32_t i;
+        memcpy(&i, src, sizeof i);
+        return sw_value_i64(i);
+    }
+    default:
+        return sw_value_i64(*(const uint8_t *)src != 0);
+    }
+}
+
+/* ------------------------------------------------------------- slots */
+
+static int64_t opencl_size(sw_carrier *c) {
+    return ocl(c)->size;
+}
+
+/* A blocking read of bytes at byte offset at into dst. */
+static sw_status read_bytes(sw_carrier *c, int64_t at, int64_t bytes,
+                            void *dst) {
+    opencl_state *s = ocl(c);
+    if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+        return sw_cl_fail_injected("read");
+    cl_mem m = sw_opencl_buffer(c);
+    if (!m)
+        return sw_carrier_fail_released();
+    cl_int err = sw_cl.EnqueueReadBuffer(s->device->queue, m, 1, (size_t)at,
+                                         (size_t)bytes, dst, 0, NULL, NULL);
+    (void)sw_cl.ReleaseMemObject(m);
+    return err == SW_CL_SUCCESS ? SW_OK : sw_cl_fail("read", err);
+}
+
+/* A write of bytes at byte offset at, confirmed by the device. */
+static sw_status write_bytes(sw_carrier *c, int64_t at, int64_t bytes,
+                             const void *src) {
+    opencl_state *s = ocl(c);
+    if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+        return sw_cl_fail_injected("write");
+    cl_mem m = sw_opencl_buffer(c);
+    if (!m)
+        return sw_carrier_fail_released();
+    cl_event ev = NULL;
+    cl_int err = sw_cl.EnqueueWriteBuffer(s->device->queue, m, 0, (size_t)at,
+                                          (size_t)bytes, src, 0, NULL, &ev);
+    sw_status st = err == SW_CL_SUCCESS ? sw_cl_wait(1, &ev, "write")
+                                        : sw_cl_fail("write", err);
+    sw_cl_release_events(1, &ev);
+    (void)sw_cl.ReleaseMemObject(m);
+    return st;
+}
+
+/* Puts back bytes a write that was not confirmed may have changed: a
+ * blocking write outside the fault hook, keeping the caller's failure. */
+static void restore_bytes(sw_carrier *c, int64_t at, int64_t bytes,
+                          const void *old) {
+    char msg[300];
+    sw_status st = sw_errcode();
+    snprintf(msg, sizeof msg, "%s", sw_errmsg());
+    cl_mem m = sw_opencl_buffer(c);
+    if (m) {
+        (void)sw_cl.EnqueueWriteBuffer(ocl(c)->device->queue, m, 1, (size_t)at,
+                                       (size_t)bytes, old, 0, NULL, NULL);
+        (void)sw_cl.ReleaseMemObject(m);
+    }
+    (void)sw_fail(st, "%s", msg);
+}
+
+static sw_status opencl_get(sw_carrier *c, int64_t i, sw_value *out) {
+    sw_dtype dtype = sw_carrier_dtype(c);
+    int64_t item = sw_dtype_itemsize(dtype);
+    unsigned char raw[4];
+    sw_status st = read_bytes(c, i * item, item, raw);
+    if (st)
+        return st;
+    *out = opencl_load(dtype, raw);
+    return SW_OK;
+}
+
+/*
+ * One element write, published by the base only when this returns SW_OK:
+ * the old value is read first, so that a write the device did not confirm
+ * is undone and aliases keep seeing the old value.
+ */
+static sw_status opencl_set(sw_carrier *c, int64_t i, const sw_value *v) {
+    sw_dtype dtype = sw_carrier_dtype(c);
+    int64_t item = sw_dtype_itemsize(dtype);
+    unsigned char raw[4], old[4];
+    sw_status st = opencl_store(dtype, v, raw);
+    if (!st)
+        st = read_bytes(c, i * item, item, old);
+    if (st)
+        return st;
+    st = write_bytes(c, i * item, item, raw);
+    if (st)
+        restore_bytes(c, i * item, item, old);
+    return st;
+}
+
+static int opencl_is_mutable(sw_carrier *c) {
+    return ocl(c)->mutable_;
+}
+
+static void opencl_release(sw_carrier *c) {
+    sw_opencl_swap_buffer(c, NULL);
+    ocl(c)->size = 0;
+}
+
+static void opencl_destroy(sw_carrier *c) {
+    opencl_state *s = ocl(c);
+    pthread_mutex_destroy(&s->lock);
+    sw_free(s);
+}
+
+static sw_status opencl_allocate_like(sw_carrier *c, int64_t size, int mutable_,
+                                      sw_dtype dtype, int empty,
+                                      sw_carrier **out) {
+    return sw_opencl_new(size, dtype, mutable_, empty, ocl(c)->device->index,
+                         out);
+}
+
+/* Maps the whole buffer of a fresh carrier for writing (stage MAP). */
+static sw_status map_for_write(sw_carrier *c, int64_t bytes, void **ptr) {
+    opencl_state *s = ocl(c);
+    if (sw_cl_injected(SW_OPENCL_STAGE_MAP))
+        return sw_cl_fail_injected("map");
+    cl_int err = SW_CL_SUCCESS;
+    void *p = sw_cl.EnqueueMapBuffer(s->device->queue, s->mem, 1,
+                                     SW_CL_MAP_WRITE_INVALIDATE_REGION, 0,
+                                     (size_t)bytes, 0, NULL, NULL, &err);
+    if (!p)
+        return sw_cl_fail("map", err);
+    *ptr = p;
+    return SW_OK;
+}
+
+/* Unmaps and waits for the device to hold the values. */
+static sw_status unmap_confirmed(sw_carrier *c, void *ptr) {
+    opencl_state *s = ocl(c);
+    cl_event ev = NULL;
+    cl_int err = sw_cl.EnqueueUnmapMemObject(s->device->queue, s->mem, ptr, 0,
+                                             NULL, &ev);
+    if (err != SW_CL_SUCCESS)
+        return sw_cl_fail("unmap", err);
+    sw_status st = sw_cl_wait(1, &ev, "unmap");
+    sw_cl_release_events(1, &ev);
+    return st;
+}
+
+static sw_status opencl_new_like(sw_carrier *c, int64_t n,
+                                 const sw_value *values, int mutable_,
+                                 sw_dtype dtype, sw_carrier **out) {
+    sw_carrier *r = NULL;
+    sw_status st =
+        sw_opencl_new(n, dtype, mutable_, 1, ocl(c)->device->index, &r);
+    if (st || n == 0) {
+        if (!st)
+            *out = r;
+        return st;
+    }
+    int64_t item = sw_dtype_itemsize(dtype);
+    void *p = NULL;
+    st = map_for_write(r, n * item, &p);
+    for (int64_t i = 0; !st && i < n; ++i)
+        st = opencl_store(dtype, &values[i], (char *)p + i * item);
+    if (p) {
+        char msg[300] = "";
+        sw_status first = st;
+        if (first)
+            snprintf(msg, sizeof msg, "%s", sw_errmsg());
+        sw_status un = unmap_confirmed(r, p);
+        st = first ? sw_fail(first, "%s", msg) : un;
+    }
+    if (st) {
+        sw_carrier_unref(r);
+        return st;
+    }
+    *out = r;
+    return SW_OK;
+}
+
+/* The layout operations (views over the same buffer, which compile
+ * nothing); computing operations are not built for OpenCL yet. */
+static sw_status opencl_dispatch(sw_carrier *c, const sw_op_info *op,
+                                 struct sw_op **out) {
+    if (op->flags & SW_OPF_LAYOUT)
+        return sw_shared_op_new_info(op, out);
+    return sw_fail(SW_ENOTIMPL,
+                   "OpenCL carrier does not support operation '%s' yet",
+                   op->name);
+}
+
+const sw_carrier_class sw_opencl_carrier_class = {
+    .version = SW_CARRIER_CLASS_VERSION,
+    .name = "OpenCL",
+    .size = opencl_size,
+    .get = opencl_get,
+    .set = opencl_set,
+    .is_mutable = opencl_is_mutable,
+    .release = opencl_release,
+    .destroy = opencl_destroy,
+    .allocate_like = opencl_allocate_like,
+    .new_like = opencl_new_like,
+    .dispatch = opencl_dispatch,
+};
+
+const sw_carrier_class *sw_opencl_class(void) {
+    return &sw_opencl_carrier_class;
+}
+
+int sw_carrier_is_opencl(const sw_carrier *c) {
+    return c && sw_carrier_get_class(c) == &sw_opencl_carrier_class;
+}
+
+sw_move_key sw_move_key_opencl(void) {
+    return sw_move_key_class(&sw_opencl_carrier_class);
+}
+
+int64_t sw_opencl_device_of(const sw_carrier *c) {
+    return sw_carrier_is_opencl(c) ? ocl((sw_carrier *)c)->device->index : -1;
+}
+
+/* ------------------------------------------------------- construction */
+
+sw_status sw_opencl_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
+                        int64_t device, sw_carrier **out) {
+    if (size < 0)
+        return sw_fail(SW_EVALUE, "OpenCL size must be non-negative");
+    if (!sw_opencl_supports_dtype(dtype))
+        return sw_fail(SW_EVALUE, "OpenCL dtype must be DType.Float32, "
+                                  "DType.Int32 or DType.Bool");
+    int64_t item = sw_dtype_itemsize(dtype), bytes;
+    if (!sw_mul_ok(size, item, &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return sw_fail(SW_EOVERFLOW,
+                       "OpenCL size %lld is too large: the byte length "
+                       "overflows",
+                       (long long)size);
+    if (device < -1)
+        return sw_fail(SW_EVALUE,
+                       "OpenCL device must be a non-negative index or -1");
+    sw_cl_device *d = NULL;
+    sw_status st = sw_cl_device_get(device, &d);
+    if (st)
+        return st;
+    opencl_state *s = sw_malloc(sizeof *s);
+    if (!s)
+        return sw_oom();
+    memset(s, 0, sizeof *s);
+    s->device = d;
+    s->size = size;
+    s->mutable_ = mutable_ != 0;
+    pthread_mutex_init(&s->lock, NULL);
+    if (bytes > 0)
+        st = sw_opencl_buffer_new(d, bytes, &s->mem);
+    if (!st && bytes > 0 && !empty) {
+        unsigned char zero = 0;
+        cl_event ev = NULL;
+        cl_int err = SW_CL_SUCCESS;
+        if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+            st = sw_cl_fail_injected("fill");
+        else if ((err = sw_cl.EnqueueFillBuffer(d->queue, s->mem, &zero, 1, 0,
+                                                (size_t)bytes, 0, NULL, &ev)) !=
+                 SW_CL_SUCCESS)
+            st = sw_cl_fail("fill", err);
+        else
+            st = sw_cl_wait(1, &ev, "fill");
+        sw_cl_release_events(1, &ev);
+    }
+    if (!st)
+        st = sw_carrier_new(&sw_opencl_carrier_class, s, dtype, out);
+    if (st) {
+        if (s->mem)
+            (void)sw_cl.ReleaseMemObject(s->mem);
+        pthread_mutex_destroy(&s->lock);
+        sw_free(s);
+    }
+    return st;
+}
+
+sw_status sw_opencl_synchronize(sw_carrier *c) {
+    if (!sw_carrier_is_opencl(c))
+        return sw_fail(SW_ETYPE, "sw_opencl_synchronize needs an OpenCL "
+                                 "carrier");
+    cl_int err = sw_cl.Finish(ocl(c)->device->queue);
+    return err == SW_CL_SUCCESS ? SW_OK : sw_cl_fail("finish", err);
+}
+
+/* ------------------------------------------------------------- scatter */
+
+sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
+                            const sw_tensor *onto, const sw_layout *mapping,
+                            int64_t mapping_offset) {
+    if (!c || !src || !onto || !mapping)
+        return sw_fail(SW_ETYPE, "scatter needs a source, a target and a "
+                                 "mapping");
+    if (!sw_carrier_is_opencl(c))
+        return sw_fail(SW_ETYPE, "sw_opencl_scatter needs an OpenCL carrier");
+    sw_status st = sw_carrier_pin(c);
+    if (st)
+        return st;
+    sw_dtype dtype = sw_carrier_dtype(c);
+    int64_t item = sw_dtype_itemsize(dtype), n = ocl(c)->size;
+    unsigned char *host = NULL, *old = NULL;
+    if ((st = sw_carrier_check_move(c)))
+        goto done;
+    if (!sw_carrier_is_mutable(c)) {
+        st = sw_carrier_fail_immutable();
+        goto done;
+    }
+    if (onto->carrier != c) {
+        st = sw_fail(SW_EVALUE, "scatter_onto must be backed by this carrier");
+        goto done;
+    }
+    if (!sw_tree_equal(mapping->shape, src->layout->shape)) {
+        st = sw_fail(SW_EVALUE, "mapping shape must match to_scatter shape");
+        goto done;
+    }
+    if (mapping_offset < 0) {
+        st = sw_fail(SW_EVALUE, "mapping_offset must be non-negative");
+        goto done;
+    }
+    host = sw_malloc(n * item > 0 ? (size_t)(n * item) : 1);
+    old = sw_malloc(n * item > 0 ? (size_t)(n * item) : 1);
+    if (!host || !old) {
+        st = sw_oom();
+        goto done;
+    }
+    if (n > 0 && (st = read_bytes(c, 0, n * item, host)))
+        goto done;
+    memcpy(old, host, (size_t)(n * item));
+    /* Every value lands in the host copy first: a bad index or value
+     * fails before the device sees anything. */
+    for (int64_t i = 0; i < src->layout->size; ++i) {
+        int64_t at = 0;
+        if ((st = sw_layout_index(mapping, i, &at)))
+            goto done;
+        at += onto->offset + mapping_offset;
+        if (at < 0 || at >= n) {
+            st = sw_fail(SW_EINDEX, "Carrier index out of range");
+            goto done;
+        }
+        sw_value v;
+        if ((st = sw_tensor_get((sw_tensor *)src, i, &v)))
+            goto done;
+        if (v.kind == SW_VALUE_NONE ||
+            (v.kind == SW_VALUE_HOST && (!v.ops || !v.ops->to_number))) {
+            sw_value_clear(&v);
+            st = sw_fail(SW_ETYPE, "OpenCL scatter value must be a real "
+                                   "number");
+            goto done;
+        }
+        st = opencl_store(dtype, &v, host + at * item);
+        sw_value_clear(&v);
+        if (st == SW_ETYPE)
+            st = sw_fail(SW_ETYPE, "OpenCL scatter value must be a real "
+                                   "number");
+        if (st)
+            goto done;
+    }
+    if (n > 0 && (st = write_bytes(c, 0, n * item, host))) {
+        restore_bytes(c, 0, n * item, old);
+        goto done;
+    }
+    st = sw_carrier_bump_version(c);
+done:
+    sw_free(old);
+    sw_free(host);
+    sw_carrier_unpin(c);
+    return st;
+}

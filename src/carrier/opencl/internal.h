@@ -1,0 +1,175 @@
+/*
+ * The OpenCL carrier's private layer: the few OpenCL declarations it uses
+ * (so the build needs no OpenCL headers and links no OpenCL library), the
+ * table of entry points resolved from libOpenCL.so.1 at first use, the
+ * devices with their contexts and queues, and the carrier's state.
+ *
+ * runtime.c loads the ICD loader and owns the devices; buffers.c is the
+ * carrier (one device buffer per carrier); moves.c holds the exact bulk
+ * move routes CPU->OpenCL, OpenCL->CPU and OpenCL->OpenCL.
+ *
+ * Synchronisation: every device has one in-order command queue, so work
+ * on a buffer runs in the order it was enqueued; whoever needs host
+ * visibility waits for the event of the last command it enqueued.
+ */
+#ifndef SW_CARRIER_OPENCL_INTERNAL_H
+#define SW_CARRIER_OPENCL_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "carrier/internal.h"
+#include "strideweave/interop.h"
+#include "strideweave/opencl.h"
+
+/* ------------------------------------------------- OpenCL declarations */
+
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef cl_ulong cl_bitfield;
+typedef struct sw_cl_opaque *cl_platform_id;
+typedef struct sw_cl_opaque *cl_device_id;
+typedef struct sw_cl_opaque *cl_context;
+typedef struct sw_cl_opaque *cl_command_queue;
+typedef struct sw_cl_opaque *cl_mem;
+typedef struct sw_cl_opaque *cl_event;
+typedef intptr_t cl_context_properties;
+
+#define SW_CL_SUCCESS 0
+#define SW_CL_DEVICE_NOT_FOUND (-1)
+#define SW_CL_PLATFORM_NOT_FOUND_KHR (-1001)
+#define SW_CL_PLATFORM_NAME 0x0902
+#define SW_CL_DEVICE_TYPE 0x1000
+#define SW_CL_DEVICE_GLOBAL_MEM_SIZE 0x101F
+#define SW_CL_DEVICE_NAME 0x102B
+#define SW_CL_DEVICE_TYPE_CPU ((cl_bitfield)1 << 1)
+#define SW_CL_DEVICE_TYPE_GPU ((cl_bitfield)1 << 2)
+#define SW_CL_DEVICE_TYPE_ACCELERATOR ((cl_bitfield)1 << 3)
+#define SW_CL_DEVICE_TYPE_ALL ((cl_bitfield)0xFFFFFFFF)
+#define SW_CL_MEM_READ_WRITE ((cl_bitfield)1 << 0)
+#define SW_CL_MEM_USE_HOST_PTR ((cl_bitfield)1 << 3)
+#define SW_CL_MAP_READ ((cl_bitfield)1 << 0)
+#define SW_CL_MAP_WRITE_INVALIDATE_REGION ((cl_bitfield)1 << 2)
+#define SW_CL_QUEUE_PROFILING_ENABLE ((cl_bitfield)1 << 1)
+#define SW_CL_PROFILING_COMMAND_START 0x1282
+#define SW_CL_PROFILING_COMMAND_END 0x1283
+
+/* The entry points used, resolved by name from the ICD loader. */
+typedef struct sw_cl_api {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void *,
+                              size_t *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *,
+                           cl_uint *);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void *, size_t *);
+    cl_context (*CreateContext)(
+        const cl_context_properties *, cl_uint, const cl_device_id *,
+        void (*)(const char *, const void *, size_t, void *), void *, cl_int *);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id,
+                                           cl_bitfield, cl_int *);
+    cl_mem (*CreateBuffer)(cl_context, cl_bitfield, size_t, void *, cl_int *);
+    cl_int (*RetainMemObject)(cl_mem);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*SetMemObjectDestructorCallback)(cl_mem, void (*)(cl_mem, void *),
+                                             void *);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_uint, size_t,
+                                size_t, void *, cl_uint, const cl_event *,
+                                cl_event *);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_uint, size_t,
+                                 size_t, const void *, cl_uint,
+                                 const cl_event *, cl_event *);
+    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t,
+                                size_t, size_t, cl_uint, const cl_event *,
+                                cl_event *);
+    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t,
+                                size_t, size_t, cl_uint, const cl_event *,
+                                cl_event *);
+    void *(*EnqueueMapBuffer)(cl_command_queue, cl_mem, cl_uint, cl_bitfield,
+                              size_t, size_t, cl_uint, const cl_event *,
+                              cl_event *, cl_int *);
+    cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint,
+                                    const cl_event *, cl_event *);
+    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    cl_int (*ReleaseEvent)(cl_event);
+    cl_int (*GetEventProfilingInfo)(cl_event, cl_uint, size_t, void *,
+                                    size_t *);
+    cl_int (*Flush)(cl_command_queue);
+    cl_int (*Finish)(cl_command_queue);
+} sw_cl_api;
+
+/* The table, complete once sw_cl_load has succeeded. */
+extern sw_cl_api sw_cl;
+
+/* One OpenCL device, with its context and queue made at first use. Device
+ * records live as long as the process. */
+typedef struct sw_cl_device {
+    int64_t index;
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_bitfield type;
+    cl_ulong global_mem;
+    char name[128];
+    char platform_name[128];
+    pthread_mutex_t lock;
+    int ready; /* context and queue exist (under lock, then for good) */
+    cl_context context;
+    cl_command_queue queue;
+} sw_cl_device;
+
+/* Loads the runtime and lists the devices, once per process: SW_OK, or
+ * SW_ERUNTIME with the reason and an install hint every time after. */
+sw_status sw_cl_load(void);
+
+/* The device of a given index (-1: the default) with its context and
+ * queue. SW_EVALUE for an index out of range. */
+sw_status sw_cl_device_get(int64_t index, sw_cl_device **out);
+
+/* SW_ERUNTIME "OpenCL <what> failed (error <code>)". */
+sw_status sw_cl_fail(const char *what, cl_int err);
+
+/*
+ * The failure-injection hook (sw_debug_opencl_fail): non-zero when this
+ * call at stage must fail; the caller then fails as the runtime would
+ * have, with SW_ERUNTIME "OpenCL <what> failed (injected)".
+ */
+int sw_cl_injected(sw_opencl_stage stage);
+sw_status sw_cl_fail_injected(const char *what);
+
+/* Waits for n events (stage WAIT): SW_OK, or SW_ERUNTIME naming what. */
+sw_status sw_cl_wait(cl_uint n, const cl_event *events, const char *what);
+
+/* Releases each non-NULL event and sets it to NULL. */
+void sw_cl_release_events(cl_uint n, cl_event *events);
+
+/* ------------------------------------------------------- the carrier */
+
+typedef struct opencl_state {
+    sw_cl_device *device;
+    /* The buffer (NULL for no elements or after release), replaced only
+     * under lock by a committed move; readers retain it under lock. */
+    pthread_mutex_t lock;
+    cl_mem mem;
+    int64_t size;
+    int mutable_;
+} opencl_state;
+
+extern const sw_carrier_class sw_opencl_carrier_class;
+
+/* The carrier's buffer, retained (NULL for none), for work outside the
+ * lock; release it with sw_cl.ReleaseMemObject. */
+cl_mem sw_opencl_buffer(sw_carrier *c);
+
+/* Makes a new buffer of bytes (> 0) on the device. */
+sw_status sw_opencl_buffer_new(sw_cl_device *d, int64_t bytes, cl_mem *out);
+
+/* Replaces the carrier's buffer by mem (owned from now on) and releases
+ * the old one: a committed move's new storage. */
+void sw_opencl_swap_buffer(sw_carrier *c, cl_mem mem);
+
+/* The exact move classes (moves.c): CPU->OpenCL, OpenCL->CPU,
+ * OpenCL->OpenCL. */
+extern const sw_move_class sw_opencl_move_classes[3];
+
+#endif /* SW_CARRIER_OPENCL_INTERNAL_H */

@@ -1,0 +1,350 @@
+/*
+ * The OpenCL carrier (opencl.h) on whatever OpenCL runtime is installed
+ * (PoCL in CI): construction and validation, storage, element access and
+ * its version rule, factories, release, scatter, the exact bulk moves and
+ * their failure atomicity at each synchronisation point.
+ *
+ * Without a runtime the argument checks still run (they come before the
+ * runtime loads) and the rest is skipped, unless STRIDEWEAVE_REQUIRE_OPENCL
+ * is set (CI), when a missing runtime is a failure.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "strideweave/strideweave.h"
+
+static sw_tensor *tensor_over(sw_carrier *c, int64_t offset, const char *text) {
+    sw_layout *l = NULL;
+    sw_tensor *t = NULL;
+    if (sw_layout_parse(text, &l) == SW_OK)
+        (void)sw_tensor_new(c, offset, l, &t);
+    sw_layout_release(l);
+    return t;
+}
+
+static double get_f(sw_carrier *c, int64_t i) {
+    sw_value v;
+    if (sw_carrier_get(c, i, &v) != SW_OK)
+        return -999.0;
+    return v.kind == SW_VALUE_F64 ? v.as.f : (double)v.as.i;
+}
+
+static void test_validation(void) {
+    sw_carrier *c = NULL;
+    sw_status st = sw_opencl_new(-1, SW_DTYPE_FLOAT32, 1, 0, -1, &c);
+    expect_fail(st, SW_EVALUE, "OpenCL size must be non-negative",
+                "a negative size");
+    st = sw_opencl_new(4, SW_DTYPE_FLOATING, 1, 0, -1, &c);
+    expect_fail(st, SW_EVALUE,
+                "OpenCL dtype must be DType.Float32, DType.Int32 or "
+                "DType.Bool",
+                "an unsupported dtype");
+    st = sw_opencl_new(INT64_MAX / 2, SW_DTYPE_FLOAT32, 1, 0, -1, &c);
+    expect_fail(st, SW_EOVERFLOW, NULL, "a size whose bytes overflow");
+    st = sw_opencl_new(4, SW_DTYPE_FLOAT32, 1, 0, -2, &c);
+    expect_fail(st, SW_EVALUE,
+                "OpenCL device must be a non-negative index or -1",
+                "a bad device index");
+    ok(sw_opencl_supports_dtype(SW_DTYPE_FLOAT32) &&
+           sw_opencl_supports_dtype(SW_DTYPE_INT32) &&
+           sw_opencl_supports_dtype(SW_DTYPE_BOOL) &&
+           !sw_opencl_supports_dtype(SW_DTYPE_FLOATING) &&
+           !sw_opencl_supports_dtype(SW_DTYPE_ANY),
+       "storage dtypes are Float32, Int32 and Bool, without the runtime");
+}
+
+static void test_storage(void) {
+    sw_carrier *c = NULL;
+    if (!expect_ok(sw_opencl_new(5, SW_DTYPE_FLOAT32, 1, 0, -1, &c), "new"))
+        return;
+    ok(sw_carrier_is_opencl(c), "the carrier is an OpenCL carrier");
+    is_int(sw_carrier_size(c), 5, "size");
+    ok(sw_opencl_device_of(c) >= 0, "it has a device");
+    int zero = 1;
+    for (int64_t i = 0; i < 5; ++i)
+        zero = zero && get_f(c, i) == 0.0;
+    ok(zero, "slots are zero-initialised");
+    sw_value v = sw_value_f64(2.5);
+    sw_status st = sw_carrier_set(c, 3, &v);
+    expect_ok(st, "a scalar write");
+    is_int(sw_carrier_version(c), 1, "a write bumps the version by one");
+    ok(get_f(c, 3) == 2.5, "a synchronised read sees the write");
+    st = sw_carrier_get(c, 5, &v);
+    expect_fail(st, SW_EINDEX, "Carrier index out of range", "out of range");
+
+    /* A write the device does not confirm is not published. */
+    v = sw_value_f64(7.0);
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_WAIT, 0);
+    st = sw_carrier_set(c, 3, &v);
+    expect_fail(st, SW_ERUNTIME, "OpenCL write failed (injected)",
+                "a write whose wait fails");
+    is_int(sw_carrier_version(c), 1, "the failed write left the version");
+    ok(get_f(c, 3) == 2.5, "the failed write left the value");
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_ENQUEUE, 1); /* the old read passes */
+    st = sw_carrier_set(c, 3, &v);
+    expect_fail(st, SW_ERUNTIME, "OpenCL write failed (injected)",
+                "a write whose enqueue fails");
+    is_int(sw_carrier_version(c), 1, "the refused write left the version");
+    ok(get_f(c, 3) == 2.5, "the refused write left the value");
+
+    ok(sw_carrier_dlpack_info(c, &(void *){NULL}, &(int32_t){0},
+                              &(int32_t){0}) == SW_EBUFFER,
+       "DLPack export is refused");
+    sw_clear_error();
+
+    /* Factories. */
+    sw_carrier *a = NULL, *n = NULL;
+    expect_ok(sw_carrier_allocate_like(c, 3, 0, SW_DTYPE_INT32, 0, &a),
+              "allocate_like with a dtype override");
+    if (a) {
+        ok(sw_carrier_is_opencl(a) && sw_carrier_dtype(a) == SW_DTYPE_INT32 &&
+               !sw_carrier_is_mutable(a) && get_f(a, 2) == 0.0,
+           "allocate_like gives a fresh zeroed immutable Int32 carrier");
+        sw_value w = sw_value_i64(1);
+        st = sw_carrier_set(a, 0, &w);
+        expect_fail(st, SW_ERUNTIME, "Carrier is not mutable",
+                    "writing an immutable carrier");
+    }
+    sw_value vals[3] = {sw_value_i64(4), sw_value_i64(-2), sw_value_i64(9)};
+    expect_ok(sw_carrier_new_like(c, 3, vals, 1, SW_DTYPE_INT32, &n),
+              "new_like");
+    if (n)
+        ok(get_f(n, 0) == 4 && get_f(n, 1) == -2 && get_f(n, 2) == 9 &&
+               sw_carrier_version(n) == 0,
+           "new_like holds the values at version 0");
+    sw_carrier *bad = NULL;
+    sw_value big = sw_value_i64((int64_t)1 << 31);
+    st = sw_carrier_new_like(c, 1, &big, 1, SW_DTYPE_INT32, &bad);
+    expect_fail(st, SW_EOVERFLOW, "OpenCL value is out of int32 range",
+                "new_like with 2**31 into Int32");
+    sw_value f = sw_value_f64(0.5);
+    st = sw_carrier_new_like(c, 1, &f, 1, SW_DTYPE_INT32, &bad);
+    expect_fail(st, SW_ETYPE, "OpenCL value must be an integer",
+                "new_like with a float into Int32");
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_MAP, 0);
+    st = sw_carrier_new_like(c, 3, vals, 1, SW_DTYPE_INT32, &bad);
+    expect_fail(st, SW_ERUNTIME, "OpenCL map failed (injected)",
+                "new_like whose map fails");
+
+    /* Release. */
+    expect_ok(sw_carrier_release_storage(c), "release");
+    is_int(sw_carrier_size(c), 0, "a released carrier has size 0");
+    st = sw_carrier_get(c, 0, &v);
+    expect_fail(st, SW_ERUNTIME, "Carrier is released",
+                "reading after release");
+    sw_carrier *again = NULL;
+    expect_ok(sw_carrier_allocate_like(c, 2, 1, SW_DTYPE_COUNT, 0, &again),
+              "allocate_like after release");
+    sw_carrier_unref(again);
+    sw_carrier_unref(a);
+    sw_carrier_unref(n);
+    sw_carrier_unref(c);
+}
+
+static void test_scatter(void) {
+    sw_carrier *c = NULL, *src = NULL;
+    if (!expect_ok(sw_opencl_new(6, SW_DTYPE_FLOAT32, 1, 0, -1, &c), "new") ||
+        !expect_ok(sw_cpu_new(2, SW_DTYPE_FLOAT32, 1, 0, &src), "source")) {
+        sw_carrier_unref(c);
+        return;
+    }
+    sw_value v = sw_value_f64(1.5);
+    (void)sw_carrier_set(src, 0, &v);
+    v = sw_value_f64(-3.0);
+    (void)sw_carrier_set(src, 1, &v);
+    sw_tensor *s = tensor_over(src, 0, "2:1");
+    sw_tensor *onto = tensor_over(c, 1, "5:1");
+    sw_layout *map = NULL, *far = NULL;
+    (void)sw_layout_parse("2:3", &map);
+    (void)sw_layout_parse("2:9", &far);
+    int64_t before = sw_carrier_version(c);
+    sw_status st = sw_opencl_scatter(c, s, onto, far, 0);
+    expect_fail(st, SW_EINDEX, "Carrier index out of range",
+                "scatter out of range");
+    is_int(sw_carrier_version(c), before,
+           "a refused scatter keeps the version");
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_WAIT, 0);
+    st = sw_opencl_scatter(c, s, onto, map, 0);
+    expect_fail(st, SW_ERUNTIME, "OpenCL write failed (injected)",
+                "scatter whose wait fails");
+    ok(get_f(c, 1) == 0.0 && get_f(c, 4) == 0.0 &&
+           sw_carrier_version(c) == before,
+       "a failed scatter leaves values and version");
+    st = sw_opencl_scatter(c, s, onto, map, 0);
+    expect_ok(st, "scatter");
+    ok(get_f(c, 1) == 1.5 && get_f(c, 4) == -3.0 && get_f(c, 0) == 0.0,
+       "scatter writes the mapped slots");
+    is_int(sw_carrier_version(c), before + 1, "scatter bumps the version once");
+    sw_layout_release(map);
+    sw_layout_release(far);
+    sw_tensor_unref(s);
+    sw_tensor_unref(onto);
+    sw_carrier_unref(src);
+    sw_carrier_unref(c);
+}
+
+/* A CPU Float32 carrier holding 0, 1, 2, ... */
+static sw_carrier *cpu_iota(int64_t n) {
+    sw_carrier *c = NULL;
+    if (sw_cpu_new(n, SW_DTYPE_FLOAT32, 1, 0, &c) != SW_OK)
+        return NULL;
+    float *d = sw_cpu_data(c);
+    for (int64_t i = 0; i < n; ++i)
+        d[i] = (float)i;
+    return c;
+}
+
+static void test_moves(void) {
+    ok(sw_move_dispatch(sw_move_key_cpu(), sw_move_key_opencl()) ==
+               sw_move_cpu_to_opencl() &&
+           sw_move_dispatch(sw_move_key_opencl(), sw_move_key_cpu()) ==
+               sw_move_opencl_to_cpu() &&
+           sw_move_dispatch(sw_move_key_opencl(), sw_move_key_opencl()) ==
+               sw_move_opencl_to_opencl(),
+       "the three exact pairs are registered from the start");
+
+    /* CPU -> OpenCL with holes and an offset; a larger fresh destination
+     * keeps zero tail slots. */
+    sw_carrier *cpu = cpu_iota(12), *dev = NULL, *dev2 = NULL, *back = NULL;
+    (void)sw_opencl_new(9, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
+    sw_tensor *t = tensor_over(cpu, 2, "(2,2):(1,4)"), *r = NULL, *r2 = NULL,
+              *r3 = NULL;
+    sw_status st = sw_move(t, dev, &r);
+    if (!expect_ok(st, "CPU -> OpenCL"))
+        goto out;
+    ok(sw_carrier_is_released(cpu), "the source is released");
+    ok(get_f(dev, 0) == 2 && get_f(dev, 1) == 3 && get_f(dev, 2) == 4 &&
+           get_f(dev, 4) == 6 && get_f(dev, 5) == 7 && get_f(dev, 6) == 0 &&
+           get_f(dev, 8) == 0,
+       "the physical span is copied, holes included; the tail stays zero");
+    is_int(sw_carrier_version(dev), 0, "a move does not bump the destination");
+    ok(sw_layout_equal(sw_tensor_layout(r), sw_tensor_layout(t)) &&
+           sw_tensor_offset(r) == 0,
+       "the layout is kept at offset 0");
+
+    /* OpenCL -> OpenCL, then OpenCL -> CPU (a destination whose tail is
+     * left alone). */
+    (void)sw_opencl_new(6, SW_DTYPE_FLOAT32, 1, 1, -1, &dev2);
+    st = sw_move(r, dev2, &r2);
+    if (!expect_ok(st, "OpenCL -> OpenCL"))
+        goto out;
+    ok(get_f(dev2, 4) == 6 && sw_carrier_is_released(dev),
+       "OpenCL -> OpenCL copies and releases");
+    back = cpu_iota(7);
+    float *bd = sw_cpu_data(back);
+    bd[6] = 42.0f;
+    st = sw_move(r2, back, &r3);
+    if (!expect_ok(st, "OpenCL -> CPU"))
+        goto out;
+    ok(bd[0] == 2 && bd[1] == 3 && bd[4] == 6 && bd[5] == 7 && bd[6] == 42.0f,
+       "OpenCL -> CPU copies the span and leaves the CPU tail");
+out:
+    sw_tensor_unref(t);
+    sw_tensor_unref(r);
+    sw_tensor_unref(r2);
+    sw_tensor_unref(r3);
+    sw_carrier_unref(cpu);
+    sw_carrier_unref(dev);
+    sw_carrier_unref(dev2);
+    sw_carrier_unref(back);
+}
+
+/* A move whose device work fails at stage (after `after` calls) is atomic. */
+static void check_atomic(int to_device, sw_opencl_stage stage, int64_t after,
+                         const char *what) {
+    sw_carrier *cpu = cpu_iota(4), *dev = NULL;
+    (void)sw_opencl_new(4, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
+    sw_value v = sw_value_f64(-1.0);
+    (void)sw_carrier_set(dev, 1, &v);
+    int64_t cv = sw_carrier_version(cpu), dv = sw_carrier_version(dev);
+    sw_tensor *t =
+        to_device ? tensor_over(cpu, 0, "4:1") : tensor_over(dev, 0, "4:1");
+    sw_carrier *dst = to_device ? dev : cpu;
+    sw_tensor *r = NULL;
+    sw_move_request *req = NULL;
+    sw_debug_opencl_fail(stage, after);
+    sw_status st = sw_move_async(t, dst, &req);
+    if (!st)
+        st = sw_move_request_wait(req, &r);
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_NONE, 0);
+    ok(st == SW_ERUNTIME && strstr(sw_errmsg(), "(injected)") != NULL,
+       "%s: the move fails (%s)", what, sw_errmsg());
+    sw_clear_error();
+    ok(!sw_carrier_is_released(cpu) && !sw_carrier_is_released(dev),
+       "%s: the source is not released", what);
+    float *d = sw_cpu_data(cpu);
+    ok(d && d[0] == 0 && d[1] == 1 && d[3] == 3, "%s: CPU values unchanged",
+       what);
+    ok(get_f(dev, 0) == 0 && get_f(dev, 1) == -1.0 && get_f(dev, 3) == 0,
+       "%s: OpenCL values unchanged", what);
+    ok(sw_carrier_version(cpu) == cv && sw_carrier_version(dev) == dv,
+       "%s: no version changed", what);
+    ok(!sw_carrier_is_owned(cpu) && !sw_carrier_is_owned(dev),
+       "%s: the carriers are free again", what);
+    sw_move_request_unref(req);
+    sw_tensor_unref(r);
+    sw_tensor_unref(t);
+    sw_carrier_unref(cpu);
+    sw_carrier_unref(dev);
+}
+
+static void test_move_faults(void) {
+    check_atomic(1, SW_OPENCL_STAGE_ENQUEUE, 0, "CPU -> OpenCL, enqueue");
+    check_atomic(1, SW_OPENCL_STAGE_WAIT, 0, "CPU -> OpenCL, wait");
+    check_atomic(0, SW_OPENCL_STAGE_MAP, 0, "OpenCL -> CPU, map");
+    check_atomic(0, SW_OPENCL_STAGE_WAIT, 0, "OpenCL -> CPU, wait");
+}
+
+static void test_async(void) {
+    /* A large move completes on the executor through the device's event. */
+    int64_t n = (int64_t)1 << 20;
+    sw_carrier *cpu = cpu_iota(n), *dev = NULL;
+    (void)sw_opencl_new(n, SW_DTYPE_FLOAT32, 1, 1, -1, &dev);
+    sw_layout *l = NULL;
+    (void)sw_layout_leaf(n, 1, &l);
+    sw_tensor *t = NULL, *r = NULL;
+    (void)sw_tensor_new(cpu, 0, l, &t);
+    sw_move_request *req = NULL;
+    sw_status st = sw_move_async(t, dev, &req);
+    if (expect_ok(st, "move_async")) {
+        st = sw_move_request_wait(req, &r);
+        expect_ok(st, "its wait");
+        ok(get_f(dev, n - 1) == (double)(n - 1) && sw_carrier_is_released(cpu),
+           "the move completed and released its source");
+    }
+    sw_move_request_unref(req);
+    sw_tensor_unref(r);
+    sw_tensor_unref(t);
+    sw_layout_release(l);
+
+    sw_carrier_unref(cpu);
+    sw_carrier_unref(dev);
+}
+
+int main(void) {
+    int64_t base = sw_debug_live_allocs();
+    test_validation();
+    if (sw_opencl_load() != SW_OK) {
+        const char *why = sw_errmsg();
+        if (getenv("STRIDEWEAVE_REQUIRE_OPENCL")) {
+            ok(0, "an OpenCL runtime is required here: %s", why);
+            return done_testing();
+        }
+        ok(1, "the OpenCL runtime tests # SKIP no OpenCL runtime: %s", why);
+        sw_clear_error();
+        leak_check(base, "the checks without a runtime");
+        return done_testing();
+    }
+    sw_opencl_device_desc d;
+    if (sw_opencl_device_info(0, &d) == SW_OK)
+        diag("device 0: %s / %s (%s)", d.platform, d.name, d.type);
+    test_storage();
+    test_scatter();
+    test_moves();
+    test_move_faults();
+    test_async();
+    sw_move_wait_idle();
+    leak_check(base, "the whole program");
+    return done_testing();
+}

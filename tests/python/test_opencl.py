@@ -1,0 +1,412 @@
+"""The OpenCL carrier, on whatever OpenCL runtime is installed (PoCL in CI).
+
+Tests that need a runtime skip with the reason when there is none, and fail
+instead when STRIDEWEAVE_REQUIRE_OPENCL is set (CI). The validation tests run
+without a runtime.
+
+Checklist: the accelerator requirements of the movement specification and of
+the carrier contract (Metal's, with OpenCL in its place), and their tests.
+
+- Class final, subclassing refused: ``test_final_class``.
+- Exported at the top level, from strideweave.carriers and
+  strideweave.carriers.opencl: ``test_exports``.
+- Imports without the runtime; construction without it raises RuntimeError
+  with an install hint; opencl_devices() is empty:
+  ``test_missing_runtime_in_a_fresh_process``.
+- Validation before the runtime loads (TypeError size, ValueError negative
+  size, TypeError dtype, ValueError unsupported dtype "OpenCL ..."):
+  ``test_validation_before_the_runtime``.
+- supports_storage_dtype without the runtime and on an uninitialised
+  instance, exactly {Float32, Int32, Bool}: ``test_supports_storage_dtype``.
+- Storage zero-initialised unless empty; synchronised reads:
+  ``test_zero_initialised_and_reads``.
+- A scalar write bumps the version by one, published only after the device
+  confirms; a failure leaves value and version: ``test_scalar_write_rule``,
+  ``test_failed_write_is_not_published``.
+- Common checks (index range, float index, int32 range, integer, immutable):
+  ``test_common_checks``.
+- Factories (dtype override, immutable, empty, after release) and release:
+  ``test_factories_and_release``.
+- Scatter synchronised, version once, atomic on a bad index or value:
+  ``test_scatter``.
+- DLPack export refused with BufferError: ``test_dlpack_refused``.
+- Exact bulk pairs CPU->OpenCL, OpenCL->CPU, OpenCL->OpenCL registered
+  eagerly, not for subclasses (a CPU subclass falls back to the elementwise
+  copy): ``test_registered_pairs``.
+- A move copies the exact physical span with holes, keeps the layout
+  (stride 0 included), does not bump the destination version, releases the
+  source; fresh OpenCL tails are zero, CPU tails untouched:
+  ``test_move_round_trip_over_random_layouts``, ``test_move_tails``.
+- move_async returns a handle completed on the executor:
+  ``test_move_async``.
+- Synchronisation failure at any stage (enqueue, map, wait) is atomic:
+  ``test_move_failure_is_atomic``.
+- Backward through the exact inverse pair, fresh CPU gradient:
+  ``test_move_backward``.
+- OpenCL+CPU is an Evictable hierarchy; OpenCL+FileBacked is refused before
+  any tier is claimed: ``test_evictable_tiers``.
+- Profiling records move.submit and move.complete for one logical move:
+  ``test_profiled_move``.
+- Structural views (permute, rearrange) share the storage and compile
+  nothing: ``test_layout_views_share_storage``.
+
+Not built (see docs/COMPATIBILITY.md, OpenCL): computing operations on OpenCL
+carriers, TiledEvictable over OpenCL, the device interval in profiling.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import strideweave as sw
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strideweave import CPU, DType, Evictable, FileBacked, Generic, OpenCL, Tensor, _native
+
+DEVICES = sw.opencl_devices()
+
+
+@pytest.fixture
+def runtime():
+    """Skips (or, in CI, fails) a test that needs an OpenCL runtime."""
+    if DEVICES:
+        return DEVICES
+    reason = "no OpenCL runtime: install ocl-icd-libopencl1 and pocl-opencl-icd"
+    if os.environ.get("STRIDEWEAVE_REQUIRE_OPENCL"):
+        pytest.fail(f"STRIDEWEAVE_REQUIRE_OPENCL is set but there is {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def no_faults():
+    yield
+    _native._debug_opencl_fail("none", 0)
+
+
+def L(shape, stride):
+    return sw.Layout(sw.Shape(list(shape)), sw.Stride(list(stride)))
+
+
+def values(t):
+    return [t[i] for i in range(t.layout.size)]
+
+
+# ----------------------------------------------------- without a runtime
+
+
+def test_exports():
+    import strideweave.carriers.opencl as mod
+
+    assert sw.OpenCL is sw.carriers.OpenCL is mod.OpenCL
+    assert sw.opencl_devices is mod.opencl_devices
+    assert "OpenCL" in sw.carriers.__all__
+
+
+def test_final_class():
+    with pytest.raises(TypeError, match="closed carrier implementation"):
+
+        class Sub(OpenCL):  # noqa: F841 (never made)
+            pass
+
+
+def test_validation_before_the_runtime():
+    with pytest.raises(TypeError):
+        OpenCL(1.5)
+    with pytest.raises(ValueError, match="^OpenCL size must be non-negative$"):
+        OpenCL(-1)
+    with pytest.raises(TypeError, match="^OpenCL dtype must be a DType$"):
+        OpenCL(2, dtype="Float32")
+    with pytest.raises(ValueError, match="^OpenCL dtype must be"):
+        OpenCL(2, dtype=DType.Floating)
+    with pytest.raises(ValueError, match="^OpenCL dtype must be"):
+        OpenCL(2, dtype=DType.Any)
+
+
+def test_supports_storage_dtype():
+    bare = OpenCL.__new__(OpenCL)
+    got = {d for d in DType if bare.supports_storage_dtype(d)}
+    assert got == {DType.Float32, DType.Int32, DType.Bool}
+    with pytest.raises(TypeError, match="storage dtype must be a DType"):
+        bare.supports_storage_dtype("Float32")
+
+
+def test_missing_runtime_in_a_fresh_process():
+    code = (
+        "import strideweave as sw\n"
+        "assert sw.opencl_devices() == []\n"
+        "try:\n"
+        "    sw.OpenCL(2)\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+        "c = sw.OpenCL.__new__(sw.OpenCL)\n"
+        "assert not hasattr(c, '_storage')\n"
+        "try:\n"
+        "    sw.OpenCL(-1)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    env = dict(os.environ, STRIDEWEAVE_OPENCL_LIBRARY="/nonexistent/libOpenCL.so.1")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    first, second = out.splitlines()
+    assert first.startswith("OpenCL runtime is not available: ")
+    assert "apt-get install ocl-icd-libopencl1 pocl-opencl-icd" in first
+    assert second == "OpenCL size must be non-negative"
+
+
+# ----------------------------------------------------------- storage
+
+
+def test_zero_initialised_and_reads(runtime):
+    for dtype, zero in ((DType.Float32, 0.0), (DType.Int32, 0), (DType.Bool, False)):
+        c = OpenCL(5, dtype=dtype)
+        assert c.size() == 5 and c.dtype() is dtype and list(c) == [zero] * 5
+    assert OpenCL(3, empty=True).size() == 3
+    assert OpenCL(0).size() == 0
+    d = runtime[0]
+    assert {"index", "platform", "name", "type", "global_memory", "default"} <= set(d)
+    assert OpenCL(1, device=d["index"]).device == d["index"]
+    with pytest.raises(ValueError, match="out of range"):
+        OpenCL(1, device=len(runtime))
+
+
+def test_scalar_write_rule(runtime):
+    c = OpenCL(3)
+    alias = Tensor(c, 0, L([3], [1]))
+    c[1] = 2.5
+    assert c.version == 1 and c[1] == 2.5 and alias[1] == 2.5
+    c.set_value(2, 4)
+    assert c.version == 2 and list(c) == [0.0, 2.5, 4.0]
+
+
+def test_failed_write_is_not_published(runtime, no_faults):
+    c = OpenCL(2, dtype=DType.Int32)
+    c[0] = 7
+    for stage, after in (("wait", 0), ("enqueue", 1)):
+        _native._debug_opencl_fail(stage, after)
+        with pytest.raises(RuntimeError, match=r"^OpenCL write failed \(injected\)$"):
+            c[0] = 9
+        assert c[0] == 7 and c.version == 1
+
+
+def test_common_checks(runtime):
+    c = OpenCL(2, dtype=DType.Int32)
+    with pytest.raises(IndexError, match="^Carrier index out of range$"):
+        c[2]
+    with pytest.raises(TypeError):
+        c[0.5]
+    with pytest.raises(OverflowError, match="out of int32 range"):
+        c[0] = 2**31
+    with pytest.raises(TypeError, match="must be an integer"):
+        c[0] = 1.5
+    frozen = OpenCL(1, mutable=False)
+    with pytest.raises(RuntimeError, match="^Carrier is not mutable$"):
+        frozen[0] = 1.0
+    assert c.version == 0 and frozen.version == 0
+
+
+def test_factories_and_release(runtime):
+    c = OpenCL(2)
+    a = c.allocate_like(3, dtype=DType.Int32, mutable=False)
+    assert type(a) is OpenCL and a.dtype() is DType.Int32 and list(a) == [0, 0, 0]
+    with pytest.raises(RuntimeError, match="^Carrier is not mutable$"):
+        a[0] = 1
+    n = c.new_like([1, None, 2.5])
+    assert type(n) is OpenCL and list(n) == [1.0, 0.0, 2.5] and n.version == 0
+    assert c.allocate_like(2, empty=True).size() == 2
+    c.release()
+    assert c.size() == 0 and c.supports_storage_dtype(DType.Int32)
+    with pytest.raises(RuntimeError, match="^Carrier is released$"):
+        c[0]
+    assert list(c.new_like([3.0])) == [3.0]
+    assert c.allocate_like(1).size() == 1
+
+
+def test_scatter(runtime, no_faults):
+    c = OpenCL(6)
+    onto = Tensor(c, 1, L([5], [1]))
+    src = Tensor(CPU(2).new_like([1.5, -3.0]), 0, L([2], [1]))
+    c.scatter(src, onto, L([2], [3]))
+    assert list(c) == [0.0, 1.5, 0.0, 0.0, -3.0, 0.0] and c.version == 1
+    with pytest.raises(IndexError, match="^Carrier index out of range$"):
+        c.scatter(src, onto, L([2], [9]))
+    bad = Tensor(Generic([1.0, "x"]), 0, L([2], [1]))
+    with pytest.raises(TypeError, match="real number"):
+        c.scatter(bad, onto, L([2], [1]))
+    _native._debug_opencl_fail("wait", 0)
+    with pytest.raises(RuntimeError, match="injected"):
+        c.scatter(src, onto, L([2], [1]))
+    assert list(c) == [0.0, 1.5, 0.0, 0.0, -3.0, 0.0] and c.version == 1
+
+
+def test_dlpack_refused(runtime):
+    c = OpenCL(2)
+    with pytest.raises(BufferError, match="DLPack is not supported"):
+        c.dlpack_info()
+    with pytest.raises(BufferError, match="DLPack is not supported"):
+        Tensor(c, 0, L([2], [1])).__dlpack__()
+
+
+# ------------------------------------------------------------- moves
+
+
+def cpu(vals, layout=None, offset=0):
+    c = CPU(0).new_like([float(v) for v in vals])
+    return Tensor(c, offset, layout or L([len(vals)], [1]))
+
+
+def test_registered_pairs(runtime):
+    # The exact pairs copy in bulk: the destination's version stays 0 (an
+    # elementwise copy would bump it once per element).
+    t = cpu([1, 2, 3])
+    dev = OpenCL(3)
+    m = sw.move(t, dev)
+    assert dev.version == 0 and list(dev) == [1.0, 2.0, 3.0]
+    back = CPU(3)
+    sw.move(m, back)
+    assert back.version == 0 and list(back) == [1.0, 2.0, 3.0]
+    other = OpenCL(3)
+    sw.move(Tensor(OpenCL(0).new_like([4.0, 5.0, 6.0]), 0, L([3], [1])), other)
+    assert other.version == 0 and list(other) == [4.0, 5.0, 6.0]
+
+    class MyCPU(CPU):
+        pass
+
+    src = Tensor(MyCPU(3), 0, L([3], [1]))
+    dev = OpenCL(3)
+    sw.move(src, dev)
+    assert dev.version == 3  # not the CPU pair: element by element
+
+
+@st.composite
+def layouts(draw):
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 4)) for _ in range(rank)]
+    stride = [draw(st.integers(0, 5)) for _ in range(rank)]
+    return shape, stride, draw(st.integers(0, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(layouts())
+def test_move_round_trip_over_random_layouts(spec):
+    if not DEVICES:
+        pytest.skip("no OpenCL runtime")
+    shape, stride, offset = spec
+    layout = L(shape, stride)
+    n = offset + layout.cosize
+    src = cpu(range(n), layout, offset)
+    want = values(src)
+    dev = OpenCL(layout.cosize + 2)
+    m = sw.move(src, dev)
+    assert src.carrier.size() == 0  # released
+    assert m.layout == layout and m.offset == 0 and m.carrier is dev
+    assert values(m) == want and dev.version == 0
+    assert list(dev)[: layout.cosize] == [float(offset + i) for i in range(layout.cosize)]
+    assert list(dev)[layout.cosize :] == [0.0, 0.0]
+    dev2 = OpenCL(layout.cosize)
+    m2 = sw.move(m, dev2)
+    host = CPU(layout.cosize)
+    m3 = sw.move(m2, host)
+    assert values(m3) == want and m3.layout == layout and host.version == 0
+
+
+def test_move_tails(runtime):
+    dev = OpenCL(5)
+    sw.move(cpu([1, 2]), dev)
+    assert list(dev) == [1.0, 2.0, 0.0, 0.0, 0.0]
+    host = CPU(0).new_like([9.0, 9.0, 9.0, 9.0])
+    sw.move(Tensor(OpenCL(0).new_like([1.0, 2.0]), 0, L([2], [1])), host)
+    assert list(host) == [1.0, 2.0, 9.0, 9.0]
+
+
+def test_move_async(runtime):
+    n = 1 << 20
+    src = Tensor(CPU(n), 0, L([n], [1]))
+    src.carrier[n - 1] = 5.0
+    handle = sw.move_async(src, OpenCL(n))
+    moved = handle.wait()
+    assert handle.done and moved.carrier[n - 1] == 5.0
+    assert handle.wait() is moved
+    back = sw.move_async(moved, CPU(n)).wait()
+    assert back.carrier[n - 1] == 5.0
+
+
+@pytest.mark.parametrize(
+    ("direction", "stage", "after"),
+    [
+        ("to_device", "enqueue", 0),
+        ("to_device", "wait", 0),
+        ("to_host", "map", 0),
+        ("to_host", "wait", 0),
+        ("device_to_device", "enqueue", 0),
+        ("device_to_device", "wait", 0),
+    ],
+)
+def test_move_failure_is_atomic(runtime, no_faults, direction, stage, after):
+    host = CPU(0).new_like([0.0, 1.0, 2.0])
+    dev = OpenCL(0).new_like([-1.0, -2.0, -3.0])
+    dev2 = OpenCL(0).new_like([7.0, 8.0, 9.0])
+    src, dst = {
+        "to_device": (host, dev),
+        "to_host": (dev, host),
+        "device_to_device": (dev, dev2),
+    }[direction]
+    before = [list(host), list(dev), list(dev2)]
+    versions = [host.version, dev.version, dev2.version]
+    t = Tensor(src, 0, L([3], [1]))
+    _native._debug_opencl_fail(stage, after)
+    handle = sw.move_async(t, dst)
+    with pytest.raises(RuntimeError, match="injected"):
+        handle.wait()
+    assert src.size() == 3  # not released
+    assert [list(host), list(dev), list(dev2)] == before
+    assert [host.version, dev.version, dev2.version] == versions
+    assert sw.move(t, dst).carrier is dst  # usable again
+
+
+def test_move_backward(runtime):
+    x = cpu([1.0, 2.0, 3.0])
+    y = sw.mul(x, 2.0)
+    m = sw.move(y, OpenCL(3))
+    g = Tensor(OpenCL(0).new_like([10.0, 20.0, 30.0]), 0, L([3], [1]))
+    (grad,) = m.autograd_ctx.backward(g)
+    assert type(grad.carrier) is CPU and values(grad) == [10.0, 20.0, 30.0]
+    assert g.carrier.size() == 3  # the caller's gradient carrier stays live
+    m.backward(g)
+    assert type(x.grad.carrier) is CPU and values(x.grad) == [20.0, 40.0, 60.0]
+
+
+def test_evictable_tiers(runtime):
+    ev = Evictable(OpenCL(0).new_like([1.0, 2.0]), CPU(2))
+    ev.evict()
+    ev.promote()
+    assert list(ev) == [1.0, 2.0]
+    fb = FileBacked(dtype=DType.Float32)
+    dev = OpenCL(2)
+    with pytest.raises(RuntimeError, match="exact registered move operation"):
+        Evictable(dev, fb)
+    dev[0] = 1.0  # neither tier was claimed
+    fb._allocate(1)
+
+
+def test_profiled_move(runtime):
+    with sw.profile() as prof:
+        sw.move(cpu([1.0, 2.0]), OpenCL(2))
+    submit, complete = prof.events()
+    assert (submit.name, complete.name) == ("move.submit", "move.complete")
+    assert complete.parent_id == submit.id and submit.carrier_type is CPU
+
+
+def test_layout_views_share_storage(runtime):
+    c = OpenCL(0).new_like([float(i) for i in range(6)])
+    t = Tensor(c, 0, L([2, 3], [1, 2]))
+    p = sw.permute(t, [1, 0])
+    assert p.carrier is c and values(p) == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+    r = sw.rearrange(t, "a b -> b a")
+    assert r.carrier is c and values(r) == values(p)
+    c[2] = 9.0
+    assert values(p)[1] == 9.0  # a view, not a copy
+    with pytest.raises(NotImplementedError, match="OpenCL carrier does not support operation"):
+        sw.add(t, t)
