@@ -1,29 +1,47 @@
-"""A mixture-of-experts layer whose experts live in a file.
+"""Training a mixture-of-experts layer whose experts live in a file.
 
-The weights of eight experts, each a 32 x 64 matrix, are one TiledEvictable
-array of shape (32, 64, 8): one tile per expert, over a CPU primary tier
-(where experts are computed on) and a FileBacked secondary tier (where they
-are kept). A router picks two experts for each of two tokens a batch; for each batch the layer
-promotes the chosen experts, gathers them into one compact CPU tensor with
-``project``, runs each expert's tokens through it, and evicts the experts the
-next batch does not need, while the next batch's experts are already being
-promoted in the background. At most four experts are resident at any time.
+The weights of the experts (by default 64 experts of 256 x 256 Float32,
+16 MiB) are one TiledEvictable array of shape (D, D, experts), one tile per
+expert, over a CPU primary tier (where experts are computed on) and a
+FileBacked secondary tier (where they are kept). A router sends each token
+of a batch to its top-k experts. Each step:
 
-The outputs are checked against the same layer computed with every expert
-in memory.
+1. gathers the batch's experts into one compact CPU tensor with
+   ``project`` (the tiles are promoted from the file first, as the
+   residency policy plans);
+2. runs each expert's tokens through its weight and back-propagates the
+   squared error against a hidden teacher layer into the compact weights;
+3. writes the updated experts back into the TiledEvictable (an SGD step),
+   which marks their tiles dirty.
 
-Run: python examples/moe_offload.py
+Tokens lie in a few random directions, so that each expert can learn its
+teacher's map on them from the few tokens it is routed. A
+least-recently-used ``ResidencyPolicy`` keeps at most ``--resident``
+experts in the primary tier: when a projection needs more, it evicts the
+experts used longest ago (dirty ones are written back to the file). The
+same model with every weight in one CPU tensor is trained beside it, and
+the losses must agree.
+
+Run: python examples/moe_offload.py [--steps N] [--experts E] [--dim D]
+                                    [--resident R] [--quiet]
 """
 
 from __future__ import annotations
 
+import argparse
+import array
 import random
+import resource
+import time
 
 import strideweave as sw
-from strideweave.carriers.tiled_evictable import TiledEvictable, TileSelection, TileSet
+from strideweave.carriers.tiled_evictable import (
+    ResidencyPlan,
+    TiledEvictable,
+    TileSelection,
+    TileSet,
+)
 from strideweave.carriers.tiled_evictable.projection import project
-
-EXPERTS, D_OUT, D_IN, TOKENS, TOP_K, BATCHES = 8, 32, 64, 2, 2, 6
 
 
 def layout(*shape):
@@ -38,73 +56,131 @@ def cpu_tensor(values, *shape):
     return sw.Tensor(sw.CPU(len(values)).new_like(values), 0, layout(*shape))
 
 
+class LeastRecentlyUsed:
+    """Keeps at most `capacity` tiles primary, evicting the least recently
+    required ones; counts the bytes read from and written to the file."""
+
+    def __init__(self, capacity, tile_bytes):
+        self.capacity, self.tile_bytes = capacity, tile_bytes
+        self.carrier = None
+        self.clock, self.used = 0, {}
+        self.read = self.written = 0
+
+    def plan(self, required, purpose):
+        self.clock += 1
+        for c in required.coordinates:
+            self.used[c] = self.clock
+        resident = set(self.carrier.primary_tiles.coordinates)
+        need = set(required.coordinates)
+        room = self.capacity - len(need)
+        victims = sorted(resident - need, key=lambda c: self.used.get(c, 0))
+        evict = victims[: max(0, len(victims) - room)]
+        self.read += len(need - resident) * self.tile_bytes
+        self.written += sum(self.carrier.tile_state(c).dirty for c in evict) * self.tile_bytes
+        return ResidencyPlan(promote=required, evict=TileSet(evict))
+
+
 def main():
-    rng = random.Random(7)
-    size = D_OUT * D_IN * EXPERTS
-    w = [rng.gauss(0.0, 0.1) for _ in range(size)]
-    # Expert e's weight is slots [e * D_OUT * D_IN, (e + 1) * D_OUT * D_IN)
-    # of the column-major (D_OUT, D_IN, EXPERTS) array.
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--tokens", type=int, default=8)
+    ap.add_argument("--top-k", type=int, default=2)
+    ap.add_argument("--resident", type=int, default=24)
+    ap.add_argument("--lr", type=float, default=4.0)
+    ap.add_argument("--rank", type=int, default=4)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args()
+    E, D, B, K = args.experts, args.dim, args.tokens, args.top_k
+    rng = random.Random(0)
+    # Values made one at a time into compact arrays: a list of 4M Python
+    # floats would take far more memory than the weights.
+    start_w = array.array("f", (rng.gauss(0.0, 0.02) for _ in range(D * D * E)))
+    teacher = array.array("f", (rng.gauss(0.0, 0.05) for _ in range(D * D * E)))
+    # Tokens lie in a few directions, so that an expert can learn its
+    # teacher's map on them from the few tokens it is routed.
+    basis = [[rng.gauss(0.0, 1.0 / D**0.5) for _ in range(D)] for _ in range(args.rank)]
+    # Expert e is slots [e*D*D, (e+1)*D*D) of the (D, D, E) array, column-major.
+    policy = LeastRecentlyUsed(args.resident, D * D * 4)
     weights = TiledEvictable(
-        sw.CPU(size).new_like(w),
+        sw.CPU(D * D * E).new_like(start_w),
         sw.FileBacked(dtype=sw.DType.Float32),
-        (1, 1, EXPERTS),
-        (D_OUT, D_IN, 1),
+        (1, 1, E),
+        (D, D, 1),
+        residency_policy=policy,
     )
+    policy.carrier = weights
     weights.evict(weights.valid_tiles)  # every expert now lives in the file
-    full = sw.Tensor(weights, 0, layout(D_OUT, D_IN, EXPERTS))
+    full = sw.Tensor(weights, 0, layout(D, D, E))
+    # The same model in one CPU tensor.
+    dense = sw.CPU(D * D * E).new_like(start_w)
+    teach = sw.CPU(D * D * E).new_like(teacher)
 
-    def tile(e):
-        return (0, 0, e)
+    def expert_view(carrier, e):
+        return sw.Tensor(carrier, e * D * D, layout(D, D))
 
-    batches = []
-    for _ in range(BATCHES):
-        x = [rng.uniform(-1.0, 1.0) for _ in range(TOKENS * D_IN)]
-        route = [rng.sample(range(EXPERTS), TOP_K) for _ in range(TOKENS)]
-        batches.append((x, route))
-
-    def experts_of(b):
-        return sorted({e for r in batches[b][1] for e in r})
-
-    pending = weights.promote_async(TileSet(tile(e) for e in experts_of(0)))
-    worst, most_resident = 0.0, 0
-    for b, (x, route) in enumerate(batches):
-        chosen = experts_of(b)
-        pending.wait()
-        gathered = project(full, TileSelection([[0], [0], chosen])).wait()
-        resident = len(weights.primary_tiles.coordinates)
-        most_resident = max(most_resident, resident)
-        # Evict what the next batch does not need, then start promoting it.
-        nxt = set(experts_of(b + 1)) if b + 1 < BATCHES else set()
-        done = [tile(e) for e in chosen if e not in nxt]
-        if done:
-            weights.evict(TileSet(done))
-        missing = [tile(e) for e in nxt if weights.tile_state(tile(e)).location != "primary"]
-        pending = weights.promote_async(TileSet(missing))
-        # Each expert's tokens through its compact weight (a view of the
-        # gathered tensor: expert j at offset j * D_OUT * D_IN).
-        out = [[0.0] * D_OUT for _ in range(TOKENS)]
-        for j, e in enumerate(chosen):
-            tokens = [t for t in range(TOKENS) if e in route[t]]
-            xs = [x[t * D_IN + i] for i in range(D_IN) for t in tokens]
-            xe = cpu_tensor(xs, len(tokens), D_IN)
-            we = sw.Tensor(gathered.carrier, j * D_OUT * D_IN, layout(D_OUT, D_IN))
-            ye = sw.matmul(xe, we).tolist()
-            for row, t in zip(ye, tokens, strict=True):
-                for o in range(D_OUT):
-                    out[t][o] += row[o] / TOP_K
-        # The reference: every expert in memory.
-        for t in range(TOKENS):
-            for o in range(D_OUT):
-                ref = 0.0
-                for e in route[t]:
-                    base = e * D_OUT * D_IN
-                    ref += sum(w[base + o + D_OUT * i] * x[t * D_IN + i] for i in range(D_IN))
-                worst = max(worst, abs(out[t][o] - ref / TOP_K))
-        print(f"batch {b}: experts {chosen}, {resident} resident while gathered")
-    pending.wait()
-    print(f"most experts resident at once: {most_resident} of {EXPERTS}")
-    print(f"largest difference from the all-in-memory layer: {worst:.1e}")
-    assert worst < 1e-4
+    t0 = time.perf_counter()
+    losses = []
+    with sw.profile() as prof:
+        for step in range(args.steps):
+            z = [[rng.uniform(-1.0, 1.0) for _ in basis] for _ in range(B)]
+            x = [
+                sum(zk * b[i] for zk, b in zip(zt, basis, strict=True))
+                for zt in z
+                for i in range(D)
+            ]
+            routes = [rng.sample(range(E), K) for _ in range(B)]
+            chosen = sorted({e for r in routes for e in r})
+            tokens = {e: [t for t in range(B) if e in routes[t]] for e in chosen}
+            # The batch's experts, gathered (promoted from the file as the
+            # policy plans), as a leaf whose gradient the step computes.
+            g = project(full, TileSelection([[0], [0], chosen])).wait()
+            loss = [0.0, 0.0]
+            for model in (0, 1):
+                for j, e in enumerate(chosen):
+                    # Expert e's weight as a leaf: its slice of the compact
+                    # gathered tensor, or of the one CPU tensor.
+                    w = (
+                        sw.Tensor(g.carrier, j * D * D, layout(D, D))
+                        if model == 0
+                        else expert_view(dense, e)
+                    )
+                    ts = tokens[e]
+                    xe = cpu_tensor([x[t * D + i] for i in range(D) for t in ts], len(ts), D)
+                    out = sw.matmul(xe, w)
+                    with sw.no_grad():
+                        target = sw.matmul(xe, expert_view(teach, e))
+                        diff = sw.sub(out, target)
+                        scale = 1.0 / (B * K)  # the mean over token-expert pairs
+                        sq = sw.einops.reduce(sw.elementwise_mul(diff, diff), "a b -> a")
+                        loss[model] += sum(sq.tolist()) * scale
+                        cot = sw.mul(diff, 2.0 * scale)
+                    out.backward(cot)
+                    # SGD on the expert, written back where it lives.
+                    with sw.no_grad():
+                        new = sw.sub(w, sw.mul(w.grad, args.lr))
+                        home = weights if model == 0 else dense
+                        home.scatter(new, expert_view(home, e), layout(D, D))
+            losses.append(loss)
+            if not args.quiet and (step % max(1, args.steps // 10) == 0 or step == args.steps - 1):
+                rate = (step + 1) / (time.perf_counter() - t0)
+                print(
+                    f"step {step:4d}  loss {loss[0]:.6f} (all in memory {loss[1]:.6f})  "
+                    f"resident {len(weights.primary_tiles.coordinates):3d}/{E}  "
+                    f"read {policy.read / 2**20:7.1f} MiB  written {policy.written / 2**20:6.1f} MiB  "
+                    f"{rate:5.2f} steps/s"
+                )
+    worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in losses)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"first loss {losses[0][0]:.6f}, last loss {losses[-1][0]:.6f}")
+    print(f"largest relative difference from the all-in-memory model: {worst:.1e}")
+    print(f"most experts resident: {args.resident} of {E} allowed by the policy")
+    print(f"peak resident memory of the process: {peak:.0f} MiB")
+    if not args.quiet:
+        print(prof.table())
+    assert worst < 1e-4, worst
+    assert losses[-1][0] < losses[0][0]
 
 
 if __name__ == "__main__":

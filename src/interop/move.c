@@ -1624,8 +1624,10 @@ sw_status sw_work_submit(sw_work_fn run, void (*drop)(void *ctx), void *ctx,
     r->drop = drop;
     r->ctx = ctx;
     r->record = sw_grad_enabled();
-    if (here || !executor_submit(sw_move_request_retain(r))) {
-        /* Asked to, or no thread at all: the work runs here. */
+    if (here) {
+        work_complete(r);
+    } else if (!executor_submit(sw_move_request_retain(r))) {
+        /* No thread at all: the work runs here. */
         sw_move_request_unref(r);
         work_complete(r);
     }
