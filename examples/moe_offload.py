@@ -168,7 +168,8 @@ def main():
                 print(
                     f"step {step:4d}  loss {loss[0]:.6f} (all in memory {loss[1]:.6f})  "
                     f"resident {len(weights.primary_tiles.coordinates):3d}/{E}  "
-                    f"read {policy.read / 2**20:7.1f} MiB  written {policy.written / 2**20:6.1f} MiB  "
+                    f"read {policy.read / 2**20:7.1f} MiB  "
+                    f"written {policy.written / 2**20:6.1f} MiB  "
                     f"{rate:5.2f} steps/s"
                 )
     worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in losses)
