@@ -11,6 +11,7 @@
 #include "strideweave/layout.h"
 #include "strideweave/carrier.h"
 #include "strideweave/tensor.h"
+#include "strideweave/representation.h"
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
 #include "strideweave/policy.h"
