@@ -509,6 +509,22 @@ PyObject *swpy_tensor_share(swpy_state *st, const sw_tensor *t) {
     return swpy_tensor_wrap(st, r);
 }
 
+/* _require_one_subtensor(tensor): the library's gate for an operation
+ * whose binding runs in Python (operation definitions). */
+static PyObject *require_one_subtensor(PyObject *module, PyObject *tensor) {
+    swpy_state *st = swpy_module_state(module);
+    if (!swpy_is_tensor(st, tensor)) {
+        PyErr_SetString(PyExc_TypeError, "tensor must be a Tensor");
+        return NULL;
+    }
+    sw_tensor *t = swpy_tensor_of(tensor);
+    if (t == NULL ||
+        swpy_check(sw_tensor_require_single(t, SW_ENTRY_OPERATION)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------- module */
 
 #if defined(__GNUC__)
@@ -520,6 +536,7 @@ static PyMethodDef representation_methods[] = {
     {"_compound_check", (PyCFunction)(void (*)(void))compound_check,
      METH_FASTCALL, NULL},
     {"_representation_check", representation_check, METH_O, NULL},
+    {"_require_one_subtensor", require_one_subtensor, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
