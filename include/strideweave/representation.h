@@ -97,11 +97,13 @@ SW_API sw_dtype sw_schema_plane(const sw_schema *s, int32_t i);
  * A NULL carrier or layout is SW_ETYPE. Nothing is allocated on success
  * (the shape texts of a failure are); nothing is changed.
  */
-SW_API sw_status sw_representation_check(
-    const sw_schema *dtype, int32_t nsub, const sw_dtype *storage_dtypes,
-    sw_carrier *const *carriers, const int64_t *offsets,
-    sw_layout *const *placements, int32_t nadjacent,
-    sw_layout *const *adjacent);
+SW_API sw_status sw_representation_check(const sw_schema *dtype, int32_t nsub,
+                                         const sw_dtype *storage_dtypes,
+                                         sw_carrier *const *carriers,
+                                         const int64_t *offsets,
+                                         sw_layout *const *placements,
+                                         int32_t nadjacent,
+                                         sw_layout *const *adjacent);
 
 /*
  * A tensor holding that representation, after sw_representation_check's
@@ -109,14 +111,11 @@ SW_API sw_status sw_representation_check(
  * make of subtensor 0. The tensor holds counted references to the schema,
  * the carriers and the layouts. SW_ENOMEM leaves nothing behind.
  */
-SW_API sw_status sw_tensor_new_multi(const sw_schema *dtype, int32_t nsub,
-                                     const sw_dtype *storage_dtypes,
-                                     sw_carrier *const *carriers,
-                                     const int64_t *offsets,
-                                     sw_layout *const *placements,
-                                     int32_t nadjacent,
-                                     sw_layout *const *adjacent,
-                                     sw_tensor **out);
+SW_API sw_status sw_tensor_new_multi(
+    const sw_schema *dtype, int32_t nsub, const sw_dtype *storage_dtypes,
+    sw_carrier *const *carriers, const int64_t *offsets,
+    sw_layout *const *placements, int32_t nadjacent, sw_layout *const *adjacent,
+    sw_tensor **out);
 
 /* The number of subtensors: 1 for a simple dtype, the planes of a compound
  * one. */

@@ -119,16 +119,14 @@ static sw_status check_schema(const sw_schema *s, int32_t nsub,
         return sw_fail(SW_EVALUE, "%s '%s' requires %d subtensors, got %d",
                        schema_kind(s), s->name, (int)s->nplanes, (int)nsub);
     if (nadj != s->nplanes - 1)
-        return sw_fail(SW_EVALUE,
-                       "%s '%s' requires %d adjacent layouts, got %d",
-                       schema_kind(s), s->name, (int)(s->nplanes - 1),
-                       (int)nadj);
+        return sw_fail(
+            SW_EVALUE, "%s '%s' requires %d adjacent layouts, got %d",
+            schema_kind(s), s->name, (int)(s->nplanes - 1), (int)nadj);
     for (int32_t i = 0; i < nsub; ++i)
         if (storage[i] != s->planes[i])
-            return sw_fail(SW_EVALUE,
-                           "subtensor %d must use storage dtype %s, not %s",
-                           (int)i, dtype_text(s->planes[i]),
-                           dtype_text(storage[i]));
+            return sw_fail(
+                SW_EVALUE, "subtensor %d must use storage dtype %s, not %s",
+                (int)i, dtype_text(s->planes[i]), dtype_text(storage[i]));
     return SW_OK;
 }
 
@@ -136,8 +134,9 @@ static sw_status check_subtensor(int32_t i, sw_dtype storage, sw_carrier *c,
                                  int64_t offset, const sw_layout *placement,
                                  sw_carrier *first) {
     if (!c || !placement)
-        return sw_fail(SW_ETYPE, "subtensor %d needs a carrier and a "
-                                 "placement layout",
+        return sw_fail(SW_ETYPE,
+                       "subtensor %d needs a carrier and a "
+                       "placement layout",
                        (int)i);
     sw_dtype cd = sw_carrier_dtype(c);
     if (cd != storage)
@@ -159,16 +158,15 @@ static sw_status check_subtensor(int32_t i, sw_dtype storage, sw_carrier *c,
         return sw_fail(SW_EVALUE,
                        "subtensor %d placement storage exceeds carrier size: "
                        "offset %lld + cosize %lld > %lld",
-                       (int)i, (long long)offset,
-                       (long long)placement->cosize, (long long)size);
+                       (int)i, (long long)offset, (long long)placement->cosize,
+                       (long long)size);
     return SW_OK;
 }
 
 static sw_status check_adjacent(int32_t i, const sw_layout *adj,
                                 const sw_layout *from, const sw_layout *to) {
     if (!adj)
-        return sw_fail(SW_ETYPE, "adjacent layout %d must be a Layout",
-                       (int)i);
+        return sw_fail(SW_ETYPE, "adjacent layout %d must be a Layout", (int)i);
     if (!sw_tree_equal(adj->shape, from->shape)) {
         char a[128], b[128];
         return sw_fail(SW_EVALUE,

@@ -166,8 +166,13 @@ static void test_validation(void) {
     sw_layout *too_far = L("(2,3):(1,1)");
     sw_layout *four = L("4:1");
 
-    rep good = {f.mx, 2, 1, {SW_DTYPE_FLOAT32, SW_DTYPE_FLOAT32},
-                {f.values, f.scales}, {0, 0}, {f.placement0, f.placement1},
+    rep good = {f.mx,
+                2,
+                1,
+                {SW_DTYPE_FLOAT32, SW_DTYPE_FLOAT32},
+                {f.values, f.scales},
+                {0, 0},
+                {f.placement0, f.placement1},
                 {f.adjacent0}};
     sw_status st = rep_check(&good);
     expect_ok(st, "a valid representation");
@@ -176,8 +181,9 @@ static void test_validation(void) {
     rep r = good;
     r.n = 1;
     st = rep_check(&r);
-    expect_fail(st, SW_EVALUE, "CompoundDType 'mx' requires 2 subtensors, "
-                               "got 1",
+    expect_fail(st, SW_EVALUE,
+                "CompoundDType 'mx' requires 2 subtensors, "
+                "got 1",
                 "one subtensor for two planes");
     r = good;
     r.nadj = 0;
@@ -189,8 +195,9 @@ static void test_validation(void) {
     r.storage[0] = SW_DTYPE_INT32;
     r.carriers[0] = ints;
     st = rep_check(&r);
-    expect_fail(st, SW_EVALUE, "subtensor 0 must use storage dtype Float32, "
-                               "not Int32",
+    expect_fail(st, SW_EVALUE,
+                "subtensor 0 must use storage dtype Float32, "
+                "not Int32",
                 "a subtensor of another plane dtype");
     r = good;
     r.dtype = sw_schema_simple(SW_DTYPE_FLOAT32);
@@ -293,8 +300,14 @@ static void test_validation(void) {
     ok(out == (sw_tensor *)&out, "and writes nothing on failure");
 
     /* A simple dtype gives a plain tensor. */
-    rep simple = {sw_schema_simple(SW_DTYPE_FLOAT32), 1, 0, {SW_DTYPE_FLOAT32},
-                  {f.values}, {0}, {f.placement0}, {NULL}};
+    rep simple = {sw_schema_simple(SW_DTYPE_FLOAT32),
+                  1,
+                  0,
+                  {SW_DTYPE_FLOAT32},
+                  {f.values},
+                  {0},
+                  {f.placement0},
+                  {NULL}};
     st = sw_tensor_new_multi(simple.dtype, 1, simple.storage, simple.carriers,
                              simple.offsets, simple.placements, 0, NULL, &out);
     if (expect_ok(st, "a simple representation")) {
@@ -346,8 +359,9 @@ static void test_accessors(void) {
     if (expect_ok(st, "subtensor 0"))
         ok(c == f.values && l == f.placement0, "subtensor 0 is the primary");
     st = sw_tensor_subtensor(t, 2, &c, &off, &l);
-    expect_fail(st, SW_EINDEX, "subtensor index 2 out of range for 2 "
-                               "subtensors",
+    expect_fail(st, SW_EINDEX,
+                "subtensor index 2 out of range for 2 "
+                "subtensors",
                 "subtensor 2");
     st = sw_tensor_adjacent_layout(t, 0, &l);
     if (expect_ok(st, "adjacent layout 0"))
@@ -471,9 +485,10 @@ static void test_views(void) {
     sw_view_key neg[2] = {{SW_VIEW_SLICE, 0, 0, 0, 0, 0, 0, 0},
                           {SW_VIEW_SLICE, 0, 1, 0, 0, -1, 0, 0}};
     st = sw_view(f.t, 2, neg, &p);
-    expect_prefix(st, SW_ENOTIMPL, "Multi-subtensor Tensor views take only "
-                                   "keys of normalized start 0: mode 1 "
-                                   "starts at 2",
+    expect_prefix(st, SW_ENOTIMPL,
+                  "Multi-subtensor Tensor views take only "
+                  "keys of normalized start 0: mode 1 "
+                  "starts at 2",
                   "a negative start normalizes to 2");
     sw_view_key idx[2] = {{SW_VIEW_INDEX, 1, 0, 0, 0, 0, 0, 0},
                           {SW_VIEW_SLICE, 0, 0, 0, 0, 0, 0, 0}};
@@ -579,7 +594,8 @@ static void test_gate(void) {
     expect_prefix(st, SW_ENOTIMPL, GATE("DLPack export"), "DLPack device");
     void *m = NULL;
     st = sw_tensor_to_dlpack(t, 1, &m);
-    expect_prefix(st, SW_ENOTIMPL, GATE("DLPack export"), "sw_tensor_to_dlpack");
+    expect_prefix(st, SW_ENOTIMPL, GATE("DLPack export"),
+                  "sw_tensor_to_dlpack");
     st = sw_tensor_dlpack_export(t, NULL, NULL, &m);
     expect_prefix(st, SW_ENOTIMPL, GATE("DLPack export"),
                   "sw_tensor_dlpack_export");
@@ -671,8 +687,8 @@ static sw_status fi_new_multi(fixture *f, sw_tensor **out) {
     sw_carrier *carriers[2] = {f->values, f->scales};
     int64_t offsets[2] = {0, 0};
     sw_layout *placements[2] = {f->placement0, f->placement1};
-    return sw_tensor_new_multi(f->mx, 2, storage, carriers, offsets,
-                               placements, 1, &f->adjacent0, out);
+    return sw_tensor_new_multi(f->mx, 2, storage, carriers, offsets, placements,
+                               1, &f->adjacent0, out);
 }
 
 static sw_status fi_permute(fixture *f, sw_tensor **out) {
@@ -725,8 +741,8 @@ static void fault_walk(const char *name, fi_fn run) {
         }
     }
     ok(failures == 0 && steps > 1,
-       "%s: each of %d injected allocation failures is a clean SW_ENOMEM",
-       name, steps - 1);
+       "%s: each of %d injected allocation failures is a clean SW_ENOMEM", name,
+       steps - 1);
     is_int(sw_debug_live_allocs(), base, "%s: nothing leaked", name);
     unchanged(&f, s0, name);
     fixture_free(&f);

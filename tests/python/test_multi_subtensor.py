@@ -64,7 +64,7 @@ import pickle
 
 import pytest
 import strideweave as sw
-from strideweave import CPU, DType, Evictable, FileBacked, Generic, Layout, Shape, Stride, Tensor
+from strideweave import CPU, DType, Evictable, FileBacked, Layout, Shape, Stride, Tensor
 from strideweave.carriers.dtype import CompoundDType
 from strideweave.core._representation import Subtensor, TensorRepresentation
 
@@ -204,15 +204,21 @@ def test_schema_plane_dtype(planes):
     ints = CPU(0).new_like([1, 2], dtype=DType.Int32)
     mixed = CompoundDType("mixed", [F32, DType.Int32])
     TensorRepresentation(
-        mixed, [Subtensor(F32, planes[0], 0, GRID), Subtensor(DType.Int32, ints, 0, SCALES)], [PER_ROW]
+        mixed,
+        [Subtensor(F32, planes[0], 0, GRID), Subtensor(DType.Int32, ints, 0, SCALES)],
+        [PER_ROW],
     )
     with pytest.raises(ValueError, match="subtensor 1 must use storage dtype Int32, not Float32"):
         TensorRepresentation(
-            mixed, [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW]
+            mixed,
+            [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)],
+            [PER_ROW],
         )
     with pytest.raises(ValueError, match="subtensor 0 must use storage dtype Float32"):
         TensorRepresentation(
-            mixed, [Subtensor(DType.Int32, ints, 0, GRID), Subtensor(DType.Int32, ints, 0, SCALES)], [PER_ROW]
+            mixed,
+            [Subtensor(DType.Int32, ints, 0, GRID), Subtensor(DType.Int32, ints, 0, SCALES)],
+            [PER_ROW],
         )
 
 
@@ -284,14 +290,24 @@ def test_values_of_the_wrong_kind(mx, planes):
     with pytest.raises(TypeError, match="logical_dtype must be a DType or a CompoundDType"):
         TensorRepresentation("mx", [], [])
     with pytest.raises(TypeError, match="subtensor 1 carrier must be a Carrier"):
-        TensorRepresentation(mx, [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, [], 0, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx, [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, [], 0, SCALES)], [PER_ROW]
+        )
     with pytest.raises(TypeError, match="subtensor 0 storage_dtype must be a DType"):
-        TensorRepresentation(mx, [Subtensor(mx, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx, [Subtensor(mx, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW]
+        )
     with pytest.raises(TypeError, match="placement_layout must be a Layout"):
-        TensorRepresentation(mx, [Subtensor(F32, planes[0], 0, "2:1"), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx,
+            [Subtensor(F32, planes[0], 0, "2:1"), Subtensor(F32, planes[1], 0, SCALES)],
+            [PER_ROW],
+        )
     with pytest.raises(TypeError, match="adjacent layout 0 must be a Layout"):
         TensorRepresentation(
-            mx, [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], ["(2,3):(1,0)"]
+            mx,
+            [Subtensor(F32, planes[0], 0, GRID), Subtensor(F32, planes[1], 0, SCALES)],
+            ["(2,3):(1,0)"],
         )
 
 
@@ -313,12 +329,16 @@ def test_version_token_pairs_unique_carriers(mx, multi, planes):
     assert multi._version_token() == ((id(planes[0]), 0), (id(planes[1]), 0))
     both = CPU(8)
     shared = Tensor._from_representation(
-        TensorRepresentation(mx, [Subtensor(F32, both, 0, GRID), Subtensor(F32, both, 6, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx, [Subtensor(F32, both, 0, GRID), Subtensor(F32, both, 6, SCALES)], [PER_ROW]
+        )
     )
     assert shared._version_token() == ((id(both), 0),)
     # Order of first appearance.
     first_scales = Tensor._from_representation(
-        TensorRepresentation(mx, [Subtensor(F32, both, 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx, [Subtensor(F32, both, 0, GRID), Subtensor(F32, planes[1], 0, SCALES)], [PER_ROW]
+        )
     )
     assert [c for c, _ in first_scales._version_token()] == [id(both), id(planes[1])]
 
@@ -405,7 +425,12 @@ def test_rejects_mutation(multi, planes):
 def test_rejects_arithmetic(multi, planes):
     before = snapshot(*planes)
     plain = Tensor(CPU(6), 0, GRID)
-    for run in (lambda: multi + multi, lambda: plain * multi, lambda: multi @ multi, lambda: -multi):
+    for run in (
+        lambda: multi + multi,
+        lambda: plain * multi,
+        lambda: multi @ multi,
+        lambda: -multi,
+    ):
         with pytest.raises(NotImplementedError, match=gate("operation execution")):
             run()
     assert snapshot(*planes) == before
@@ -505,7 +530,9 @@ def test_rejects_evictable_lowering(mx):
     hot = [CPU(0).new_like([1.0] * 6), CPU(0).new_like([1.0, 2.0])]
     tiers = [Evictable(hot[0], CPU(0)), Evictable(hot[1], CPU(0))]
     t = Tensor._from_representation(
-        TensorRepresentation(mx, [Subtensor(F32, tiers[0], 0, GRID), Subtensor(F32, tiers[1], 0, SCALES)], [PER_ROW])
+        TensorRepresentation(
+            mx, [Subtensor(F32, tiers[0], 0, GRID), Subtensor(F32, tiers[1], 0, SCALES)], [PER_ROW]
+        )
     )
     before = snapshot(*hot)
     with pytest.raises(NotImplementedError, match=gate("Evictable operation lowering")):

@@ -72,7 +72,8 @@ static int compound_schema(swpy_state *st, PyObject *name, PyObject *planes,
     const char *text = PyUnicode_AsUTF8(name);
     sw_dtype p[SW_SCHEMA_MAX_PLANES];
     int32_t n = 0;
-    if (text == NULL || planes_of(st, planes, SW_SCHEMA_MAX_PLANES, p, &n) < 0) {
+    if (text == NULL ||
+        planes_of(st, planes, SW_SCHEMA_MAX_PLANES, p, &n) < 0) {
         return -1;
     }
     /* More planes than the library allows: it names the limit. */
@@ -276,7 +277,8 @@ static int conv_make(swpy_state *st, PyObject *rep, conv *c) {
     c->n = (int32_t)n;
     c->nadj = (int32_t)na;
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
-        rc = conv_subtensor(st, c, (int32_t)i, PySequence_Fast_GET_ITEM(subs, i));
+        rc = conv_subtensor(st, c, (int32_t)i,
+                            PySequence_Fast_GET_ITEM(subs, i));
     }
     for (Py_ssize_t i = 0; rc == 0 && i < na; i++) {
         PyObject *l = PySequence_Fast_GET_ITEM(adj, i);
@@ -302,10 +304,9 @@ int swpy_representation_build(swpy_state *st, PyObject *rep, sw_tensor **out,
     int rc = conv_make(st, rep, &c);
     if (rc == 0 && c.n == 0) {
         /* The library reports the count against the schema. */
-        rc = swpy_check(sw_representation_check(c.dtype, 0, c.storage,
-                                                c.carriers, c.offsets,
-                                                c.placements, c.nadj,
-                                                c.adjacent));
+        rc = swpy_check(sw_representation_check(
+            c.dtype, 0, c.storage, c.carriers, c.offsets, c.placements, c.nadj,
+            c.adjacent));
         if (rc == 0) {
             PyErr_SetString(PyExc_ValueError,
                             "a representation needs a subtensor");
@@ -315,9 +316,9 @@ int swpy_representation_build(swpy_state *st, PyObject *rep, sw_tensor **out,
     sw_tensor *t = NULL;
     if (rc == 0) {
         /* Carrier sizes may be Python hooks. */
-        sw_status s = sw_tensor_new_multi(c.dtype, c.n, c.storage, c.carriers,
-                                          c.offsets, c.placements, c.nadj,
-                                          c.adjacent, &t);
+        sw_status s =
+            sw_tensor_new_multi(c.dtype, c.n, c.storage, c.carriers, c.offsets,
+                                c.placements, c.nadj, c.adjacent, &t);
         rc = swpy_check(s);
         if (rc < 0 && s == SW_OK) {
             sw_tensor_unref(t);
@@ -401,9 +402,10 @@ PyObject *swpy_tensor_representation(PyObject *self, void *closure) {
     }
     PyObject *sub_cls =
         package_attr("strideweave.core._representation", "Subtensor");
-    PyObject *rep_cls = sub_cls ? package_attr("strideweave.core._representation",
-                                               "TensorRepresentation")
-                                : NULL;
+    PyObject *rep_cls = sub_cls
+                            ? package_attr("strideweave.core._representation",
+                                           "TensorRepresentation")
+                            : NULL;
     int32_t n = sw_tensor_nsubtensors(t);
     PyObject *subs = rep_cls ? PyTuple_New(n) : NULL;
     PyObject *adj = subs ? PyTuple_New(n - 1) : NULL;
@@ -441,8 +443,8 @@ PyObject *swpy_tensor_representation(PyObject *self, void *closure) {
             PyTuple_SET_ITEM(adj, i, o);
         }
     }
-    PyObject *r = rc == 0 ? PyObject_CallFunctionObjArgs(rep_cls, logical,
-                                                         subs, adj, NULL)
+    PyObject *r = rc == 0 ? PyObject_CallFunctionObjArgs(rep_cls, logical, subs,
+                                                         adj, NULL)
                           : NULL;
     Py_XDECREF(logical);
     Py_XDECREF(adj);
@@ -467,10 +469,10 @@ PyObject *swpy_tensor_version_token(PyObject *self, PyObject *unused) {
         PyObject *obj = cs[k] == sw_tensor_carrier(t)
                             ? Py_XNewRef(swpy_tensor_carrier(self))
                             : swpy_carrier_wrap(st, sw_carrier_retain(cs[k]));
-        PyObject *pair = obj != NULL ? Py_BuildValue("(NL)",
-                                                     PyLong_FromVoidPtr(obj),
-                                                     (long long)vs[k])
-                                     : NULL;
+        PyObject *pair = obj != NULL
+                             ? Py_BuildValue("(NL)", PyLong_FromVoidPtr(obj),
+                                             (long long)vs[k])
+                             : NULL;
         /* The carrier's object outlives this call: the tensor holds the
          * carrier, which keeps its peer. */
         Py_XDECREF(obj);
@@ -499,9 +501,8 @@ PyObject *swpy_tensor_share(swpy_state *st, const sw_tensor *t) {
         }
     }
     sw_tensor *r = NULL;
-    sw_status s =
-        sw_tensor_new_multi(sw_tensor_schema(t), n, storage, carriers, offsets,
-                            placements, n - 1, adjacent, &r);
+    sw_status s = sw_tensor_new_multi(sw_tensor_schema(t), n, storage, carriers,
+                                      offsets, placements, n - 1, adjacent, &r);
     if (swpy_check(s) < 0) {
         sw_tensor_unref(s == SW_OK ? r : NULL);
         return NULL;
