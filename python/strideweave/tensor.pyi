@@ -6,7 +6,8 @@ from typing import Any, SupportsIndex, TypeAlias
 from typing_extensions import CapsuleType, disjoint_base
 
 from strideweave.carriers.base import Carrier
-from strideweave.carriers.dtype import CompoundDType, DType
+from strideweave.carriers.compound_dtype import CompoundDType
+from strideweave.carriers.dtype import DType
 from strideweave.carriers.operation_helpers import Operation
 from strideweave.core._representation import TensorRepresentation
 from strideweave.core.layout import Layout

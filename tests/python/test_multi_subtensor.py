@@ -65,7 +65,7 @@ import pickle
 import pytest
 import strideweave as sw
 from strideweave import CPU, DType, Evictable, FileBacked, Layout, Shape, Stride, Tensor
-from strideweave.carriers.dtype import CompoundDType
+from strideweave.carriers.compound_dtype import CompoundDType
 from strideweave.core._representation import Subtensor, TensorRepresentation
 
 F32 = DType.Float32

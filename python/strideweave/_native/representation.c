@@ -27,7 +27,7 @@ static PyObject *package_attr(const char *module, const char *name) {
 }
 
 static PyObject *compound_class(void) {
-    return package_attr("strideweave.carriers.dtype", "CompoundDType");
+    return package_attr("strideweave.carriers.compound_dtype", "CompoundDType");
 }
 
 /* The planes of a sequence of DType members; -1 with TypeError for

@@ -14,7 +14,7 @@ views whose every start is 0; everything else raises NotImplementedError.
 
 Examples:
     >>> import strideweave as sw
-    >>> from strideweave.carriers.dtype import CompoundDType
+    >>> from strideweave.carriers.compound_dtype import CompoundDType
     >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
     >>> values, scales = sw.CPU(6), sw.CPU(2)
     >>> grid = sw.Layout(sw.Shape([2, 3]), sw.Stride([1, 2]))
@@ -90,7 +90,7 @@ class TensorRepresentation:
 
     Examples:
         >>> import strideweave as sw
-        >>> from strideweave.carriers.dtype import CompoundDType
+        >>> from strideweave.carriers.compound_dtype import CompoundDType
         >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
         >>> one = Subtensor(sw.DType.Float32, sw.CPU(2), 0, sw.Layout.leaf(2, 1))
         >>> TensorRepresentation(mx, [one], [])
