@@ -34,4 +34,3 @@ class DType(Enum):
 
 
 _native._register_dtype(DType)
-
