@@ -31,6 +31,8 @@ class CompoundDType:
         CompoundDType: the (interned) dtype.
 
     Examples:
+        >>> from strideweave import DType
+        >>> from strideweave.carriers.compound_dtype import CompoundDType
         >>> mx = CompoundDType("mx", [DType.Float32, DType.Float32])
         >>> mx.name, mx.simple_types
         ('mx', (<DType.Float32: 'Float32'>, <DType.Float32: 'Float32'>))
@@ -69,6 +71,8 @@ class CompoundDType:
             str: the name given.
 
         Examples:
+            >>> from strideweave import DType
+            >>> from strideweave.carriers.compound_dtype import CompoundDType
             >>> CompoundDType("mx", [DType.Float32, DType.Int32]).name
             'mx'
         """
@@ -82,6 +86,8 @@ class CompoundDType:
             tuple[DType, ...]: one simple dtype per storage plane.
 
         Examples:
+            >>> from strideweave import DType
+            >>> from strideweave.carriers.compound_dtype import CompoundDType
             >>> CompoundDType("mx", [DType.Float32, DType.Int32]).simple_types[1]
             <DType.Int32: 'Int32'>
         """

@@ -15,6 +15,7 @@ views whose every start is 0; everything else raises NotImplementedError.
 Examples:
     >>> import strideweave as sw
     >>> from strideweave.carriers.compound_dtype import CompoundDType
+    >>> from strideweave.core._representation import Subtensor, TensorRepresentation
     >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
     >>> values, scales = sw.CPU(6), sw.CPU(2)
     >>> grid = sw.Layout(sw.Shape([2, 3]), sw.Stride([1, 2]))
@@ -57,6 +58,7 @@ class Subtensor:
 
     Examples:
         >>> import strideweave as sw
+        >>> from strideweave.core._representation import Subtensor
         >>> s = Subtensor(sw.DType.Float32, sw.CPU(2), 0, sw.Layout.leaf(2, 1))
         >>> s.offset, s.placement_layout
         (0, 2:1)
@@ -91,6 +93,7 @@ class TensorRepresentation:
     Examples:
         >>> import strideweave as sw
         >>> from strideweave.carriers.compound_dtype import CompoundDType
+        >>> from strideweave.core._representation import Subtensor, TensorRepresentation
         >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
         >>> one = Subtensor(sw.DType.Float32, sw.CPU(2), 0, sw.Layout.leaf(2, 1))
         >>> TensorRepresentation(mx, [one], [])
@@ -116,6 +119,7 @@ class TensorRepresentation:
 
         Examples:
             >>> import strideweave as sw
+            >>> from strideweave.core._representation import Subtensor, TensorRepresentation
             >>> c = sw.CPU(2)
             >>> one = Subtensor(sw.DType.Float32, c, 0, sw.Layout.leaf(2, 1))
             >>> TensorRepresentation(sw.DType.Float32, [one], []).primary.carrier is c
