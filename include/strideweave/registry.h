@@ -153,6 +153,8 @@ SW_API sw_status sw_carrier_dispatch_id(sw_carrier *c, int32_t id, sw_op **out);
 /* sw_native_op.flags */
 #define SW_NATIVE_HOST_FREE 0x1u   /* no host callback on native storage */
 #define SW_NATIVE_F32_SCALARS 0x2u /* computes weak scalars as float32 */
+/* a pure view that takes multi-subtensor tensors (representation.h) */
+#define SW_NATIVE_MULTI_VIEW 0x4u
 
 typedef struct sw_native_op {
     sw_op_class cls;     /* cls.name is the class name */

@@ -12,6 +12,7 @@
 #include "strideweave/carrier.h"
 #include "strideweave/blockdev.h"
 #include "strideweave/tensor.h"
+#include "strideweave/representation.h"
 #include "strideweave/op.h"
 #include "strideweave/registry.h"
 #include "strideweave/policy.h"

@@ -4539,6 +4539,105 @@ Examples:
     ValueError: the number of threads must be between 1 and 1024, not 0
     >>> set_num_threads(before)
 """,
+    "_compound_check": """_compound_check($module, name, simple_types, /)
+--
+
+Checks a CompoundDType's name and planes by the library's rules (CompoundDType uses it).
+
+Args:
+    name: the name, a non-empty str.
+    simple_types: a sequence of 2 to 16 DType members.
+
+Returns:
+    None: the rules hold; TypeError or ValueError otherwise.
+
+Examples:
+    >>> from strideweave import DType, _native
+    >>> _native._compound_check("mx", (DType.Float32, DType.Int32))
+    >>> _native._compound_check("mx", (DType.Float32,))
+    Traceback (most recent call last):
+    ValueError: CompoundDType needs at least 2 planes and at most 16, got 1
+""",
+    "_representation_check": """_representation_check($module, representation, /)
+--
+
+Validates a TensorRepresentation by the library's rules (its __post_init__ uses it).
+
+Args:
+    representation: the TensorRepresentation.
+
+Returns:
+    None: it is valid; ValueError or TypeError naming the rule otherwise.
+
+Examples:
+    >>> from strideweave import _native
+    >>> _native._representation_check(None)
+    Traceback (most recent call last):
+    AttributeError: 'NoneType' object has no attribute 'logical_dtype'
+""",
+    "_require_one_subtensor": """_require_one_subtensor($module, tensor, /)
+--
+
+The library's gate for operations bound in Python: refuses a multi-subtensor tensor.
+
+Args:
+    tensor: a Tensor.
+
+Returns:
+    None: a single-subtensor tensor; NotImplementedError "Multi-subtensor Tensor operation
+    execution ..." otherwise.
+
+Examples:
+    >>> from strideweave import CPU, Layout, Tensor, _native
+    >>> _native._require_one_subtensor(Tensor(CPU(2), 0, Layout.leaf(2, 1)))
+""",
+    "Tensor._from_representation": """_from_representation($type, representation, /)
+--
+
+The tensor of a TensorRepresentation (private): the one way to a multi-subtensor tensor.
+
+The library validates the representation; Tensor(carrier, offset, layout) always builds one
+subtensor.
+
+Args:
+    representation: a strideweave.core._representation.TensorRepresentation.
+
+Returns:
+    Tensor: a tensor whose carrier, offset and layout are subtensor 0's.
+
+Examples:
+    >>> from strideweave import CPU, DType, Layout, Tensor
+    >>> from strideweave.core._representation import Subtensor, TensorRepresentation
+    >>> c = CPU(2)
+    >>> rep = TensorRepresentation(DType.Float32, [Subtensor(DType.Float32, c, 0, Layout.leaf(2, 1))], [])
+    >>> Tensor._from_representation(rep).carrier is c
+    True
+""",
+    "Tensor._representation": """The tensor's representation (private): logical dtype, subtensors, adjacent layouts.
+
+Returns:
+    TensorRepresentation: subtensor 0 holds the tensor's own carrier and layout objects.
+
+Examples:
+    >>> from strideweave import CPU, Layout, Tensor
+    >>> t = Tensor(CPU(2), 0, Layout.leaf(2, 1))
+    >>> t._representation.primary.carrier is t.carrier, t._representation.adjacent_layouts
+    (True, ())
+""",
+    "Tensor._version_token": """_version_token($self, /)
+--
+
+One (id(carrier), version) pair per unique carrier, in order of first appearance (private).
+
+Returns:
+    tuple[tuple[int, int], ...]: the token autograd would save.
+
+Examples:
+    >>> from strideweave import CPU, Layout, Tensor
+    >>> c = CPU(2)
+    >>> Tensor(c, 0, Layout.leaf(2, 1))._version_token() == ((id(c), c.version),)
+    True
+""",
     "_debug_live_allocs": """_debug_live_allocs($module, /)
 --
 

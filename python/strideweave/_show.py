@@ -29,6 +29,15 @@ def _carrier_state(carrier: Any) -> str | None:
     return None
 
 
+def _subtensors(tensor: Any) -> int:
+    """How many subtensors hold the tensor; their values are not readable
+    element by element when there are several."""
+    try:
+        return len(tensor._representation.subtensors)
+    except Exception:  # noqa: BLE001 (a broken carrier still prints)
+        return 1
+
+
 def _dtype_name(obj: Any) -> str:
     try:
         return str(obj.dtype().name)
@@ -123,6 +132,9 @@ def tensor_str(tensor: Any) -> str:
     state = _carrier_state(tensor.carrier)
     if state is not None:
         return f"<{state}>"
+    planes = _subtensors(tensor)
+    if planes > 1:
+        return f"<{planes} subtensors>"
     return _values_text(tensor, 0)
 
 
@@ -131,7 +143,13 @@ def tensor_repr(tensor: Any) -> str:
     name = type(tensor).__name__
     carrier = tensor.carrier
     state = _carrier_state(carrier)
-    values = f"<{state}>" if state is not None else _values_text(tensor, len(name) + 1)
+    planes = _subtensors(tensor)
+    if state is not None:
+        values = f"<{state}>"
+    elif planes > 1:
+        values = f"<{planes} subtensors>"
+    else:
+        values = _values_text(tensor, len(name) + 1)
     layout = tensor.layout
     text = (
         f"{name}({values}, dtype={_dtype_name(tensor)}, "

@@ -542,6 +542,10 @@ class OperationDefinition:
                         f"operand {spec.name!r} of {self.name!r} must be a weak scalar "
                         "(a real number, not a Tensor)"
                     )
+        for value in ops:
+            if isinstance(value, Tensor):
+                # The library's gate: multi-subtensor operands are refused.
+                _native._require_one_subtensor(value)
         return BoundOperationCall(self, tuple(ops), MappingProxyType(filled), kinds)
 
     def resolve_call(self, *operands: Any, **options: Any) -> ResolvedInvocation:

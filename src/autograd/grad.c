@@ -472,6 +472,11 @@ static int exact_scalar(const sw_layout *l) {
 }
 
 sw_status sw_tensor_backward(sw_tensor *t, sw_tensor *gradient) {
+    sw_status gate = sw_tensor_single(t, SW_ENTRY_BACKWARD);
+    if (!gate)
+        gate = sw_tensor_single(gradient, SW_ENTRY_BACKWARD);
+    if (gate)
+        return gate;
     if (!sw_tensor_is_differentiable(t))
         return not_differentiable("backward");
     sw_tensor *g = NULL;

@@ -518,7 +518,10 @@ sw_status sw_evictable_lower(const sw_tensor *t, sw_tensor **out) {
     if (!t || !sw_carrier_is_evictable(t->carrier))
         return sw_fail(SW_ETYPE,
                        "EvictableOperation requires Evictable tensor inputs");
-    sw_status st = check_promoted(t->carrier);
+    sw_status st = sw_tensor_single(t, SW_ENTRY_EVICTABLE);
+    if (st)
+        return st;
+    st = check_promoted(t->carrier);
     if (st)
         return st;
     return sw_tensor_new(ev(t->carrier)->primary, t->offset, t->layout, out);

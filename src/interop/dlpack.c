@@ -156,6 +156,9 @@ sw_status sw_tensor_dlpack_device(const sw_tensor *t, int32_t *device_type,
                                   int32_t *device_id) {
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_status gate = sw_tensor_single(t, SW_ENTRY_DLPACK);
+    if (gate)
+        return gate;
     void *p = NULL;
     int32_t type = 0, id = 0;
     sw_status st = storage_info(t, &p, &type, &id);
@@ -282,6 +285,9 @@ static sw_status to_dlpack_pinned(sw_tensor *t, int versioned, int pinned,
 sw_status sw_tensor_to_dlpack(sw_tensor *t, int versioned, void **out) {
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_status gate = sw_tensor_single(t, SW_ENTRY_DLPACK);
+    if (gate)
+        return gate;
     int pinned = sw_carrier_pin(t->carrier) == SW_OK;
     sw_status st = to_dlpack_pinned(t, versioned, pinned, out);
     if (st && pinned)
@@ -350,6 +356,9 @@ sw_status sw_tensor_dlpack_export(sw_tensor *t, const sw_dlpack_request *req,
     }
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_status gate = sw_tensor_single(t, SW_ENTRY_DLPACK);
+    if (gate)
+        return gate;
     int pinned = sw_carrier_pin(t->carrier) == SW_OK;
     sw_status st = export_pinned(t, req, pinned, versioned, out);
     if (st && pinned)

@@ -731,6 +731,9 @@ static sw_status move_check(const sw_move_class *cls, sw_tensor *t,
                             sw_carrier *dst, move_plan *p) {
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    sw_status gate = sw_tensor_single(t, SW_ENTRY_OPERATION);
+    if (gate)
+        return gate;
     sw_carrier *src = t->carrier;
     if (sw_carrier_is_released(src))
         return sw_fail(SW_ERUNTIME, "tensor carrier is released");

@@ -329,6 +329,9 @@ sw_status sw_op_bind(int32_t id, int32_t noperands, const sw_arg *operands,
                            "real number, not a Tensor)",
                            s->name, name);
     }
+    sw_status gate = sw_args_single(noperands, operands, SW_ENTRY_OPERATION);
+    if (gate)
+        return gate;
     memset(out, 0, sizeof *out);
     out->op = id;
     out->noperands = noperands;

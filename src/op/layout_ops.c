@@ -34,9 +34,18 @@ static int is_leaf_mode(sw_lview m) {
     return m.ntok == 1 && sw_lview_nleaf(m) == 1;
 }
 
+/* A multi-subtensor view moves no placement: its keys start at 0. */
+static sw_status nonzero_start(int32_t k, int64_t start) {
+    return sw_fail(SW_ENOTIMPL,
+                   "Multi-subtensor Tensor views take only keys of normalized "
+                   "start 0: mode %d starts at %lld",
+                   (int)k, (long long)start);
+}
+
+/* zero_start: every key must start at 0 (a multi-subtensor view). */
 static sw_status view_layout(const sw_layout *l, int32_t n,
-                             const sw_view_key *keys, sw_layout **out,
-                             int64_t *delta) {
+                             const sw_view_key *keys, int zero_start,
+                             sw_layout **out, int64_t *delta) {
     if (n != l->rank)
         return sw_fail(SW_EVALUE, "View keys must include exactly one key "
                                   "per top-level mode");
@@ -55,6 +64,10 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
         if (key->kind == SW_VIEW_INDEX) {
             if (key->index < 0 || key->index >= size) {
                 st = sw_fail(SW_EVALUE, "View integer key is out of domain");
+                break;
+            }
+            if (zero_start && key->index != 0) {
+                st = nonzero_start(k, key->index);
                 break;
             }
             int64_t idx = 0, i = key->index;
@@ -86,6 +99,10 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
             st = sw_fail(SW_EVALUE, "View slices must be non-empty");
             break;
         }
+        if (zero_start && start != 0) {
+            st = nonzero_start(k, start);
+            break;
+        }
         sw_lb_leaf(&b, stop - start, m.str[0]);
         off += start * m.str[0];
     }
@@ -101,14 +118,14 @@ static sw_status view_layout(const sw_layout *l, int32_t n,
 
 /* The result layout of the named operation for input layout l. */
 static sw_status layout_of(int32_t id, const sw_layout *l, int32_t nargs,
-                           const sw_arg *args, sw_layout **out,
+                           const sw_arg *args, int multi, sw_layout **out,
                            int64_t *delta) {
     *delta = 0;
     if (id == SW_OP_VIEW) {
         if (nargs != 2 || args[1].kind != SW_ARG_KEYS)
             return sw_fail(SW_ETYPE, "view requires a tensor and its keys");
-        return view_layout(l, args[1].as.keys.n, args[1].as.keys.keys, out,
-                           delta);
+        return view_layout(l, args[1].as.keys.n, args[1].as.keys.keys, multi,
+                           out, delta);
     }
     if (id == SW_OP_PERMUTE) {
         int32_t n = nargs - 1;
@@ -151,11 +168,25 @@ static sw_status layout_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_tensor *t = args[0].as.tensor;
     sw_layout *l = NULL;
     int64_t delta;
-    sw_status st =
-        layout_of(sw_native_op_of(op)->op, t->layout, nargs, args, &l, &delta);
+    int32_t id = sw_native_op_of(op)->op;
+    int multi = t->planes != NULL;
+    sw_status st = layout_of(id, t->layout, nargs, args, multi, &l, &delta);
     if (st)
         return st;
-    st = sw_tensor_new(t->carrier, t->offset + delta, l, out);
+    if (multi) {
+        /* The c0 domain: subtensor 0's placement and adjacent layout 0
+         * change alike (the same keys, both starting at 0), the later
+         * planes stay. */
+        sw_layout *adj = NULL;
+        int64_t adelta;
+        st = layout_of(id, t->planes->plane[0].adjacent_in, nargs, args, 1,
+                       &adj, &adelta);
+        if (!st)
+            st = sw_tensor_new_view_multi(t, t->offset + delta, l, adj, out);
+        sw_layout_release(adj);
+    } else {
+        st = sw_tensor_new(t->carrier, t->offset + delta, l, out);
+    }
     if (!st) {
         layout_op_state *s = lstate(op);
         sw_layout_release(s->out_layout);
@@ -207,25 +238,28 @@ static void layout_destroy(sw_op *op) {
     sw_layout_release(s->out_layout); /* the state is in the op's block */
 }
 
-#define SHARED_OP(id, cls_name, summary)                                       \
+#define SHARED_OP(id, cls_name, summary, flags)                                \
     [id] = {{SW_OP_CLASS_VERSION, cls_name, layout_forward, layout_backward,   \
              layout_destroy},                                                  \
             id,                                                                \
             "shared",                                                          \
             summary,                                                           \
-            SW_NATIVE_HOST_FREE}
+            SW_NATIVE_HOST_FREE | (flags)}
 
 static const sw_native_op shared_table[SW_OP_BUILTIN_COUNT] = {
     SHARED_OP(SW_OP_VIEW, "GenericViewOperation",
               "A view selecting one key per top-level mode (an integer removes "
               "the mode, a slice keeps part of it); used by every computing "
-              "carrier."),
+              "carrier.",
+              SW_NATIVE_MULTI_VIEW),
     SHARED_OP(SW_OP_PERMUTE, "PermuteOperation",
               "A view with the top-level modes reordered; used by every "
-              "computing carrier."),
+              "computing carrier.",
+              SW_NATIVE_MULTI_VIEW),
     SHARED_OP(SW_OP_REARRANGE, "RearrangeOperation",
               "A view whose layout is the input's rearranged by an output "
-              "recipe and a selection; used by every computing carrier."),
+              "recipe and a selection; used by every computing carrier.",
+              0),
 };
 
 const sw_native_table sw_shared_native_table = {"shared", shared_table,

@@ -7,6 +7,7 @@
 #include "carrier/internal.h"
 #include "op/internal.h"
 #include "profile/internal.h"
+#include "strideweave/evictable.h"
 #include "tensor/internal.h"
 
 /* The constructors initialise their fields directly: clearing the whole
@@ -290,12 +291,14 @@ typedef struct pin_set {
     sw_carrier *small[8];
     sw_carrier **pinned;
     int32_t n;
+    int multi; /* a tensor has several subtensors */
 } pin_set;
 
 static sw_status pins_take(pin_set *p, int32_t count, sw_tensor *const *ts,
                            const sw_arg *args) {
     p->pinned = p->small;
     p->n = 0;
+    p->multi = 0;
     if (count > (int32_t)(sizeof p->small / sizeof p->small[0])) {
         p->pinned = sw_malloc((size_t)count * sizeof *p->pinned);
         if (!p->pinned)
@@ -305,10 +308,32 @@ static sw_status pins_take(pin_set *p, int32_t count, sw_tensor *const *ts,
         sw_tensor *t = ts                              ? ts[i]
                        : args[i].kind == SW_ARG_TENSOR ? args[i].as.tensor
                                                        : NULL;
-        if (t && sw_carrier_pin(t->carrier) == SW_OK)
+        if (!t)
+            continue;
+        p->multi |= t->planes != NULL;
+        if (sw_carrier_pin(t->carrier) == SW_OK)
             p->pinned[p->n++] = t->carrier;
     }
     return SW_OK;
+}
+
+static int takes_multi(const sw_op *op) {
+    return op && op->native && (op->native->flags & SW_NATIVE_MULTI_VIEW);
+}
+
+/*
+ * The gate of operations (see sw_tensor_require_single): only the pure
+ * views of the leading level take multi-subtensor operands; an
+ * EvictableOperation over one refuses them where it lowers them.
+ */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static sw_status
+gate_operands(const sw_op *op, int32_t nargs, const sw_arg *args) {
+    if (takes_multi(op) || takes_multi(sw_evictable_op_primary(op)))
+        return SW_OK;
+    return sw_args_single(nargs, args, SW_ENTRY_OPERATION);
 }
 
 static void pins_drop(pin_set *p) {
@@ -324,6 +349,10 @@ static sw_status run_pinned(run_fn body, sw_op *op, int32_t nargs,
     sw_status st = pins_take(&pins, nargs, NULL, args);
     if (st)
         return st;
+    if (SW_UNLIKELY(pins.multi) && (st = gate_operands(op, nargs, args))) {
+        pins_drop(&pins);
+        return st;
+    }
     if (SW_UNLIKELY(sw_profile_tls != NULL))
         st = run_profiled(body, op, nargs, args, out);
     else

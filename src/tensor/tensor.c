@@ -14,6 +14,7 @@ static void tensor_destroy(sw_object *o) {
     sw_op_unref(t->ctx);
     sw_tensor_unref(t->grad);
     sw_layout_release(t->layout);
+    sw_planes_free(t->planes);
     /* Last: a tensor in its carrier's block may go with the carrier (the
      * carrier is destroyed after this returns, see sw_object_unref). */
     if (!t->in_carrier)
@@ -39,6 +40,7 @@ static void init_tensor(sw_tensor *t, sw_carrier *carrier, int64_t offset,
     t->carrier = sw_carrier_retain(carrier);
     t->layout = sw_layout_retain(layout);
     t->offset = offset;
+    t->planes = NULL;
     t->ctx = NULL;
     t->grad = NULL;
     t->retain_grad = 0;
@@ -114,12 +116,16 @@ int sw_tensor_is_mutable(const sw_tensor *t) {
     return sw_carrier_is_mutable(t->carrier);
 }
 int sw_tensor_is_differentiable(const sw_tensor *t) {
-    return sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier));
+    /* Compound dtypes are not differentiable. */
+    return !t->planes &&
+           sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier));
 }
 
 sw_status sw_tensor_get(const sw_tensor *t, int64_t i, sw_value *out) {
     int64_t idx;
-    sw_status st = sw_layout_index(t->layout, i, &idx);
+    sw_status st = sw_tensor_single(t, SW_ENTRY_INDEXING);
+    if (!st)
+        st = sw_layout_index(t->layout, i, &idx);
     if (st)
         return st;
     return sw_carrier_get(t->carrier, t->offset + idx, out);
@@ -129,7 +135,9 @@ sw_status sw_tensor_get_coord(const sw_tensor *t, int32_t ntok,
                               const int32_t *recipe, const int64_t *values,
                               sw_value *out) {
     int64_t idx;
-    sw_status st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
+    sw_status st = sw_tensor_single(t, SW_ENTRY_INDEXING);
+    if (!st)
+        st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
     if (st)
         return st;
     return sw_carrier_get(t->carrier, t->offset + idx, out);
@@ -137,7 +145,9 @@ sw_status sw_tensor_get_coord(const sw_tensor *t, int32_t ntok,
 
 sw_status sw_tensor_set(sw_tensor *t, int64_t i, const sw_value *v) {
     int64_t idx;
-    sw_status st = sw_layout_index(t->layout, i, &idx);
+    sw_status st = sw_tensor_single(t, SW_ENTRY_MUTATION);
+    if (!st)
+        st = sw_layout_index(t->layout, i, &idx);
     if (st)
         return st;
     return sw_carrier_set(t->carrier, t->offset + idx, v);
@@ -146,7 +156,9 @@ sw_status sw_tensor_set(sw_tensor *t, int64_t i, const sw_value *v) {
 sw_status sw_tensor_set_coord(sw_tensor *t, int32_t ntok, const int32_t *recipe,
                               const int64_t *values, const sw_value *v) {
     int64_t idx;
-    sw_status st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
+    sw_status st = sw_tensor_single(t, SW_ENTRY_MUTATION);
+    if (!st)
+        st = sw_layout_index_coord(t->layout, ntok, recipe, values, &idx);
     if (st)
         return st;
     return sw_carrier_set(t->carrier, t->offset + idx, v);
@@ -308,6 +320,11 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
 sw_status sw_carrier_scatter(sw_carrier *c, const sw_tensor *src,
                              const sw_tensor *onto, const sw_layout *mapping,
                              int64_t mapping_offset) {
+    sw_status gate = sw_tensor_single(src, SW_ENTRY_SCATTER);
+    if (!gate)
+        gate = sw_tensor_single(onto, SW_ENTRY_SCATTER);
+    if (gate)
+        return gate;
     if (c && c->cls == sw_evictable_class())
         return sw_evictable_scatter(c, src, onto, mapping, mapping_offset);
     if (!src || !onto || !mapping)

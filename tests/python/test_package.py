@@ -11,6 +11,7 @@ import strideweave.carriers
 import strideweave.carriers.base
 import strideweave.carriers.block_device
 import strideweave.carriers.block_device.carrier
+import strideweave.carriers.compound_dtype
 import strideweave.carriers.cpu
 import strideweave.carriers.cpu.carrier
 import strideweave.carriers.cpu.ops
@@ -25,6 +26,7 @@ import strideweave.carriers.move
 import strideweave.carriers.operation_helpers
 import strideweave.carriers.shared_ops
 import strideweave.core
+import strideweave.core._representation
 import strideweave.core.layout
 import strideweave.friendly
 import strideweave.functional
@@ -339,6 +341,8 @@ def test_docstring_examples_run():
         strideweave.carriers,
         strideweave.carriers.base,
         strideweave.carriers.dtype,
+        strideweave.carriers.compound_dtype,
+        strideweave.core._representation,
         strideweave.carriers.cpu.carrier,
         strideweave.carriers.generic.carrier,
         strideweave.carriers.file_backed.carrier,

@@ -24,6 +24,7 @@
 #include "errors.h"
 #include "gil.h"
 #include "py_tensor.h"
+#include "strideweave/representation.h"
 
 #include "strideweave/interop.h"
 
@@ -188,7 +189,9 @@ PyObject *swpy_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
     }
     (void)stream; /* nothing to order: export does no device work */
     sw_tensor *t = swpy_tensor_of(self);
-    if (t == NULL) {
+    /* Refused before the request's arguments are read. */
+    if (t == NULL ||
+        swpy_check(sw_tensor_require_single(t, SW_ENTRY_DLPACK)) < 0) {
         return NULL;
     }
     sw_dlpack_request req;

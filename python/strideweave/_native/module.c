@@ -23,6 +23,7 @@
 #include "operation.h"
 #include "plans.h"
 #include "strideweave/strideweave.h"
+#include "py_representation.h"
 #include "py_tensor.h"
 
 _Thread_local PyThreadState *swpy_nogil_state = NULL;
@@ -246,6 +247,7 @@ static int module_exec(PyObject *module) {
     if (swpy_layout_init_types(module, st) < 0 ||
         swpy_carrier_init_types(module, st) < 0 ||
         swpy_tensor_init_type(module, st) < 0 ||
+        swpy_representation_init(module, st) < 0 ||
         swpy_operation_init_types(module, st) < 0 ||
         swpy_evictable_init_types(module, st) < 0 ||
         swpy_functional_init(module, st) < 0 ||

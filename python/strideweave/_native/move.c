@@ -9,6 +9,7 @@
 #include "strideweave/blockdev.h"
 #include "strideweave/evictable.h"
 #include "strideweave/opencl.h"
+#include "strideweave/representation.h"
 
 #include "py_carrier.h"
 #include "errors.h"
@@ -367,7 +368,9 @@ static int move_args(swpy_state *st, PyObject *const *args, Py_ssize_t nargs,
         return -1;
     }
     *t = swpy_tensor_of(args[0]);
-    if (*t == NULL) {
+    /* Refused before the move's class is found or made. */
+    if (*t == NULL ||
+        swpy_check(sw_tensor_require_single(*t, SW_ENTRY_OPERATION)) < 0) {
         return -1;
     }
     *dst = carrier_or_null(st, args[1]);

@@ -30,6 +30,7 @@
 #include "gc.h"
 #include "gil.h"
 #include "py_layout.h"
+#include "py_representation.h"
 #include "operation.h"
 #include "recipe.h"
 
@@ -278,6 +279,9 @@ static PyObject *tensor_dtype(PyObject *self, PyObject *unused) {
     if (t == NULL || st == NULL) {
         return NULL;
     }
+    if (sw_tensor_nsubtensors(t) > 1) {
+        return swpy_tensor_logical_dtype(st, t);
+    }
     sw_dtype d = sw_tensor_dtype(t);
     return PyErr_Occurred() ? NULL : swpy_dtype_to_py(st, d);
 }
@@ -426,6 +430,9 @@ static PyObject *tensor_detach(PyObject *self, PyObject *unused) {
     swpy_state *st = t != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
     if (st == NULL) {
         return NULL;
+    }
+    if (sw_tensor_nsubtensors(t) > 1) {
+        return swpy_tensor_share(st, t);
     }
     PyObject *carrier = swpy_tensor_carrier(self);
     PyObject *layout = carrier != NULL ? swpy_tensor_layout(self) : NULL;
@@ -622,6 +629,10 @@ static int tensor_ass_subscript(PyObject *self, PyObject *key,
     }
     sw_tensor *t = swpy_tensor_of(self);
     if (t == NULL) {
+        return -1;
+    }
+    /* Before the value's conversion, which may ask the carrier. */
+    if (swpy_check(sw_tensor_require_single(t, SW_ENTRY_MUTATION)) < 0) {
         return -1;
     }
     /* Slices are not keys for assignment: read_key refuses them. */
@@ -1067,6 +1078,12 @@ static PyObject *scalar_tensor(swpy_state *st, PyObject *t, PyObject *scalar) {
 static PyObject *scalar_operator(swpy_state *st, int32_t id, PyObject *a,
                                  PyObject *b) {
     int left = !swpy_is_tensor(st, a);
+    /* Before the constant, which the tensor's carrier makes. */
+    sw_tensor *t = swpy_tensor_of(left ? b : a);
+    if (t == NULL ||
+        swpy_check(sw_tensor_require_single(t, SW_ENTRY_OPERATION)) < 0) {
+        return NULL;
+    }
     PyObject *c = scalar_tensor(st, left ? b : a, left ? a : b);
     if (c == NULL) {
         return NULL;
@@ -1150,6 +1167,32 @@ static PyObject *tensor_nb_negative(PyObject *a) {
     return st == NULL ? NULL : swpy_fn_neg(st, a);
 }
 
+/* ------------------------------------------------------ representations */
+
+/* Tensor._from_representation(representation): the one way to a
+ * multi-subtensor tensor (the library validates the representation). */
+static PyObject *tensor_from_representation(PyObject *cls, PyObject *rep) {
+    PyTypeObject *type = (PyTypeObject *)cls;
+    swpy_state *st = swpy_state_of_type(type);
+    if (st == NULL) {
+        return NULL;
+    }
+    sw_tensor *t = NULL;
+    PyObject *carrier = NULL, *layout = NULL;
+    if (swpy_representation_build(st, rep, &t, &carrier, &layout) < 0) {
+        return NULL;
+    }
+    PyObject *self = type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(carrier);
+        Py_DECREF(layout);
+        sw_tensor_unref(t);
+        return NULL;
+    }
+    attach(self, t, carrier, 1, layout);
+    return self;
+}
+
 /* ------------------------------------------------------------ type spec */
 
 #if defined(__GNUC__)
@@ -1179,6 +1222,9 @@ static PyMethodDef tensor_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))swpy_tensor_dlpack,
      METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack_device__", swpy_tensor_dlpack_device, METH_NOARGS, NULL},
+    {"_from_representation", tensor_from_representation, METH_O | METH_CLASS,
+     NULL},
+    {"_version_token", swpy_tensor_version_token, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1193,6 +1239,7 @@ static PyGetSetDef tensor_getset[] = {
     {"shape", tensor_get_shape, NULL, NULL, NULL},
     {"ndim", tensor_get_ndim, NULL, NULL, NULL},
     {"T", tensor_get_T, NULL, NULL, NULL},
+    {"_representation", swpy_tensor_representation, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -75,6 +75,11 @@ static sw_status axpy_loop(int64_t n, void *const *ptr, const int64_t *step,
 sw_status sw_tensor_axpy(sw_tensor *y, double alpha, const sw_tensor *x) {
     if (!y || !x)
         return sw_fail(SW_ETYPE, "axpy needs two tensors");
+    sw_status gate = sw_tensor_single(y, SW_ENTRY_OPERATION);
+    if (!gate)
+        gate = sw_tensor_single(x, SW_ENTRY_OPERATION);
+    if (gate)
+        return gate;
     if (!sw_carrier_is_cpu(y->carrier) || !sw_carrier_is_cpu(x->carrier))
         return sw_fail(SW_ETYPE, "axpy needs CPU tensors");
     if (sw_carrier_dtype(y->carrier) != SW_DTYPE_FLOAT32 ||
@@ -150,6 +155,12 @@ sw_status sw_tensor_adam_step(sw_tensor *param, const sw_tensor *grad,
     if (!param || !grad || !m || !v || !h)
         return sw_fail(SW_ETYPE, "adam needs a parameter, its gradient, two "
                                  "moment tensors and the hyper-parameters");
+    const sw_tensor *const operands[4] = {param, grad, m, v};
+    for (int k = 0; k < 4; ++k) {
+        sw_status gate = sw_tensor_single(operands[k], SW_ENTRY_OPERATION);
+        if (gate)
+            return gate;
+    }
     if (!(isfinite(h->lr) && h->lr > 0))
         return sw_fail(SW_EVALUE, "adam: lr must be positive");
     if (!finite_in(h->beta1, 0.0, 1.0) || !finite_in(h->beta2, 0.0, 1.0))

@@ -1,0 +1,128 @@
+"""Tensor representations: the subtensors and adjacent layouts behind a Tensor.
+
+Private. A Tensor holds one authoritative representation: its logical dtype,
+one subtensor per storage plane of that dtype (a ``DType`` has one plane, a
+``CompoundDType`` one per simple type) and, between each pair of
+neighbouring subtensors, an adjacent layout that maps a coordinate of
+placement ``i`` to a logical index of level ``i + 1``. ``Tensor.carrier``,
+``offset`` and ``layout`` read subtensor 0, the primary.
+
+A ``TensorRepresentation`` is validated by the library when it is made (the
+storage schema, then the universal rules); ``Tensor._from_representation``
+wraps one into a Tensor. Multi-subtensor tensors take only ``permute`` and
+views whose every start is 0; everything else raises NotImplementedError.
+
+Examples:
+    >>> import strideweave as sw
+    >>> from strideweave.carriers.compound_dtype import CompoundDType
+    >>> from strideweave.core._representation import Subtensor, TensorRepresentation
+    >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
+    >>> values, scales = sw.CPU(6), sw.CPU(2)
+    >>> grid = sw.Layout(sw.Shape([2, 3]), sw.Stride([1, 2]))
+    >>> per_row = sw.Layout(sw.Shape([2, 3]), sw.Stride([1, 0]))
+    >>> rep = TensorRepresentation(
+    ...     mx,
+    ...     [Subtensor(sw.DType.Float32, values, 0, grid),
+    ...      Subtensor(sw.DType.Float32, scales, 0, sw.Layout.leaf(2, 1))],
+    ...     [per_row])
+    >>> t = sw.Tensor._from_representation(rep)
+    >>> t.dtype() is mx, t.carrier is values, t.size()
+    (True, True, 6)
+    >>> t._representation.subtensors[1].carrier is scales
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from strideweave import _native
+
+__all__ = ["Subtensor", "TensorRepresentation"]
+
+
+@dataclass(frozen=True, eq=False)
+class Subtensor:
+    """One storage plane of a tensor: its dtype, carrier, offset and placement.
+
+    Args:
+        storage_dtype: the plane's simple dtype; the carrier's must be identical.
+        carrier: the carrier holding the plane.
+        offset: where the placement starts in the carrier (an int, >= 0).
+        placement_layout: the layout of the plane's values in the carrier.
+
+    Returns:
+        Subtensor: the value (checked with its representation).
+
+    Examples:
+        >>> import strideweave as sw
+        >>> from strideweave.core._representation import Subtensor
+        >>> s = Subtensor(sw.DType.Float32, sw.CPU(2), 0, sw.Layout.leaf(2, 1))
+        >>> s.offset, s.placement_layout
+        (0, 2:1)
+    """
+
+    storage_dtype: Any
+    carrier: Any
+    offset: Any
+    placement_layout: Any
+
+
+@dataclass(frozen=True, eq=False)
+class TensorRepresentation:
+    """A logical dtype, its subtensors and the adjacent layouts between them.
+
+    The library checks it when it is made, in this order: the storage schema
+    (a ``CompoundDType`` of n planes needs n subtensors and n - 1 adjacent
+    layouts, each subtensor of its plane's dtype), then for each subtensor
+    its carrier's dtype, one exact carrier class for all, the offset and the
+    placement inside the carrier, then each adjacent layout's shape and
+    reach. Failures raise ValueError (TypeError for carriers of two classes
+    and for values of the wrong kind).
+
+    Args:
+        logical_dtype: a ``DType`` or a ``CompoundDType``.
+        subtensors: the subtensors, primary first.
+        adjacent_layouts: one layout per pair of neighbouring subtensors.
+
+    Returns:
+        TensorRepresentation: the validated value.
+
+    Examples:
+        >>> import strideweave as sw
+        >>> from strideweave.carriers.compound_dtype import CompoundDType
+        >>> from strideweave.core._representation import Subtensor, TensorRepresentation
+        >>> mx = CompoundDType("mx", [sw.DType.Float32, sw.DType.Float32])
+        >>> one = Subtensor(sw.DType.Float32, sw.CPU(2), 0, sw.Layout.leaf(2, 1))
+        >>> TensorRepresentation(mx, [one], [])
+        Traceback (most recent call last):
+        ValueError: CompoundDType 'mx' requires 2 subtensors, got 1
+    """
+
+    logical_dtype: Any
+    subtensors: Sequence[Subtensor]
+    adjacent_layouts: Sequence[Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subtensors", tuple(self.subtensors))
+        object.__setattr__(self, "adjacent_layouts", tuple(self.adjacent_layouts))
+        _native._representation_check(self)
+
+    @property
+    def primary(self) -> Subtensor:
+        """Subtensor 0, which ``Tensor.carrier``, ``offset`` and ``layout`` read.
+
+        Returns:
+            Subtensor: the first subtensor.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> from strideweave.core._representation import Subtensor, TensorRepresentation
+            >>> c = sw.CPU(2)
+            >>> one = Subtensor(sw.DType.Float32, c, 0, sw.Layout.leaf(2, 1))
+            >>> TensorRepresentation(sw.DType.Float32, [one], []).primary.carrier is c
+            True
+        """
+        return self.subtensors[0]
