@@ -3034,6 +3034,54 @@ Examples:
     >>> c.tolist(), c.carrier is t.carrier
     ([1.0, 2.0], False)
 """,
+    "Tensor.get": """get($self, key, /)
+--
+
+One element read by Python's indexing rules, beside t[key] (which keeps the
+reference's): a negative coordinate counts from its mode's end (a negative
+int key from the tensor's end), and more coordinates than modes, at any
+level, are refused.
+
+Args:
+    key: an int (a logical index) or a (nested) tuple or list of ints.
+
+Returns:
+    object: the carrier's value at that element.
+
+Raises:
+    TypeError: for a key that is not ints and tuples or lists of ints.
+    TensorIndexError: 'Key is not in domain of shape' when a coordinate
+        stays outside its mode, 'Key has K coordinates for R modes' for
+        extra coordinates (an IndexError and a ValueError).
+
+Examples:
+    >>> t = Tensor(CPU(6).new_like([0.0, 1, 2, 3, 4, 5]), 0, Layout(Shape(2, 3), Stride(3, 1)))
+    >>> t.get((-1, -1)), t.get(-1)
+    (5.0, 5.0)
+""",
+    "Tensor.set": """set($self, key, value, /)
+--
+
+Writes one element, the key read by Python's rules as in get().
+
+Args:
+    key: an int (a logical index) or a (nested) tuple or list of ints.
+    value: the value, converted as for t[key] = value.
+
+Returns:
+    None
+
+Raises:
+    TypeError: for a bad key or value.
+    TensorIndexError: as get() does.
+    RuntimeError: for an immutable or released carrier.
+
+Examples:
+    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))
+    >>> t.set(-1, 4.0)
+    >>> t.tolist()
+    [0.0, 4.0]
+""",
     "Tensor.detach": """detach($self, /)
 --
 
