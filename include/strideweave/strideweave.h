@@ -24,5 +24,6 @@
 #include "strideweave/profile.h"
 #include "strideweave/threads.h"
 #include "strideweave/tiled.h"
+#include "strideweave/softmax.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -151,3 +151,12 @@ def test_custom_compute_example():
         "gradient: [0.0, 0.0, 2.0, 2.0, 0.0, 2.0] on Accelerator",
         "profiled: [('relu', 'Accelerator'), ('demo.axpb', 'Accelerator')]",
     ]
+
+
+def test_spirals_classifier_reaches_high_accuracy(capsys):
+    spirals = load("spirals")
+    losses, final = spirals.train(epochs=300, points=100, log_every=100)
+    assert final >= 0.95 and losses[-1] < losses[0] / 10
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("epoch   100  loss ") and "accuracy" in out[0]
+    assert out[-1].startswith("final accuracy ") and "after 300 epochs" in out[-1]
