@@ -225,3 +225,178 @@ def test_cross_entropy_errors():
         nn.cross_entropy([[0.0]], F.tensor([0.0]))
     with pytest.raises(TypeError, match="^cross_entropy target must be a CPU Float32 or Int32"):
         nn.cross_entropy(x, Tensor(Generic([0.0, 1.0]), 0, L([2], [1])))
+
+
+# ------------------------------------------------------- saving and loading
+
+import safetensors.numpy as stnp  # noqa: E402
+import strideweave as sw  # noqa: E402
+from strideweave import DType, FileBacked, Module  # noqa: E402
+
+
+def test_save_a_tensor_and_read_it_with_safetensors(tmp_path):
+    path = tmp_path / "t.safetensors"
+    t = cpu([1, 2, 3, 4, 5, 6], (2, 3), (1, 2))  # column-major [[1, 3, 5], [2, 4, 6]]
+    sw.save(t, path)
+    read = stnp.load_file(str(path))
+    assert list(read) == ["tensor"]
+    assert read["tensor"].dtype == np.float32
+    assert read["tensor"].tolist() == [[1, 3, 5], [2, 4, 6]]
+    back = sw.load(path)
+    assert isinstance(back, Tensor) and back.tolist() == t.tolist()
+    assert back.layout == L([2, 3], [3, 1]) and type(back.carrier) is CPU
+
+
+def test_safetensors_files_load(tmp_path):
+    path = tmp_path / "np.safetensors"
+    arrays = {
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "f64": np.array([0.1, 0.2]),
+        "f16": np.array([1.5, -2.0], dtype=np.float16),
+        "i64": np.array([[1], [-7]], dtype=np.int64),
+        "i32": np.array([3], dtype=np.int32),
+        "u8": np.array([255, 0, 7], dtype=np.uint8),
+        "b": np.array([True, False]),
+        "scalar": np.array(2.5, dtype=np.float32),
+    }
+    stnp.save_file(arrays, str(path))
+    got = sw.load(path)
+    assert set(got) == set(arrays)
+    for name, array in arrays.items():
+        assert got[name].shape == (array.shape or ())
+        assert np.array_equal(np.asarray(got[name].numpy()), array)
+    assert got["f32"].dtype() == DType.Float32 and got["f16"].dtype() == DType.Float32
+    assert got["i64"].dtype() == DType.Int32 and got["b"].dtype() == DType.Bool
+    assert got["f64"].dtype() == DType.Floating and type(got["f64"].carrier) is Generic
+    assert got["f64"].tolist() == [0.1, 0.2]
+    assert got["scalar"].item() == 2.5
+
+
+def test_a_dict_and_carriers_round_trip(tmp_path):
+    path = tmp_path / "d.safetensors"
+    nested = Tensor(CPU(8).new_like(range(8)), 0, L([2, [2, 2]], [1, [2, 4]]))
+    values = {
+        "cpu": cpu([1.5, -2.0], (2,), (1,)),
+        "hier": nested,
+        "gen": Tensor(Generic([0.25, 0.5], dtype=DType.Floating), 0, L([2], [1])),
+        "ints": Tensor(CPU(3, dtype=DType.Int32).new_like([1, -2, 3]), 0, L([3], [1])),
+        "flags": Tensor(CPU(2, dtype=DType.Bool).new_like([True, False]), 0, L([2], [1])),
+    }
+    sw.save(values, path)
+    read = stnp.load_file(str(path))
+    assert read["hier"].shape == (2, 4) and read["hier"].tolist() == nested.tolist()
+    assert read["gen"].dtype == np.float64 and read["ints"].dtype == np.int32
+    back = sw.load(path)
+    assert {k: v.tolist() for k, v in back.items()} == {k: v.tolist() for k, v in values.items()}
+
+
+def test_save_errors(tmp_path):
+    path = tmp_path / "x.safetensors"
+    with pytest.raises(TypeError, match="^save takes a Tensor, a dict of Tensors or a Module$"):
+        sw.save([1.0], path)
+    with pytest.raises(TypeError, match="^save: dict keys must be strings$"):
+        sw.save({1: cpu([1.0], (1,), (1,))}, path)
+    with pytest.raises(TypeError, match="^save: the value of 'a' is not a Tensor$"):
+        sw.save({"a": 1.0}, path)
+    anything = Tensor(Generic(["x"], dtype=DType.Any), 0, L([1], [1]))
+    with pytest.raises(TypeError, match="^cannot save a tensor of dtype Any"):
+        sw.save(anything, path)
+    released = cpu([1.0], (1,), (1,))
+    released.carrier.release()
+    with pytest.raises(RuntimeError):
+        sw.save(released, path)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"abc", "shorter than its header length"),
+        ((10**6).to_bytes(8, "little") + b"{}", "the header length passes the end"),
+        ((4).to_bytes(8, "little") + b"[1] ", "the header is not a JSON object"),
+        ((2).to_bytes(8, "little") + b"{x", "the header is not JSON"),
+        ((20).to_bytes(8, "little") + b'{"a": {"dtype": 1}} ', "entry 'a' lacks dtype, shape or data_offsets"),
+    ],
+)
+def test_load_refuses_other_files(tmp_path, content, why):
+    path = tmp_path / "bad"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"is not a safetensors file: {why}"):
+        sw.load(path)
+
+
+def test_load_refuses_bad_entries(tmp_path):
+    path = tmp_path / "e.safetensors"
+    stnp.save_file({"a": np.zeros((2,), dtype=np.complex64)}, str(path))
+    with pytest.raises(ValueError, match="entry 'a' has dtype 'C64'; supported"):
+        sw.load(path)
+    stnp.save_file({"a": np.zeros((0, 2), dtype=np.float32)}, str(path))
+    with pytest.raises(ValueError, match=r"entry 'a' has an empty mode \(0, 2\)"):
+        sw.load(path)
+    stnp.save_file({"a": np.array([2**40], dtype=np.int64)}, str(path))
+    with pytest.raises(ValueError, match="outside Int32"):
+        sw.load(path)
+    header = b'{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,8]}}'
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    with pytest.raises(ValueError, match="data_offsets that do not fit"):
+        sw.load(path)
+
+
+# --------------------------------------------------------- module state
+
+
+class Net(Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(2, 3)
+        self.second = nn.Linear(3, 1, bias=False)
+
+
+def test_state_dict_round_trip_through_a_file(tmp_path):
+    a, b = Net(), Net()
+    names = ["first.weight", "first.bias", "second.weight"]
+    assert [n for n, _ in a.named_parameters()] == names
+    state = a.state_dict()
+    assert list(state) == names
+    assert state["first.weight"].carrier is a.first.weight.carrier
+    assert state["first.weight"].autograd_ctx is None
+    path = tmp_path / "net.safetensors"
+    sw.save(a, path)
+    assert sorted(stnp.load_file(str(path))) == sorted(names)
+    before = b.first.weight.carrier
+    assert b.load_state_dict(sw.load(path)) == ([], [])
+    assert b.first.weight.carrier is before
+    for name in names:
+        assert b.state_dict()[name].tolist() == state[name].tolist()
+
+
+def test_load_state_dict_errors_change_nothing():
+    a, b = Net(), Net()
+    original = b.first.weight.tolist()
+    state = a.state_dict()
+    partial = {k: v for k, v in state.items() if k != "first.bias"}
+    with pytest.raises(KeyError, match=r"missing keys \['first.bias'\]"):
+        b.load_state_dict(partial)
+    with pytest.raises(KeyError, match=r"unexpected keys \['extra'\]"):
+        b.load_state_dict({**state, "extra": state["first.bias"]})
+    wrong = {**state, "second.weight": cpu([0.0] * 3, (3, 1), (1, 3))}
+    with pytest.raises(ValueError, match=r"'second.weight' has shape \(3, 1\) in the state but \(1, 3\)"):
+        b.load_state_dict(wrong)
+    with pytest.raises(TypeError, match="the value of 'first.bias' is not a Tensor"):
+        b.load_state_dict({**state, "first.bias": [0.0]})
+    with pytest.raises(TypeError, match="needs a mapping"):
+        b.load_state_dict([1])
+    assert b.first.weight.tolist() == original
+    assert b.load_state_dict(partial, strict=False) == (["first.bias"], [])
+    assert b.first.weight.tolist() == state["first.weight"].tolist()
+
+
+def test_train_and_eval():
+    net = Net()
+    assert net.training and net.first.training
+    assert net.eval() is net
+    assert not net.training and not net.first.training
+    net.train()
+    assert net.first.training
+    net.first.training = False
+    assert not net.first.training and net.training
