@@ -400,3 +400,56 @@ def test_train_and_eval():
     assert net.first.training
     net.first.training = False
     assert not net.first.training and net.training
+
+
+# ------------------------------------------------------ foreign arrays in
+
+
+def test_friendly_tensor_copies_arrays():
+    import array
+
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    t = F.tensor(a)
+    assert t.shape == (2, 3) and t.dtype() == DType.Float32
+    assert t.tolist() == a.tolist() and t.layout == L([2, 3], [1, 2])
+    a[0, 0] = 99  # a copy
+    assert t[0, 0] == 0.0
+    assert F.tensor(np.arange(4, dtype=np.int64)).dtype() == DType.Int32
+    assert F.tensor(np.array([True, False])).tolist() == [True, False]
+    assert F.tensor(np.asfortranarray(np.ones((2, 2)))[::1, ::-1]).tolist() == [[1.0, 1.0]] * 2
+    assert F.tensor(array.array("i", [1, 2, 3])).tolist() == [1, 2, 3]
+    assert F.tensor(array.array("d", [0.5])).dtype() == DType.Float32
+    assert F.tensor(np.float32(2.5)).item() == 2.5
+    assert F.tensor(np.arange(3, dtype=np.float32)[::2]).tolist() == [0.0, 2.0]
+    assert F.tensor(np.array([1.7, 2.2]), dtype=DType.Int32).tolist() == [1, 2]
+
+
+def test_friendly_tensor_takes_dlpack_objects():
+    class OnlyDLPack:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    t = F.tensor(OnlyDLPack(np.arange(4, dtype=np.float32).reshape(2, 2)))
+    assert t.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    src = F.tensor([[1.0, 2.0]])
+    copy = F.tensor(src)  # a strideweave tensor is an array object too
+    assert copy.tolist() == src.tolist() and copy.carrier is not src.carrier
+
+
+def test_friendly_tensor_array_errors():
+    with pytest.raises(TypeError, match="layout cannot be given with an array"):
+        F.tensor(np.zeros(2), layout=F.column_major(2))
+    with pytest.raises(ValueError, match="outside Int32"):
+        F.tensor(np.array([2**40]))
+    with pytest.raises(ValueError, match="modes have at least one element"):
+        F.tensor(np.zeros((0, 2)))
+    with pytest.raises(TypeError, match="cannot copy an array of dtype complex"):
+        F.tensor(np.zeros(2, dtype=np.complex64))
+    with pytest.raises(ValueError, match="or an array"):
+        F.tensor(object())
