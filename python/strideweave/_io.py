@@ -305,3 +305,62 @@ def load(path: str | os.PathLike[str]) -> Any:
     if kind == "tensor" and list(out) == ["tensor"]:
         return out["tensor"]
     return out
+
+
+# ---------------------------------------------------------------- pickling
+#
+# CPU and Generic carriers pickle by value (a copy of every element) and
+# tensors as (carrier, offset, layout), so tensors that share a carrier
+# still share one after a round trip; Shape, Stride, Layout and DType
+# already pickle. A released carrier refuses (RuntimeError); carriers of
+# other classes keep pickle's TypeError.
+
+
+def _restore_cpu(dtype_name: str, data: bytes, mutable: bool) -> CPU:
+    import numpy as np
+
+    dtype = DType[dtype_name]
+    npdtype = {"Float32": "<f4", "Int32": "<i4", "Bool": "?"}[dtype_name]
+    values = np.frombuffer(data, dtype=npdtype)
+    if not mutable:
+        return CPU(0, dtype=dtype).new_like(values.tolist(), mutable=False, dtype=dtype)
+    carrier = cpu_from_array(values).carrier
+    assert isinstance(carrier, CPU)
+    return carrier
+
+
+def _reduce_cpu(carrier: CPU) -> tuple[Any, ...]:
+    if carrier.is_released():
+        raise RuntimeError("Carrier is released")
+    n = carrier.size()
+    flat = Tensor(carrier, 0, Layout(Shape(n), Stride(1))) if n else None
+    import numpy as np
+
+    data = b"" if flat is None else np.ascontiguousarray(np.asarray(flat.numpy())).tobytes()
+    return (_restore_cpu, (carrier.dtype().name, data, carrier.is_mutable()))
+
+
+def _restore_generic(values: list[Any], dtype_name: str, mutable: bool) -> Generic:
+    return Generic(values, mutable=mutable, dtype=DType[dtype_name])
+
+
+def _reduce_generic(carrier: Generic) -> tuple[Any, ...]:
+    if carrier.is_released():
+        raise RuntimeError("Carrier is released")
+    values = [carrier.get_value(i) for i in range(carrier.size())]
+    return (_restore_generic, (values, carrier.dtype().name, carrier.is_mutable()))
+
+
+def _reduce_tensor(tensor: Tensor) -> tuple[Any, ...]:
+    return (Tensor, (tensor.carrier, tensor.offset, tensor.layout))
+
+
+def _register_pickling() -> None:
+    import copyreg
+
+    copyreg.pickle(CPU, _reduce_cpu)
+    copyreg.pickle(Generic, _reduce_generic)
+    copyreg.pickle(Tensor, _reduce_tensor)
+
+
+_register_pickling()

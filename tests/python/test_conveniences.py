@@ -351,6 +351,9 @@ class Net(Module):
         self.first = nn.Linear(2, 3)
         self.second = nn.Linear(3, 1, bias=False)
 
+    def forward(self, x):
+        return self.second(self.first(x))
+
 
 def test_state_dict_round_trip_through_a_file(tmp_path):
     a, b = Net(), Net()
@@ -453,3 +456,52 @@ def test_friendly_tensor_array_errors():
         F.tensor(np.zeros(2, dtype=np.complex64))
     with pytest.raises(ValueError, match="or an array"):
         F.tensor(object())
+
+
+# ---------------------------------------------------------------- pickling
+
+import copy  # noqa: E402
+import pickle  # noqa: E402
+
+
+def round_trip(obj):
+    return pickle.loads(pickle.dumps(obj))
+
+
+def test_values_pickle():
+    for obj in (Shape(2, [3, 4]), Stride(1, [2, 6]), L([2, [3, 4]], [1, [2, 6]]), DType.Int32):
+        assert round_trip(obj) == obj
+
+
+def test_tensors_pickle_by_value_and_keep_sharing():
+    c = CPU(5).new_like([0.0, 1, 2, 3, 4])
+    a, b = Tensor(c, 1, L([2, 2], [2, 1])), Tensor(c, 0, L([5], [1]))
+    a2, b2 = round_trip((a, b))
+    assert a2.tolist() == a.tolist() and a2.offset == 1 and a2.layout == a.layout
+    assert a2.carrier is b2.carrier and a2.carrier is not c
+    a2[0, 0] = 9.0
+    assert b2[1] == 9.0 and b[1] == 1.0
+    ints = Tensor(CPU(2, dtype=DType.Int32).new_like([1, -2]), 0, L([2], [1]))
+    assert round_trip(ints).tolist() == [1, -2] and round_trip(ints).dtype() == DType.Int32
+    frozen = Tensor(CPU(1).new_like([1.5], mutable=False), 0, L([1], [1]))
+    assert not round_trip(frozen).is_mutable() and round_trip(frozen).item() == 1.5
+    g = Tensor(Generic(["x", 2], dtype=DType.Any), 0, L([2], [1]))
+    assert round_trip(g).tolist() == ["x", 2] and round_trip(g).dtype() == DType.Any
+    c.release()
+    with pytest.raises(RuntimeError):
+        pickle.dumps(a)
+    with pytest.raises(TypeError):
+        pickle.dumps(Tensor(FileBacked(dtype=DType.Float32).new_like([1.0]), 0, L([1], [1])))
+
+
+def test_modules_pickle_and_deepcopy():
+    net = Net()
+    net.first.weight.name = None
+    for clone in (round_trip(net), copy.deepcopy(net)):
+        assert type(clone) is Net and clone.first is not net.first
+        assert [n for n, _ in clone.named_parameters()] == [n for n, _ in net.named_parameters()]
+        for (_, p), (_, q) in zip(clone.named_parameters(), net.named_parameters()):
+            assert type(p) is type(q) and p.tolist() == q.tolist() and p.carrier is not q.carrier
+        assert clone.parameters()[0] is clone.first.weight
+        x = F.ones(4, 2)
+        assert clone(x).tolist() == net(x).tolist()

@@ -85,6 +85,26 @@ class Parameter(Tensor):
         self.name = name
 
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as ``Parameter(Tensor(carrier, offset, layout))`` plus its attributes.
+
+        The carrier pickles by value where it can (CPU, Generic); the
+        gradient and autograd context are not kept.
+
+        Returns:
+            The reduce tuple.
+
+        Examples:
+            >>> import pickle
+            >>> import strideweave as sw
+            >>> p = sw.Parameter(sw.CPU(2), 0, sw.Layout(sw.Shape(2), sw.Stride(1)), name="w")
+            >>> q = pickle.loads(pickle.dumps(p))
+            >>> q.name, q.tolist()
+            ('w', [0.0, 0.0])
+        """
+        return (Parameter, (Tensor(self.carrier, self.offset, self.layout),), dict(self.__dict__))
+
+
 class Module:
     """Base class of layers: subclasses implement ``forward``.
 

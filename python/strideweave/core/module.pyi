@@ -20,6 +20,7 @@ class Parameter(Tensor):
         *,
         name: str | None = None,
     ) -> None: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
 
 class Module:
     """Base class of layers: subclasses implement ``forward``."""
