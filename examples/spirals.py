@@ -58,7 +58,9 @@ def accuracy(model: Classifier, x: sw.Tensor, labels: list[int]) -> float:
     """The fraction of rows whose larger logit is the label."""
     with sw.no_grad():
         logits = model(x).tolist()
-    right = sum(1 for row, label in zip(logits, labels) if (row[1] > row[0]) == (label == 1))
+    right = sum(
+        1 for row, label in zip(logits, labels, strict=True) if (row[1] > row[0]) == (label == 1)
+    )
     return right / len(labels)
 
 

@@ -216,10 +216,10 @@ SW_API sw_status sw_layout_index_coord(const sw_layout *layout, int32_t ntok,
 #define SW_INDEX_EXACT 2u
 SW_API sw_status sw_layout_index_ex(const sw_layout *layout, int64_t i,
                                     uint32_t flags, int64_t *out);
-SW_API sw_status sw_layout_index_coord_ex(const sw_layout *layout,
-                                          int32_t ntok, const int32_t *recipe,
-                                          const int64_t *values,
-                                          uint32_t flags, int64_t *out);
+SW_API sw_status sw_layout_index_coord_ex(const sw_layout *layout, int32_t ntok,
+                                          const int32_t *recipe,
+                                          const int64_t *values, uint32_t flags,
+                                          int64_t *out);
 
 /*
  * Splits logical index i colexicographically into one coordinate per

@@ -39,7 +39,10 @@ SW_API sw_status sw_softmax_backward(const sw_tensor *x, const sw_tensor *g,
                                      int log_, sw_tensor **out);
 
 /* How sw_cross_entropy combines the rows' losses. */
-typedef enum sw_reduction { SW_REDUCE_MEAN = 0, SW_REDUCE_SUM = 1 } sw_reduction;
+typedef enum sw_reduction {
+    SW_REDUCE_MEAN = 0,
+    SW_REDUCE_SUM = 1
+} sw_reduction;
 
 /*
  * The cross-entropy of logits (a two-mode row tensor, N rows of C
@@ -66,8 +69,7 @@ SW_API sw_status sw_cross_entropy(const sw_tensor *logits,
 SW_API sw_status sw_cross_entropy_backward(const sw_tensor *logits,
                                            const sw_tensor *target,
                                            sw_reduction reduction,
-                                           const sw_tensor *g,
-                                           sw_tensor **out);
+                                           const sw_tensor *g, sw_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,9 @@ def _to_array(tensor: Tensor) -> tuple[str, np.ndarray]:
     dtype = tensor.dtype()
     names = {DType.Float32: "F32", DType.Int32: "I32", DType.Bool: "BOOL", DType.Floating: "F64"}
     if dtype not in names:
-        raise TypeError(f"cannot save a tensor of dtype {dtype.name} (Float32, Int32, Bool or Floating)")
+        raise TypeError(
+            f"cannot save a tensor of dtype {dtype.name} (Float32, Int32, Bool or Floating)"
+        )
     if tensor.carrier.is_released():
         raise RuntimeError("Carrier is released")
     array = np.asarray(tensor.numpy())
@@ -216,7 +218,9 @@ def _read_header(path: str, f: Any, size: int) -> tuple[dict[str, Any], int]:
     return header, 8 + length
 
 
-def _check_entry(path: str, name: str, entry: Any, data_size: int) -> tuple[str, tuple[int, ...], int, int]:
+def _check_entry(
+    path: str, name: str, entry: Any, data_size: int
+) -> tuple[str, tuple[int, ...], int, int]:
     import numpy as np
 
     if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
@@ -226,7 +230,9 @@ def _check_entry(path: str, name: str, entry: Any, data_size: int) -> tuple[str,
         raise ValueError(f"{path}: entry {name!r} has dtype {dtype!r}; supported: {_SUPPORTED}")
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise _bad(path, f"entry {name!r} has a bad shape")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(v, int) for v in offsets)):
+    if not (
+        isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(v, int) for v in offsets)
+    ):
         raise _bad(path, f"entry {name!r} has bad data_offsets")
     begin, end = offsets
     itemsize = 2 if dtype == "BF16" else np.dtype(_FILE_DTYPES[dtype]).itemsize
@@ -292,7 +298,8 @@ def load(path: str | os.PathLike[str]) -> Any:
         header, start = _read_header(text_path, f, size)
         metadata = header.pop("__metadata__", None)
         checked = {
-            name: _check_entry(text_path, name, entry, size - start) for name, entry in header.items()
+            name: _check_entry(text_path, name, entry, size - start)
+            for name, entry in header.items()
         }
         out: dict[str, Tensor] = {}
         for name, (dtype, shape, begin, end) in checked.items():

@@ -427,9 +427,8 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
         int32_t given = count_children(ctok, cn);
         int32_t modes = count_children(v.tok, v.ntok);
         if (given > modes)
-            return sw_fail(SW_EINDEX,
-                           "Key has %d coordinates for %d modes", (int)given,
-                           (int)modes);
+            return sw_fail(SW_EINDEX, "Key has %d coordinates for %d modes",
+                           (int)given, (int)modes);
     }
     int32_t vp = 0, vl = 0; /* position in v's tokens and leaves */
     for (int32_t cp = 0; cp < cn; ++cp) {
@@ -498,9 +497,8 @@ sw_status sw_layout_index_ex(const sw_layout *l, int64_t i, uint32_t flags,
 }
 
 sw_status sw_layout_index_coord_ex(const sw_layout *l, int32_t ntok,
-                                   const int32_t *recipe,
-                                   const int64_t *values, uint32_t flags,
-                                   int64_t *out) {
+                                   const int32_t *recipe, const int64_t *values,
+                                   uint32_t flags, int64_t *out) {
     int32_t nleaf, rank, depth;
     if (flags & ~(uint32_t)(SW_INDEX_WRAP | SW_INDEX_EXACT))
         return sw_fail(SW_EVALUE, "unknown index flags %u", (unsigned)flags);

@@ -2993,8 +2993,7 @@ static void test_index_flags(void) {
     static const int64_t vc[] = {-1, -1, -2};
     r = SENT_INT64;
     st = sw_layout_index_coord_ex(l, 5, rc, vc, SW_INDEX_WRAP, &r);
-    ok(st == SW_OK && r == 221, "(-1,(-1,-2)) is 221 (got %lld)",
-       (long long)r);
+    ok(st == SW_OK && r == 221, "(-1,(-1,-2)) is 221 (got %lld)", (long long)r);
     static const int32_t r2[] = {LEAF, LEAF};
     static const int64_t v2[] = {-2, -1};
     st = sw_layout_index_coord_ex(l, 2, r2, v2, SW_INDEX_WRAP, &r);

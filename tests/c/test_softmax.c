@@ -48,7 +48,8 @@ static void put(sw_tensor *t, int64_t i, double x) {
 }
 
 static void test_values(void) {
-    /* Two rows of three, stored column-major: rows (1,2,3) and (1000,0,-1000). */
+    /* Two rows of three, stored column-major: rows (1,2,3) and (1000,0,-1000).
+     */
     static const float v[] = {1, 1000, 2, 0, 3, -1000};
     int64_t e[2] = {2, 3}, s[2] = {1, 2};
     sw_tensor *x = make(v, 6, 2, e, s, 0), *y = NULL, *z = NULL;
@@ -117,7 +118,8 @@ static void test_backward(void) {
         sw_tensor *x = make(v, 7, 2, e, s, 1); /* an offset and a tail */
         sw_tensor *g = make(gw, 6, 2, e, gs, 0);
         sw_tensor *dx = NULL;
-        if (!expect_ok(sw_softmax_backward(x, g, log_, &dx), "softmax_backward"))
+        if (!expect_ok(sw_softmax_backward(x, g, log_, &dx),
+                       "softmax_backward"))
             continue;
         ok(sw_layout_equal(sw_tensor_layout(dx), sw_tensor_layout(x)),
            "the gradient has the input's layout");
@@ -148,7 +150,8 @@ static void test_cross_entropy(void) {
     int64_t te[1] = {2}, ts[1] = {1};
     sw_tensor *t = make(tv, 2, 1, te, ts, 0), *loss = NULL, *dx = NULL;
     double l0 = log(exp(1) + exp(2) + exp(3)) - 3, l1 = log(3.0);
-    if (expect_ok(sw_cross_entropy(x, t, SW_REDUCE_MEAN, &loss), "cross_entropy")) {
+    if (expect_ok(sw_cross_entropy(x, t, SW_REDUCE_MEAN, &loss),
+                  "cross_entropy")) {
         ok(fabs(at(loss, 0) - (l0 + l1) / 2) < 1e-6, "mean loss %g",
            at(loss, 0));
         char buf[16];
@@ -172,7 +175,8 @@ static void test_cross_entropy(void) {
     /* Probabilities equal to the one-hot give the same loss. */
     static const float pv[] = {0, 0, 1, 0, 1, 0};
     sw_tensor *p = make(pv, 6, 2, e, s, 0), *lp = NULL;
-    if (expect_ok(sw_cross_entropy(x, p, SW_REDUCE_MEAN, &lp), "soft targets")) {
+    if (expect_ok(sw_cross_entropy(x, p, SW_REDUCE_MEAN, &lp),
+                  "soft targets")) {
         ok(fabs(at(lp, 0) - at(loss, 0) / 2) < 1e-6, "one-hot probabilities");
         sw_tensor_unref(lp);
     }
@@ -206,9 +210,10 @@ static void test_cross_entropy(void) {
                 "cross_entropy logits must have two modes (rows and classes)",
                 "one-mode logits");
     st = sw_cross_entropy_backward(x, t, SW_REDUCE_MEAN, x, &dx);
-    expect_fail(st, SW_ETYPE,
-                "cross_entropy gradient must be a one-element CPU Float32 tensor",
-                "a gradient of many elements");
+    expect_fail(
+        st, SW_ETYPE,
+        "cross_entropy gradient must be a one-element CPU Float32 tensor",
+        "a gradient of many elements");
     sw_layout *h = NULL;
     sw_tensor *ht = NULL;
     if (sw_layout_parse("(2,(1,3)):(3,(1,1))", &h) == SW_OK &&
@@ -231,8 +236,8 @@ static void test_cross_entropy(void) {
                     "an Int32 input");
         st = sw_cross_entropy(x, gt, SW_REDUCE_MEAN, &loss);
         if (expect_ok(st, "Int32 class indices")) {
-            ok(fabs(at(loss, 0) - (log(exp(1) + exp(2) + exp(3)) - 1 + l1) / 2) <
-                   1e-6,
+            ok(fabs(at(loss, 0) -
+                    (log(exp(1) + exp(2) + exp(3)) - 1 + l1) / 2) < 1e-6,
                "Int32 indices read as classes");
             sw_tensor_unref(loss);
         }

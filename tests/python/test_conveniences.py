@@ -14,7 +14,8 @@ def L(shape, stride):
 
 
 def cpu(values, shape, stride, offset=0):
-    return Tensor(CPU(len(values) + offset).new_like([0.0] * offset + list(values)), offset, L(shape, stride))
+    carrier = CPU(len(values) + offset).new_like([0.0] * offset + list(values))
+    return Tensor(carrier, offset, L(shape, stride))
 
 
 # ------------------------------------------------- Python's indexing rules
@@ -107,15 +108,18 @@ def reference_softmax(row):
 def test_softmax_values_and_stability():
     x = F.tensor([[1.0, 2.0, 3.0], [1000.0, 0.0, -1000.0]])
     got = rows(nn.softmax(x))
-    for row, want in zip(got, [reference_softmax([1, 2, 3]), reference_softmax([1000, 0, -1000])]):
+    wanted = [reference_softmax([1, 2, 3]), reference_softmax([1000, 0, -1000])]
+    for row, want in zip(got, wanted, strict=True):
         assert row == pytest.approx(want, abs=1e-7)
     logs = rows(nn.log_softmax(x))
     assert logs[1] == pytest.approx([0.0, -1000.0, -2000.0])
     assert all(math.isfinite(v) for v in logs[1])
-    assert rows(nn.softmax(x, dim=0))[0] == pytest.approx([0.0, 1 / (1 + math.exp(-2)), 1.0], abs=1e-7)
+    column_wise = [0.0, 1 / (1 + math.exp(-2)), 1.0]
+    assert rows(nn.softmax(x, dim=0))[0] == pytest.approx(column_wise, abs=1e-7)
     assert nn.softmax(x).layout == x.layout
     assert rows(nn.Softmax()(F.tensor([0.0, 0.0]))) == [0.5, 0.5]
-    assert F.to_list(nn.LogSoftmax(0)(F.tensor([[0.0], [0.0]]))) == pytest.approx([math.log(0.5)] * 2)
+    halves = nn.LogSoftmax(0)(F.tensor([[0.0], [0.0]]))
+    assert F.to_list(halves) == pytest.approx([math.log(0.5)] * 2)
     assert repr(nn.Softmax(1)) == "Softmax(dim=1)"
 
 
@@ -315,7 +319,10 @@ def test_save_errors(tmp_path):
         ((10**6).to_bytes(8, "little") + b"{}", "the header length passes the end"),
         ((4).to_bytes(8, "little") + b"[1] ", "the header is not a JSON object"),
         ((2).to_bytes(8, "little") + b"{x", "the header is not JSON"),
-        ((20).to_bytes(8, "little") + b'{"a": {"dtype": 1}} ', "entry 'a' lacks dtype, shape or data_offsets"),
+        (
+            (20).to_bytes(8, "little") + b'{"a": {"dtype": 1}} ',
+            "entry 'a' lacks dtype, shape or data_offsets",
+        ),
     ],
 )
 def test_load_refuses_other_files(tmp_path, content, why):
@@ -383,7 +390,8 @@ def test_load_state_dict_errors_change_nothing():
     with pytest.raises(KeyError, match=r"unexpected keys \['extra'\]"):
         b.load_state_dict({**state, "extra": state["first.bias"]})
     wrong = {**state, "second.weight": cpu([0.0] * 3, (3, 1), (1, 3))}
-    with pytest.raises(ValueError, match=r"'second.weight' has shape \(3, 1\) in the state but \(1, 3\)"):
+    mis_shaped = r"'second.weight' has shape \(3, 1\) in the state but \(1, 3\)"
+    with pytest.raises(ValueError, match=mis_shaped):
         b.load_state_dict(wrong)
     with pytest.raises(TypeError, match="the value of 'first.bias' is not a Tensor"):
         b.load_state_dict({**state, "first.bias": [0.0]})
@@ -500,8 +508,29 @@ def test_modules_pickle_and_deepcopy():
     for clone in (round_trip(net), copy.deepcopy(net)):
         assert type(clone) is Net and clone.first is not net.first
         assert [n for n, _ in clone.named_parameters()] == [n for n, _ in net.named_parameters()]
-        for (_, p), (_, q) in zip(clone.named_parameters(), net.named_parameters()):
+        for (_, p), (_, q) in zip(clone.named_parameters(), net.named_parameters(), strict=True):
             assert type(p) is type(q) and p.tolist() == q.tolist() and p.carrier is not q.carrier
         assert clone.parameters()[0] is clone.first.weight
         x = F.ones(4, 2)
         assert clone(x).tolist() == net(x).tolist()
+
+
+# ---------------------------------------------------------------- profiler
+
+
+def test_profiler_table_units():
+    t = cpu([1.0, 2.0], (2,), (1,))
+    with sw.profile() as prof:
+        sw.exp(t)
+        sw.exp(t)
+    (row,) = prof.key_averages()
+    default = prof.table().splitlines()
+    assert "Total (ns)" in default[0] and prof.table(unit="ns") == prof.table()
+    for unit, scale in (("us", 1e3), ("ms", 1e6), ("s", 1e9)):
+        lines = prof.table(unit=unit).splitlines()
+        assert f"Total ({unit})" in lines[0] and f"Max ({unit})" in lines[0]
+        cells = lines[2].split()
+        assert cells[-5] == f"{row.total_time_ns / scale:.3f}"
+        assert cells[-3] == f"{row.mean_time_ns / scale:.3f}"
+    with pytest.raises(ValueError, match="^unit must be 'ns', 'us', 'ms' or 's'$"):
+        prof.table(unit="minutes")

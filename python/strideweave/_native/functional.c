@@ -634,7 +634,8 @@ static PyObject *fn_softmax_backward(PyObject *m, PyObject *const *args,
 
 /* "mean" or "sum" as the library's reduction; -1 with ValueError. */
 static int reduction_of(PyObject *o, sw_reduction *out) {
-    if (PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, "mean") == 0) {
+    if (PyUnicode_Check(o) &&
+        PyUnicode_CompareWithASCIIString(o, "mean") == 0) {
         *out = SW_REDUCE_MEAN;
         return 0;
     }

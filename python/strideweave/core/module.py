@@ -84,7 +84,6 @@ class Parameter(Tensor):
             super().__init__(tensor_or_carrier, offset, layout)
         self.name = name
 
-
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as ``Parameter(Tensor(carrier, offset, layout))`` plus its attributes.
 
@@ -372,9 +371,7 @@ class Module:
         """
         return {name: parameter.detach() for name, parameter in self.get_named_parameters()}
 
-    def load_state_dict(
-        self, state: Any, strict: bool = True
-    ) -> tuple[list[str], list[str]]:
+    def load_state_dict(self, state: Any, strict: bool = True) -> tuple[list[str], list[str]]:
         """Copies values from a state dict into the parameters.
 
         Every entry is checked before any is written, so a refused call

@@ -43,6 +43,7 @@ from strideweave.core.module import Module, Parameter
 from strideweave.friendly import column_major, mean, ones
 from strideweave.functional import matmul, no_grad
 from strideweave.nn import init
+
 # Beyond the reference, outside __all__: classification.
 from strideweave.nn._softmax import CrossEntropyLoss as CrossEntropyLoss
 from strideweave.nn._softmax import CrossEntropyOperation as CrossEntropyOperation

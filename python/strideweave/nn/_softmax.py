@@ -342,7 +342,8 @@ class CrossEntropyLoss(Module):
         Examples:
             >>> import strideweave.friendly as F
             >>> import strideweave.nn as nn
-            >>> round(F.item(nn.CrossEntropyLoss("sum")(F.tensor([[0.0, 0.0]]), F.tensor([0.0]))), 4)
+            >>> loss = nn.CrossEntropyLoss("sum")(F.tensor([[0.0, 0.0]]), F.tensor([0.0]))
+            >>> round(F.item(loss), 4)
             0.6931
         """
         return cross_entropy(logits, target, self.reduction)

@@ -31,7 +31,8 @@ static sw_status rows_of(const sw_tensor *t, const char *what, rows_view *v) {
     if (rank < 1 || rank > 2 || sw_layout_nleaf(l) != rank)
         return sw_fail(SW_EVALUE,
                        "softmax needs a tensor of one or two flat modes");
-    const int64_t *e = sw_layout_leaf_extents(l), *s = sw_layout_leaf_strides(l);
+    const int64_t *e = sw_layout_leaf_extents(l),
+                  *s = sw_layout_leaf_strides(l);
     if (rank == 1)
         *v = (rows_view){1, e[0], 0, s[0]};
     else
@@ -42,8 +43,8 @@ static sw_status rows_of(const sw_tensor *t, const char *what, rows_view *v) {
 /* A fresh zeroed CPU Float32 carrier and a tensor over it. */
 static sw_status new_result(sw_layout *layout, sw_tensor **out) {
     sw_carrier *c = NULL;
-    sw_status st = sw_cpu_new(sw_layout_cosize(layout), SW_DTYPE_FLOAT32, 1, 0,
-                              &c);
+    sw_status st =
+        sw_cpu_new(sw_layout_cosize(layout), SW_DTYPE_FLOAT32, 1, 0, &c);
     if (st == SW_OK)
         st = sw_tensor_new(c, 0, layout, out);
     sw_carrier_unref(c);
@@ -190,7 +191,8 @@ sw_status sw_softmax_backward(const sw_tensor *x, const sw_tensor *g, int log_,
         float *di = ds + i * v.rs;
         double m, lse, dot = 0.0;
         row_stats(xi, v.cols, v.cs, &m, &lse);
-        /* log_softmax: dx = g - p * sum(g); softmax: dx = p * (g - sum(g p)). */
+        /* log_softmax: dx = g - p * sum(g); softmax: dx = p * (g - sum(g p)).
+         */
         for (int64_t j = 0; j < v.cols; ++j) {
             double gj = (double)gi[j * gv.cs];
             dot += log_ ? gj : gj * exp((double)xi[j * v.cs] - m - lse);
@@ -264,8 +266,9 @@ static sw_status ce_index(const sw_tensor *target, const void *base, int64_t i,
         return sw_fail(SW_EVALUE,
                        "cross_entropy target %g is not a class index", k);
     if (k < 0 || k >= (double)classes)
-        return sw_fail(SW_EINDEX, "cross_entropy target %.0f is outside [0, %lld)",
-                       k, (long long)classes);
+        return sw_fail(SW_EINDEX,
+                       "cross_entropy target %.0f is outside [0, %lld)", k,
+                       (long long)classes);
     *out = (int64_t)k;
     return SW_OK;
 }
@@ -318,7 +321,8 @@ static sw_status ce_run(const sw_tensor *logits, const sw_tensor *target,
         float *gi = grad + i * a.x.rs;
         for (int64_t j = 0; j < a.x.cols; ++j) {
             double p = exp((double)xi[j * a.x.cs] - m - lse);
-            double tj = a.indices ? (j == k ? 1.0 : 0.0) : (double)ti[j * a.t.cs];
+            double tj =
+                a.indices ? (j == k ? 1.0 : 0.0) : (double)ti[j * a.t.cs];
             double d = scale * per_row * (p * weight - tj);
             gi[j * a.x.cs] = (float)((double)gi[j * a.x.cs] + d);
         }
@@ -371,7 +375,8 @@ sw_status sw_cross_entropy_backward(const sw_tensor *logits,
     sw_tensor *r = NULL;
     if ((st = new_result(logits->layout, &r)))
         return st;
-    st = ce_run(logits, target, reduction, scale, sw_cpu_data(r->carrier), NULL);
+    st =
+        ce_run(logits, target, reduction, scale, sw_cpu_data(r->carrier), NULL);
     if (st) {
         sw_tensor_unref(r);
         return st;
