@@ -1235,6 +1235,37 @@ Examples:
     >>> f.path.exists()
     False
 """,
+    "FileBacked.open": """open(path, *, dtype=DType.Floating, mutable=False)
+--
+
+Opens an existing raw file as a FileBacked carrier, beside the constructor (which always
+creates its file): the size is the file's length over the dtype's item size and the values
+are its bytes in native order. With mutable=True writes go to the file. The file is kept
+after release and never removed.
+
+Args:
+    path: the file (str, bytes or os.PathLike).
+    dtype: DType.Floating (8-byte floats), DType.Float32 or DType.Int32.
+    mutable: whether the carrier may be written (the file is opened read-write).
+
+Returns:
+    FileBacked: the carrier.
+
+Raises:
+    ValueError: another dtype, a path that is not a regular file, or a length that is not a
+        multiple of the item size.
+    FileNotFoundError: no such file (OSError for other failures).
+
+Examples:
+    >>> import os, tempfile
+    >>> from strideweave import DType, FileBacked
+    >>> path = os.path.join(tempfile.mkdtemp(), "raw.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(8))
+    >>> c = FileBacked.open(path, dtype=DType.Float32)
+    >>> c.size(), c[1], c.is_mutable()
+    (2, 0.0, False)
+""",
     "FileBacked._allocate": """_allocate($self, size, /)
 --
 

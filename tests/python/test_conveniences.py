@@ -84,6 +84,7 @@ def test_set_writes_and_checks():
 # ------------------------------------------------- softmax and cross-entropy
 
 import math  # noqa: E402
+import os  # noqa: E402
 
 import strideweave.friendly as F  # noqa: E402
 import strideweave.nn as nn  # noqa: E402
@@ -534,3 +535,53 @@ def test_profiler_table_units():
         assert cells[-3] == f"{row.mean_time_ns / scale:.3f}"
     with pytest.raises(ValueError, match="^unit must be 'ns', 'us', 'ms' or 's'$"):
         prof.table(unit="minutes")
+
+
+# ------------------------------------------------------- FileBacked.open
+
+
+def test_file_backed_open_reads_an_existing_file(tmp_path):
+    path = tmp_path / "raw.bin"
+    np.arange(6, dtype=np.float32).tofile(path)
+    c = FileBacked.open(path, dtype=DType.Float32)
+    assert type(c) is FileBacked and c.size() == 6 and not c.is_mutable()
+    assert c.path == path and Tensor(c, 0, L([2, 3], [3, 1])).tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(RuntimeError):
+        c[0] = 1.0
+    c.release()
+    assert path.exists() and path.stat().st_size == 24
+    doubles = tmp_path / "f64.bin"
+    np.array([0.5, 1.5]).tofile(doubles)
+    assert FileBacked.open(str(doubles))[1] == 1.5  # Floating by default
+    ints = tmp_path / "i32.bin"
+    np.array([7, -1], dtype=np.int32).tofile(ints)
+    assert FileBacked.open(os.fsencode(ints), dtype=DType.Int32).get_value(1) == -1
+
+
+def test_file_backed_open_mutable_writes_the_file(tmp_path):
+    path = tmp_path / "raw.bin"
+    np.zeros(2, dtype=np.float32).tofile(path)
+    c = FileBacked.open(path, dtype=DType.Float32, mutable=True)
+    c[1] = 2.5
+    c.release()
+    assert np.fromfile(path, dtype=np.float32).tolist() == [0.0, 2.5]
+
+
+def test_file_backed_open_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="FileBacked cannot open"):
+        FileBacked.open(tmp_path / "missing.bin")
+    with pytest.raises(ValueError, match="not a regular file"):
+        FileBacked.open(tmp_path)
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(bytes(6))
+    with pytest.raises(ValueError, match="holds 6 bytes, not a multiple of 4"):
+        FileBacked.open(odd, dtype=DType.Float32)
+    assert odd.exists()  # a refused open removes nothing
+    with pytest.raises(ValueError, match="FileBacked dtype must be"):
+        FileBacked.open(odd, dtype=DType.Bool)
+    with pytest.raises(TypeError, match="FileBacked dtype must be a DType"):
+        FileBacked.open(odd, dtype="Float32")
+    with pytest.raises(TypeError):
+        FileBacked.open(odd, DType.Float32)  # dtype is keyword-only
+    with pytest.raises(ValueError, match="embedded null byte"):
+        FileBacked.open("a\0b")
