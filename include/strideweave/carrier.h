@@ -412,6 +412,19 @@ SW_API const sw_host_ops *sw_generic_ops(const sw_carrier *c);
  */
 SW_API sw_status sw_file_new_in(const char *path, const char *temporary_dir,
                                 sw_dtype dtype, int mutable_, sw_carrier **out);
+/*
+ * Opens an existing raw file as a FileBacked carrier (beyond the
+ * reference, whose constructor always creates): its size is the file's
+ * length over the dtype's item size, its values the file's bytes in native
+ * order. mutable_ opens it read-write (writes change the file), else
+ * read-only. The file is kept after release, and never removed on failure.
+ * SW_EVALUE for a NULL path, another dtype (as sw_file_new_in), a path that
+ * is not a regular file, or a length that is not a multiple of the item
+ * size; SW_EOS when it cannot be opened.
+ */
+SW_API sw_status sw_file_open_in(const char *path, const char *temporary_dir,
+                                 sw_dtype dtype, int mutable_,
+                                 sw_carrier **out);
 /* sw_file_new_in(path, getenv("TMPDIR"), ...): reads the environment, so a
  * program whose threads change it should call sw_file_new_in. */
 SW_API sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,

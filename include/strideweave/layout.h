@@ -203,6 +203,25 @@ SW_API sw_status sw_layout_index_coord(const sw_layout *layout, int32_t ntok,
                                        const int64_t *values, int64_t *out);
 
 /*
+ * Python's indexing rules, beside the reference's (flags of the *_ex
+ * functions below; 0 gives exactly sw_layout_index and
+ * sw_layout_index_coord). SW_INDEX_WRAP: a negative coordinate c of a mode
+ * of extent (or size) n stands for c + n, and a negative logical index i
+ * for i + size; what stays outside is SW_EVALUE "Key is not in domain of
+ * shape". SW_INDEX_EXACT: more coordinates than modes, at any level, is
+ * SW_EINDEX "Key has K coordinates for R modes" (missing trailing
+ * coordinates still count as 0). Other flag bits are SW_EVALUE.
+ */
+#define SW_INDEX_WRAP 1u
+#define SW_INDEX_EXACT 2u
+SW_API sw_status sw_layout_index_ex(const sw_layout *layout, int64_t i,
+                                    uint32_t flags, int64_t *out);
+SW_API sw_status sw_layout_index_coord_ex(const sw_layout *layout, int32_t ntok,
+                                          const int32_t *recipe,
+                                          const int64_t *values, uint32_t flags,
+                                          int64_t *out);
+
+/*
  * Splits logical index i colexicographically into one coordinate per
  * top-level mode: out[k] for k < rank (out must hold rank entries).
  */

@@ -27,5 +27,6 @@
 #include "strideweave/threads.h"
 #include "strideweave/tiled.h"
 #include "strideweave/opencl.h"
+#include "strideweave/softmax.h"
 
 #endif /* STRIDEWEAVE_H */

@@ -15,6 +15,8 @@ Examples:
 # Registers the spec classes of the layout command strings with the extension.
 from strideweave import einops as einops
 from strideweave import operation as _operation
+from strideweave._io import load as load
+from strideweave._io import save as save
 from strideweave._native import get_num_threads as get_num_threads
 from strideweave._native import set_num_threads as set_num_threads
 from strideweave.carriers import CPU, Carrier, DType, Evictable, FileBacked, Generic

@@ -1,6 +1,8 @@
 """StrideWeave: tensors and autograd on hierarchical, CuTe-style layouts."""
 
 from strideweave import einops as einops
+from strideweave._io import load as load
+from strideweave._io import save as save
 from strideweave._native import get_num_threads as get_num_threads
 from strideweave._native import set_num_threads as set_num_threads
 from strideweave.carriers import CPU as CPU

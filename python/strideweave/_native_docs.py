@@ -1819,6 +1819,37 @@ Examples:
     >>> f.path.exists()
     False
 """,
+    "FileBacked.open": """open(path, *, dtype=DType.Floating, mutable=False)
+--
+
+Opens an existing raw file as a FileBacked carrier, beside the constructor (which always
+creates its file): the size is the file's length over the dtype's item size and the values
+are its bytes in native order. With mutable=True writes go to the file. The file is kept
+after release and never removed.
+
+Args:
+    path: the file (str, bytes or os.PathLike).
+    dtype: DType.Floating (8-byte floats), DType.Float32 or DType.Int32.
+    mutable: whether the carrier may be written (the file is opened read-write).
+
+Returns:
+    FileBacked: the carrier.
+
+Raises:
+    ValueError: another dtype, a path that is not a regular file, or a length that is not a
+        multiple of the item size.
+    FileNotFoundError: no such file (OSError for other failures).
+
+Examples:
+    >>> import os, tempfile
+    >>> from strideweave import DType, FileBacked
+    >>> path = os.path.join(tempfile.mkdtemp(), "raw.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(bytes(8))
+    >>> c = FileBacked.open(path, dtype=DType.Float32)
+    >>> c.size(), c[1], c.is_mutable()
+    (2, 0.0, False)
+""",
     "FileBacked._allocate": """_allocate($self, size, /)
 --
 
@@ -3880,6 +3911,54 @@ Examples:
     >>> c.tolist(), c.carrier is t.carrier
     ([1.0, 2.0], False)
 """,
+    "Tensor.get": """get($self, key, /)
+--
+
+One element read by Python's indexing rules, beside t[key] (which keeps the
+reference's): a negative coordinate counts from its mode's end (a negative
+int key from the tensor's end), and more coordinates than modes, at any
+level, are refused.
+
+Args:
+    key: an int (a logical index) or a (nested) tuple or list of ints.
+
+Returns:
+    object: the carrier's value at that element.
+
+Raises:
+    TypeError: for a key that is not ints and tuples or lists of ints.
+    TensorIndexError: 'Key is not in domain of shape' when a coordinate
+        stays outside its mode, 'Key has K coordinates for R modes' for
+        extra coordinates (an IndexError and a ValueError).
+
+Examples:
+    >>> t = Tensor(CPU(6).new_like([0.0, 1, 2, 3, 4, 5]), 0, Layout(Shape(2, 3), Stride(3, 1)))
+    >>> t.get((-1, -1)), t.get(-1)
+    (5.0, 5.0)
+""",
+    "Tensor.set": """set($self, key, value, /)
+--
+
+Writes one element, the key read by Python's rules as in get().
+
+Args:
+    key: an int (a logical index) or a (nested) tuple or list of ints.
+    value: the value, converted as for t[key] = value.
+
+Returns:
+    None
+
+Raises:
+    TypeError: for a bad key or value.
+    TensorIndexError: as get() does.
+    RuntimeError: for an immutable or released carrier.
+
+Examples:
+    >>> t = Tensor(CPU(2), 0, Layout(Shape(2), Stride(1)))
+    >>> t.set(-1, 4.0)
+    >>> t.tolist()
+    [0.0, 4.0]
+""",
     "Tensor.detach": """detach($self, /)
 --
 
@@ -4063,6 +4142,110 @@ Examples:
     >>> _axpy(w, -0.5, g)
     >>> F.to_list(w)
     [-1.0, -2.0]
+""",
+    "_softmax": """_softmax($module, x, log, /)
+--
+
+softmax (log false) or log_softmax (log true) over the classes of a CPU Float32 tensor of one
+or two flat modes (rows along mode 0, classes along mode 1; one mode is one row), in double
+with the row's maximum subtracted first (sw_softmax). Records no autograd context.
+
+Args:
+    x: the Tensor of logits.
+    log: whether to return log-probabilities.
+
+Returns:
+    Tensor: a fresh CPU tensor, in x's layout when that is injective, else row-major.
+
+Raises:
+    TypeError: 'x must be a Tensor', 'softmax input must be a CPU Float32 tensor'.
+    ValueError: 'softmax needs a tensor of one or two flat modes'.
+    RuntimeError: 'Carrier is released'.
+
+Examples:
+    >>> from strideweave._native import _softmax
+    >>> import strideweave.friendly as F
+    >>> F.to_list(_softmax(F.tensor([0.0, 0.0]), False))
+    [0.5, 0.5]
+""",
+    "_softmax_backward": """_softmax_backward($module, x, gradient, log, /)
+--
+
+The vector-Jacobian product of _softmax at x for the gradient of its result
+(sw_softmax_backward).
+
+Args:
+    x: the Tensor softmax was applied to.
+    gradient: a Tensor of x's shape.
+    log: whether the forward was log_softmax.
+
+Returns:
+    Tensor: the gradient with respect to x, in x's layout.
+
+Raises:
+    TypeError: as _softmax, and 'gradient must be a Tensor'.
+    ValueError: 'softmax gradient must have the input's shape'.
+
+Examples:
+    >>> from strideweave._native import _softmax_backward
+    >>> import strideweave.friendly as F
+    >>> F.to_list(_softmax_backward(F.tensor([0.0, 0.0]), F.tensor([1.0, 1.0]), True))
+    [0.0, 0.0]
+""",
+    "_cross_entropy": """_cross_entropy($module, logits, target, reduction, /)
+--
+
+The cross-entropy of two-mode logits (rows, classes) against class indices (one per row, CPU
+Float32 holding integers or CPU Int32, any layout of that size) or class probabilities of the
+logits' shape (sw_cross_entropy). Records no autograd context.
+
+Args:
+    logits: the Tensor of scores.
+    target: the Tensor of indices or probabilities.
+    reduction: 'mean' or 'sum' over the rows.
+
+Returns:
+    Tensor: the loss, a 1:1 CPU tensor.
+
+Raises:
+    TypeError: a non-Tensor, or a carrier other than CPU Float32 (Int32 for indices).
+    ValueError: 'reduction must be 'mean' or 'sum'', a target of another size, or an index
+        that is not an integer.
+    IndexError: 'cross_entropy target K is outside [0, C)'.
+
+Examples:
+    >>> from strideweave._native import _cross_entropy
+    >>> import strideweave.friendly as F
+    >>> round(F.item(_cross_entropy(F.tensor([[0.0, 0.0]]), F.tensor([1.0]), "mean")), 4)
+    0.6931
+""",
+    "_cross_entropy_backward": """_cross_entropy_backward($module, logits, target, reduction, gradient, /)
+--
+
+The gradient of _cross_entropy with respect to the logits, times the single element of
+gradient: (softmax(logits) * row_total - target) / rows for 'mean'
+(sw_cross_entropy_backward).
+
+Args:
+    logits: the Tensor of scores.
+    target: the Tensor of indices or probabilities.
+    reduction: 'mean' or 'sum'.
+    gradient: a one-element CPU Float32 Tensor.
+
+Returns:
+    Tensor: the gradient in the logits' layout.
+
+Raises:
+    TypeError: as _cross_entropy, and for a gradient of more than one element.
+    ValueError: as _cross_entropy.
+    IndexError: as _cross_entropy.
+
+Examples:
+    >>> from strideweave._native import _cross_entropy_backward
+    >>> import strideweave.friendly as F
+    >>> g = _cross_entropy_backward(F.tensor([[0.0, 0.0]]), F.tensor([1.0]), "mean", F.tensor([1.0]))
+    >>> F.to_list(g)
+    [0.5, -0.5]
 """,
     "_carrier_definition": """_carrier_definition($module, cls, /)
 --

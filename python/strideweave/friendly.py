@@ -167,13 +167,44 @@ def _flatten(values: Any, extents: list[int]) -> list[Any]:
     return flat
 
 
+def _foreign_array(values: Any) -> Any:
+    """values as a NumPy array when it is an array object, else None."""
+    if isinstance(values, (list, tuple, str)):
+        return None
+    is_array = hasattr(values, "__dlpack__") or hasattr(values, "__array__")
+    if not is_array:
+        try:
+            memoryview(values)
+        except TypeError:
+            return None
+    import numpy as np
+
+    if hasattr(values, "__array__"):
+        try:
+            return np.asarray(values)
+        except (TypeError, RuntimeError, ValueError):
+            if not hasattr(values, "__dlpack__"):
+                raise
+    if hasattr(values, "__dlpack__"):
+        return np.from_dlpack(values)
+    return np.asarray(memoryview(values))
+
+
 def tensor(values: Any, *, layout: Layout | None = None, dtype: DType = DType.Float32) -> Tensor:
     """A CPU tensor from Python values.
+
+    An array object (anything with the buffer protocol, ``__array__`` or
+    ``__dlpack__``: NumPy arrays, ``array.array``, PyTorch CPU tensors) is
+    copied in bulk into a fresh CPU carrier with its shape (a column-major
+    layout, as for nested lists; a 0-d array gives the layout ``():()``)
+    and a matching dtype: bool arrays become Bool, integer arrays Int32
+    (ValueError when a value does not fit), floating arrays Float32; an
+    explicit ``dtype`` other than Float32 converts the values to it.
 
     Args:
         values: with ``layout``, a flat sequence in logical-index order;
             without, nested lists or tuples whose outermost level is mode 0
-            (``result[i, j] == values[i][j]``).
+            (``result[i, j] == values[i][j]``), or an array object.
         layout: the Layout to use, or None for ``column_major`` of the
             nesting's extents.
         dtype: DType.Float32 or DType.Int32.
@@ -194,6 +225,22 @@ def tensor(values: Any, *, layout: Layout | None = None, dtype: DType = DType.Fl
         >>> F.tensor([1.5, 2.5], layout=F.column_major(2))[1]
         2.5
     """
+    array = _foreign_array(values)
+    if array is not None:
+        from strideweave._io import cpu_from_array
+
+        if layout is not None:
+            raise TypeError("layout cannot be given with an array (its shape is used)")
+        if dtype is not DType.Float32:
+            if dtype not in (DType.Int32, DType.Bool):
+                raise ValueError("CPU dtype must be Float32, Int32 or Bool")
+            array = array.astype("int32" if dtype is DType.Int32 else "bool")
+        return cpu_from_array(array, column_major=True)
+    if layout is None and not isinstance(values, (list, tuple, str, int, float)):
+        raise ValueError(
+            "values must be a non-empty list or tuple, or an array"
+            " (the buffer protocol, __array__ or __dlpack__)"
+        )
     if layout is not None:
         flat = list(values)
         if len(flat) != layout.size:

@@ -142,6 +142,10 @@ def _aggregate_key(row: ProfilerAggregate) -> tuple[str, tuple[str, str], str]:
     return (row.name, _class_key(row.carrier_type), repr(row.input_shapes))
 
 
+# The time units of Profiler.table and their length in nanoseconds.
+_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
 class Profiler:
     """A single-use context manager recording dispatched operation executions.
 
@@ -307,6 +311,7 @@ class Profiler:
         descending: bool = True,
         group_by_input_shape: bool = False,
         row_limit: int | None = None,
+        unit: str = "ns",
     ) -> str:
         """The aggregates as a text table.
 
@@ -315,6 +320,9 @@ class Profiler:
             descending: sort from the largest value.
             group_by_input_shape: group by input shapes too (adds a column).
             row_limit: the maximum number of rows, or None for all.
+            unit: the unit of the time columns: "ns" (the default, integers
+                as recorded), or "us", "ms" or "s" (three decimals; beyond
+                the reference).
 
         Returns:
             The header, a line of dashes and one line per row, joined by
@@ -338,6 +346,15 @@ class Profiler:
             isinstance(row_limit, bool) or not isinstance(row_limit, int) or row_limit < 0
         ):
             raise ValueError("row_limit must be a non-negative integer or None")
+        if unit not in _UNITS:
+            raise ValueError("unit must be 'ns', 'us', 'ms' or 's'")
+        scale = _UNITS[unit]
+
+        def time(ns: float, mean: bool = False) -> str:
+            if unit == "ns":
+                return f"{ns:.1f}" if mean else str(ns)
+            return f"{ns / scale:.3f}"
+
         rows = list(self.key_averages(group_by_input_shape=group_by_input_shape))
 
         def primary(row: ProfilerAggregate) -> Any:
@@ -355,11 +372,11 @@ class Profiler:
             header.append("Input shapes")
         header += [
             "Calls",
-            "Total (ns)",
-            "Self total (ns)",
-            "Mean (ns)",
-            "Min (ns)",
-            "Max (ns)",
+            f"Total ({unit})",
+            f"Self total ({unit})",
+            f"Mean ({unit})",
+            f"Min ({unit})",
+            f"Max ({unit})",
         ]
         body = []
         for row in rows:
@@ -368,11 +385,11 @@ class Profiler:
                 cells.append(repr(row.input_shapes))
             cells += [
                 str(row.count),
-                str(row.total_time_ns),
-                str(row.self_total_time_ns),
-                f"{row.mean_time_ns:.1f}",
-                str(row.min_time_ns),
-                str(row.max_time_ns),
+                time(row.total_time_ns),
+                time(row.self_total_time_ns),
+                time(row.mean_time_ns, mean=True),
+                time(row.min_time_ns),
+                time(row.max_time_ns),
             ]
             body.append(cells)
         widths = [max([len(h)] + [len(cells[i]) for cells in body]) for i, h in enumerate(header)]

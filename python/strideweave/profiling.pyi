@@ -147,6 +147,7 @@ class Profiler:
         descending: bool = True,
         group_by_input_shape: bool = False,
         row_limit: int | None = None,
+        unit: str = "ns",
     ) -> str: ...
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None: ...
 

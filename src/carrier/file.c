@@ -244,6 +244,43 @@ static sw_status create_named(const char *given, int *fd, char **path) {
     return SW_OK;
 }
 
+/*
+ * Opens an existing regular file for a carrier of itemsize-byte elements:
+ * read-write when mutable, else read-only. Nothing is created or removed.
+ */
+static sw_status open_named(const char *given, int mutable_, int64_t itemsize,
+                            int *fd, char **path) {
+    char *abs = NULL;
+    sw_status st = make_absolute(given, &abs);
+    if (st)
+        return st;
+    int f = open(abs, (mutable_ ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (f < 0) {
+        st = sw_fail_os(errno, "FileBacked cannot open %s", abs);
+        sw_free(abs);
+        return st;
+    }
+    struct stat sb;
+    if (fstat(f, &sb) != 0)
+        st = sw_fail_os(errno, "FileBacked cannot open %s", abs);
+    else if (!S_ISREG(sb.st_mode))
+        st = sw_fail(SW_EVALUE, "FileBacked cannot open %s: not a regular file",
+                     abs);
+    else if ((int64_t)sb.st_size % itemsize != 0)
+        st = sw_fail(SW_EVALUE,
+                     "FileBacked file %s holds %lld bytes, not a multiple of "
+                     "%lld",
+                     abs, (long long)sb.st_size, (long long)itemsize);
+    if (st) {
+        close(f);
+        sw_free(abs);
+        return st;
+    }
+    *fd = f;
+    *path = abs;
+    return SW_OK;
+}
+
 /* ------------------------------------------------------------ raw I/O */
 
 /* Reads or writes exactly n bytes at byte offset off of fd. */
@@ -469,8 +506,12 @@ static const sw_carrier_class file_class = {
     .new_like = file_new_like,
 };
 
-sw_status sw_file_new_in(const char *path, const char *temporary_dir,
-                         sw_dtype dtype, int mutable_, sw_carrier **out) {
+/* sw_file_new_in, or with existing non-zero sw_file_open_in. */
+static sw_status file_make(const char *path, const char *temporary_dir,
+                           sw_dtype dtype, int mutable_, int existing,
+                           sw_carrier **out) {
+    if (existing && !path)
+        return sw_fail(SW_EVALUE, "FileBacked.open needs a path");
     if (dtype != SW_DTYPE_FLOATING && dtype != SW_DTYPE_FLOAT32 &&
         dtype != SW_DTYPE_INT32)
         return sw_fail(SW_EVALUE, "FileBacked dtype must be DType.Floating, "
@@ -504,7 +545,10 @@ sw_status sw_file_new_in(const char *path, const char *temporary_dir,
     if (!st && io_fault())
         st = sw_fail_os(ENOSPC, "FileBacked cannot create %s",
                         path ? path : "a temporary file");
-    if (!st)
+    if (!st && existing)
+        st = open_named(path, mutable_, sw_dtype_itemsize(dtype), &f->fd,
+                        &f->path);
+    else if (!st)
         st = path ? create_named(path, &f->fd, &f->path)
                   : create_temporary(f->dir, &f->fd, &f->path);
     if (!st) {
@@ -515,13 +559,24 @@ sw_status sw_file_new_in(const char *path, const char *temporary_dir,
     if (st) {
         if (f->fd >= 0) {
             close(f->fd);
-            if (path)
+            /* Only a file made here is removed, never an opened one. */
+            if (path && !existing)
                 unlink(f->path);
         }
         file_state_free(f);
         return st;
     }
     return SW_OK;
+}
+
+sw_status sw_file_new_in(const char *path, const char *temporary_dir,
+                         sw_dtype dtype, int mutable_, sw_carrier **out) {
+    return file_make(path, temporary_dir, dtype, mutable_, 0, out);
+}
+
+sw_status sw_file_open_in(const char *path, const char *temporary_dir,
+                          sw_dtype dtype, int mutable_, sw_carrier **out) {
+    return file_make(path, temporary_dir, dtype, mutable_, 1, out);
 }
 
 sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,

@@ -394,12 +394,42 @@ sw_status sw_layout_expand_index(const sw_layout *l, int64_t i, int64_t *out) {
     return SW_OK;
 }
 
+/* The number of coordinates at one level of a coordinate recipe. */
+static int32_t count_children(const int32_t *tok, int32_t n) {
+    int32_t count = 0;
+    for (int32_t p = 0; p < n; ++p, ++count)
+        p = sw_tok_skip(tok, p, NULL);
+    return count;
+}
+
+/*
+ * A coordinate c of a mode of extent n, after SW_INDEX_WRAP; SW_EVALUE when
+ * it stays outside [0, n).
+ */
+static sw_status mode_coord(int64_t c, int64_t n, uint32_t flags,
+                            int64_t *out) {
+    if (c < 0 && (flags & SW_INDEX_WRAP) && c >= -n)
+        c += n;
+    if (c < 0 || c >= n)
+        return out_of_domain();
+    *out = c;
+    return SW_OK;
+}
+
 /*
  * The index of a coordinate (tokens ctok[0..cn), values from *cval) against
  * the view v. Coordinates pair positionally with v's children.
  */
 static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
-                             const int64_t **cval, int64_t *acc) {
+                             const int64_t **cval, uint32_t flags,
+                             int64_t *acc) {
+    if (flags & SW_INDEX_EXACT) {
+        int32_t given = count_children(ctok, cn);
+        int32_t modes = count_children(v.tok, v.ntok);
+        if (given > modes)
+            return sw_fail(SW_EINDEX, "Key has %d coordinates for %d modes",
+                           (int)given, (int)modes);
+    }
     int32_t vp = 0, vl = 0; /* position in v's tokens and leaves */
     for (int32_t cp = 0; cp < cn; ++cp) {
         int32_t ct = ctok[cp];
@@ -417,9 +447,10 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
             if (ct == SW_TOK_PUSH)
                 return sw_fail(SW_ETYPE,
                                "Coordinate for a leaf mode must be an integer");
-            int64_t c = *(*cval)++;
-            if (c < 0 || c >= v.ext[vleaf])
-                return out_of_domain();
+            int64_t c = 0;
+            sw_status st = mode_coord(*(*cval)++, v.ext[vleaf], flags, &c);
+            if (st)
+                return st;
             *acc += c * v.str[vleaf];
             continue;
         }
@@ -428,18 +459,18 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
         int32_t nsub = vl - vleaf;
         if (ct != SW_TOK_PUSH) {
             /* An integer for a nested mode is its logical index. */
-            int64_t c = *(*cval)++, size = 1;
+            int64_t c = 0, size = 1;
             sw_status st = sw_lview_size(sub, &size);
+            if (st == SW_OK)
+                st = mode_coord(*(*cval)++, size, flags, &c);
             if (st)
                 return st;
-            if (c < 0 || c >= size)
-                return out_of_domain();
             *acc += split_index(c, nsub, sub.ext, sub.str);
             continue;
         }
         int32_t cend = sw_tok_skip(ctok, cp, NULL);
         sw_status st =
-            index_coord(sub, ctok + cp + 1, cend - cp - 1, cval, acc);
+            index_coord(sub, ctok + cp + 1, cend - cp - 1, cval, flags, acc);
         if (st)
             return st;
         cp = cend;
@@ -450,13 +481,33 @@ static sw_status index_coord(sw_lview v, const int32_t *ctok, int32_t cn,
 sw_status sw_layout_index_coord(const sw_layout *l, int32_t ntok,
                                 const int32_t *recipe, const int64_t *values,
                                 int64_t *out) {
+    return sw_layout_index_coord_ex(l, ntok, recipe, values, 0, out);
+}
+
+sw_status sw_layout_index_ex(const sw_layout *l, int64_t i, uint32_t flags,
+                             int64_t *out) {
+    int64_t c = 0;
+    if (flags & ~(uint32_t)(SW_INDEX_WRAP | SW_INDEX_EXACT))
+        return sw_fail(SW_EVALUE, "unknown index flags %u", (unsigned)flags);
+    sw_status st = mode_coord(i, l->size, flags, &c);
+    if (st)
+        return st;
+    *out = split_index(c, l->nleaf, l->shape->val, l->stride->val);
+    return SW_OK;
+}
+
+sw_status sw_layout_index_coord_ex(const sw_layout *l, int32_t ntok,
+                                   const int32_t *recipe, const int64_t *values,
+                                   uint32_t flags, int64_t *out) {
     int32_t nleaf, rank, depth;
+    if (flags & ~(uint32_t)(SW_INDEX_WRAP | SW_INDEX_EXACT))
+        return sw_fail(SW_EVALUE, "unknown index flags %u", (unsigned)flags);
     sw_status st = sw_recipe_scan(ntok, recipe, 0, &nleaf, &rank, &depth);
     if (st)
         return st;
     int64_t acc = 0;
     const int64_t *cval = values;
-    st = index_coord(sw_lview_of(l), recipe, ntok, &cval, &acc);
+    st = index_coord(sw_lview_of(l), recipe, ntok, &cval, flags, &acc);
     if (st)
         return st;
     *out = acc;

@@ -2965,6 +2965,77 @@ static void test_fault_injection(void) {
     fi_release_inputs();
 }
 
+/* Python's rules beside the reference's: SW_INDEX_WRAP and SW_INDEX_EXACT. */
+static void test_index_flags(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_layout *l = P("(2,(3,4)):(1,(10,100))");
+    if (l == NULL)
+        return;
+    int64_t r = SENT_INT64;
+    sw_status st = sw_layout_index_ex(l, -1, SW_INDEX_WRAP, &r);
+    ok(st == SW_OK && r == 321, "logical index -1 wraps to 23 (got %lld)",
+       (long long)r);
+    st = sw_layout_index_ex(l, -24, SW_INDEX_WRAP, &r);
+    ok(st == SW_OK && r == 0, "logical index -24 wraps to 0");
+    st = sw_layout_index_ex(l, -25, SW_INDEX_WRAP, &r);
+    is_int(st, SW_EVALUE, "logical index -25 stays outside");
+    is_str(sw_errmsg(), "Key is not in domain of shape", "its message");
+    sw_clear_error();
+    st = sw_layout_index_ex(l, -1, 0, &r);
+    is_int(st, SW_EVALUE, "without SW_INDEX_WRAP -1 is outside");
+    sw_clear_error();
+    st = sw_layout_index_ex(l, INT64_MIN, SW_INDEX_WRAP, &r);
+    is_int(st, SW_EVALUE, "INT64_MIN stays outside");
+    sw_clear_error();
+
+    /* (-1, (-1, -2)) is (1, (2, 2)); a nested mode's int wraps by its size. */
+    static const int32_t rc[] = {LEAF, PUSH, LEAF, LEAF, POP};
+    static const int64_t vc[] = {-1, -1, -2};
+    r = SENT_INT64;
+    st = sw_layout_index_coord_ex(l, 5, rc, vc, SW_INDEX_WRAP, &r);
+    ok(st == SW_OK && r == 221, "(-1,(-1,-2)) is 221 (got %lld)", (long long)r);
+    static const int32_t r2[] = {LEAF, LEAF};
+    static const int64_t v2[] = {-2, -1};
+    st = sw_layout_index_coord_ex(l, 2, r2, v2, SW_INDEX_WRAP, &r);
+    ok(st == SW_OK && r == 320, "(-2,-1) is (0,11): 320 (got %lld)",
+       (long long)r);
+    static const int64_t v3[] = {-3, 0};
+    st = sw_layout_index_coord_ex(l, 2, r2, v3, SW_INDEX_WRAP, &r);
+    is_int(st, SW_EVALUE, "-3 on an extent-2 mode stays outside");
+    is_str(sw_errmsg(), "Key is not in domain of shape", "its message");
+    sw_clear_error();
+    st = sw_layout_index_coord_ex(l, 2, r2, v2, 0, &r);
+    is_int(st, SW_EVALUE, "without SW_INDEX_WRAP negatives are outside");
+    sw_clear_error();
+
+    /* Extra coordinates, at the top and inside a nested mode. */
+    static const int32_t r4[] = {LEAF, PUSH, LEAF, LEAF, POP, LEAF};
+    static const int64_t v4[] = {1, 2, 3, 7};
+    st = sw_layout_index_coord_ex(l, 6, r4, v4, SW_INDEX_EXACT, &r);
+    is_int(st, SW_EINDEX, "an extra top-level coordinate is SW_EINDEX");
+    is_str(sw_errmsg(), "Key has 3 coordinates for 2 modes", "its message");
+    sw_clear_error();
+    static const int32_t r5[] = {LEAF, PUSH, LEAF, LEAF, LEAF, POP};
+    static const int64_t v5[] = {1, 2, 3, 0};
+    st = sw_layout_index_coord_ex(l, 6, r5, v5, SW_INDEX_EXACT, &r);
+    is_int(st, SW_EINDEX, "an extra nested coordinate is SW_EINDEX");
+    is_str(sw_errmsg(), "Key has 3 coordinates for 2 modes", "its message");
+    sw_clear_error();
+    st = sw_layout_index_coord_ex(l, 6, r4, v4, 0, &r);
+    ok(st == SW_OK && r == 321, "without SW_INDEX_EXACT extras are ignored");
+    static const int64_t v1[] = {1};
+    st = sw_layout_index_coord_ex(l, 1, r2, v1, SW_INDEX_EXACT, &r);
+    ok(st == SW_OK && r == 1, "missing trailing coordinates still count as 0");
+    st = sw_layout_index_coord_ex(l, 1, r2, v1, 4u, &r);
+    is_int(st, SW_EVALUE, "an unknown flag is SW_EVALUE");
+    sw_clear_error();
+    st = sw_layout_index_ex(l, 0, 8u, &r);
+    is_int(st, SW_EVALUE, "an unknown flag is SW_EVALUE for an index too");
+    sw_clear_error();
+    sw_layout_release(l);
+    is_int(sw_debug_live_allocs(), base, "index flags: nothing leaked");
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     test_trees();
@@ -2990,6 +3061,7 @@ int main(void) {
     test_overflow();
     test_choose_modout_reference();
     test_fault_injection();
+    test_index_flags();
     is_int(sw_debug_live_allocs(), base, "no allocation is live at the end");
     return done_testing();
 }

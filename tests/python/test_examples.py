@@ -175,3 +175,12 @@ def test_moe_offload_example():
     assert lines[1] == "largest relative difference from the all-in-memory model: 0.0e+00"
     assert lines[2] == "most experts resident: 6 of 16 allowed by the policy"
     assert lines[3].startswith("peak resident memory of the process: ")
+
+
+def test_spirals_classifier_reaches_high_accuracy(capsys):
+    spirals = load("spirals")
+    losses, final = spirals.train(epochs=300, points=100, log_every=100)
+    assert final >= 0.95 and losses[-1] < losses[0] / 10
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("epoch   100  loss ") and "accuracy" in out[0]
+    assert out[-1].startswith("final accuracy ") and "after 300 epochs" in out[-1]

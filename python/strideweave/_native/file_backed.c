@@ -79,6 +79,76 @@ static int file_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
     return swpy_carrier_adopt(self, c, "FileBacked");
 }
 
+/* FileBacked.open(path, *, dtype=DType.Floating, mutable=False): an
+ * existing raw file as a carrier (sw_file_open_in). */
+static PyObject *file_open(PyObject *cls, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"path", "dtype", "mutable", NULL};
+    PyObject *filename = NULL, *dtype_obj = NULL;
+    int mutable_ = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$Op:open", kwlist,
+                                     &filename, &dtype_obj, &mutable_)) {
+        return NULL;
+    }
+    swpy_state *st = swpy_state_of_type((PyTypeObject *)cls);
+    if (st == NULL) {
+        return NULL;
+    }
+    sw_dtype dtype = SW_DTYPE_FLOATING;
+    if (dtype_obj != NULL) {
+        int rc = swpy_dtype_from_py(st, dtype_obj, &dtype);
+        if (rc <= 0) {
+            if (rc == 0) {
+                PyErr_SetString(PyExc_TypeError,
+                                "FileBacked dtype must be a DType");
+            }
+            return NULL;
+        }
+    }
+    PyObject *path = NULL;
+    if (!PyUnicode_FSConverter(filename, &path)) {
+        return NULL;
+    }
+    const char *cpath = PyBytes_AS_STRING(path);
+    if (strlen(cpath) != (size_t)PyBytes_GET_SIZE(path)) {
+        Py_DECREF(path);
+        PyErr_SetString(PyExc_ValueError, "embedded null byte");
+        return NULL;
+    }
+    const char *env = getenv("TMPDIR");
+    PyObject *tmpdir = env != NULL ? PyBytes_FromString(env) : NULL;
+    if (env != NULL && tmpdir == NULL) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    const char *ctmpdir = tmpdir != NULL ? PyBytes_AS_STRING(tmpdir) : NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *self = empty != NULL ? type->tp_new(type, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    if (self == NULL) {
+        Py_XDECREF(tmpdir);
+        Py_DECREF(path);
+        return NULL;
+    }
+    sw_carrier *c = NULL;
+    sw_status s;
+    Py_BEGIN_ALLOW_THREADS;
+    s = sw_file_open_in(cpath, ctmpdir, dtype, mutable_, &c);
+    Py_END_ALLOW_THREADS;
+    Py_XDECREF(tmpdir);
+    Py_DECREF(path);
+    if (s != SW_OK) {
+        Py_DECREF(self);
+        swpy_raise(s);
+        return NULL;
+    }
+    if (swpy_carrier_adopt(self, c, "FileBacked") < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return self;
+}
+
 static PyObject *file_get_path(PyObject *self, void *closure) {
     sw_carrier *c = file_of(self);
     swpy_state *st = swpy_state_of_type(Py_TYPE(self));
@@ -154,6 +224,8 @@ static PyObject *file_scatter(PyObject *self, PyObject *args, PyObject *kwds) {
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef file_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))file_open,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, NULL},
     {"size", swpy_carrier_size, METH_NOARGS, NULL},
     {"dtype", swpy_carrier_dtype, METH_NOARGS, NULL},
     {"get_value", swpy_carrier_get_value, METH_O, NULL},

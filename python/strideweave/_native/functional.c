@@ -16,6 +16,7 @@
 #include "operation.h"
 #include "py_carrier.h"
 #include "py_tensor.h"
+#include "strideweave/softmax.h"
 
 /* An operation's name, from the registry. */
 #define OP_NAME(id) (sw_op_info_get(id)->name)
@@ -551,6 +552,147 @@ static PyObject *fn_adam_step(PyObject *m, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------- softmax and cross-entropy */
+
+/* The tensors of a softmax-family call, checked; 0 or -1 with TypeError. */
+static int softmax_args(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                        Py_ssize_t want, const char *usage,
+                        const char *const *names, sw_tensor **t) {
+    swpy_state *st = swpy_module_state(m);
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s, %zd given", usage, nargs);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < want; k++) {
+        if (names[k] == NULL) {
+            continue;
+        }
+        if (check_tensor(st, args[k], names[k]) < 0 ||
+            (t[k] = swpy_tensor_of(args[k])) == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The result of a softmax-family kernel as a Tensor (or NULL with the
+ * status's exception). */
+static PyObject *softmax_result(PyObject *m, sw_status s, sw_tensor *r) {
+    if (swpy_check(s) < 0) {
+        return NULL;
+    }
+    return swpy_tensor_wrap(swpy_module_state(m), r);
+}
+
+/* softmax or log_softmax over the rows of a CPU Float32 tensor. */
+static PyObject *fn_softmax(PyObject *m, PyObject *const *args,
+                            Py_ssize_t nargs) {
+    static const char *const names[2] = {"x", NULL};
+    sw_tensor *t[2] = {NULL, NULL}, *r = NULL;
+    if (softmax_args(m, args, nargs, 2, "_softmax() takes 2 arguments (x, log)",
+                     names, t) < 0) {
+        return NULL;
+    }
+    int log_ = PyObject_IsTrue(args[1]);
+    if (log_ < 0) {
+        return NULL;
+    }
+    sw_status s;
+    if (swpy_bulk(sw_tensor_size(t[0]))) {
+        SWPY_NOGIL_BEGIN
+        s = sw_softmax(t[0], log_, &r);
+        SWPY_NOGIL_END
+    } else {
+        s = sw_softmax(t[0], log_, &r);
+    }
+    return softmax_result(m, s, r);
+}
+
+static PyObject *fn_softmax_backward(PyObject *m, PyObject *const *args,
+                                     Py_ssize_t nargs) {
+    static const char *const names[3] = {"x", "gradient", NULL};
+    sw_tensor *t[3] = {NULL, NULL, NULL}, *r = NULL;
+    if (softmax_args(m, args, nargs, 3,
+                     "_softmax_backward() takes 3 arguments (x, gradient, log)",
+                     names, t) < 0) {
+        return NULL;
+    }
+    int log_ = PyObject_IsTrue(args[2]);
+    if (log_ < 0) {
+        return NULL;
+    }
+    sw_status s;
+    if (swpy_bulk(sw_tensor_size(t[0]))) {
+        SWPY_NOGIL_BEGIN
+        s = sw_softmax_backward(t[0], t[1], log_, &r);
+        SWPY_NOGIL_END
+    } else {
+        s = sw_softmax_backward(t[0], t[1], log_, &r);
+    }
+    return softmax_result(m, s, r);
+}
+
+/* "mean" or "sum" as the library's reduction; -1 with ValueError. */
+static int reduction_of(PyObject *o, sw_reduction *out) {
+    if (PyUnicode_Check(o) &&
+        PyUnicode_CompareWithASCIIString(o, "mean") == 0) {
+        *out = SW_REDUCE_MEAN;
+        return 0;
+    }
+    if (PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, "sum") == 0) {
+        *out = SW_REDUCE_SUM;
+        return 0;
+    }
+    PyErr_SetString(PyExc_ValueError, "reduction must be 'mean' or 'sum'");
+    return -1;
+}
+
+static PyObject *fn_cross_entropy(PyObject *m, PyObject *const *args,
+                                  Py_ssize_t nargs) {
+    static const char *const names[3] = {"logits", "target", NULL};
+    sw_tensor *t[3] = {NULL, NULL, NULL}, *r = NULL;
+    sw_reduction red;
+    if (softmax_args(m, args, nargs, 3,
+                     "_cross_entropy() takes 3 arguments (logits, target, "
+                     "reduction)",
+                     names, t) < 0 ||
+        reduction_of(args[2], &red) < 0) {
+        return NULL;
+    }
+    sw_status s;
+    if (swpy_bulk(sw_tensor_size(t[0]))) {
+        SWPY_NOGIL_BEGIN
+        s = sw_cross_entropy(t[0], t[1], red, &r);
+        SWPY_NOGIL_END
+    } else {
+        s = sw_cross_entropy(t[0], t[1], red, &r);
+    }
+    return softmax_result(m, s, r);
+}
+
+static PyObject *fn_cross_entropy_backward(PyObject *m, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    static const char *const names[4] = {"logits", "target", NULL, "gradient"};
+    sw_tensor *t[4] = {NULL, NULL, NULL, NULL}, *r = NULL;
+    sw_reduction red;
+    if (softmax_args(m, args, nargs, 4,
+                     "_cross_entropy_backward() takes 4 arguments (logits, "
+                     "target, reduction, gradient)",
+                     names, t) < 0 ||
+        reduction_of(args[2], &red) < 0) {
+        return NULL;
+    }
+    sw_status s;
+    if (swpy_bulk(sw_tensor_size(t[0]))) {
+        SWPY_NOGIL_BEGIN
+        s = sw_cross_entropy_backward(t[0], t[1], red, t[3], &r);
+        SWPY_NOGIL_END
+    } else {
+        s = sw_cross_entropy_backward(t[0], t[1], red, t[3], &r);
+    }
+    return softmax_result(m, s, r);
+}
+
 /* The names of the operations with a functional form, in registry order. */
 static PyObject *fn_functional_operations(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0);
@@ -616,6 +758,14 @@ static PyMethodDef functional_methods[] = {
     {"_functional_operations", fn_functional_operations, METH_NOARGS, NULL},
     {"_native_classes", fn_native_classes, METH_O, NULL},
     {"_axpy", (PyCFunction)(void (*)(void))fn_axpy, METH_FASTCALL, NULL},
+    {"_softmax", (PyCFunction)(void (*)(void))fn_softmax, METH_FASTCALL, NULL},
+    {"_softmax_backward", (PyCFunction)(void (*)(void))fn_softmax_backward,
+     METH_FASTCALL, NULL},
+    {"_cross_entropy", (PyCFunction)(void (*)(void))fn_cross_entropy,
+     METH_FASTCALL, NULL},
+    {"_cross_entropy_backward",
+     (PyCFunction)(void (*)(void))fn_cross_entropy_backward, METH_FASTCALL,
+     NULL},
     {"_adam_step", (PyCFunction)(void (*)(void))fn_adam_step, METH_FASTCALL,
      NULL},
     {"execute_lowered_operation",

@@ -500,7 +500,7 @@ static int has_slice(PyObject *key) {
 static int64_t key_int(PyObject *o) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    return overflow > 0 ? INT64_MAX : overflow < 0 ? -1 : (int64_t)v;
+    return overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : (int64_t)v;
 }
 
 /* The coordinates of one tuple or list level as recipe tokens. */
@@ -607,6 +607,95 @@ static PyObject *tensor_subscript(PyObject *self, PyObject *key) {
         return NULL;
     }
     return swpy_value_to_py(sw_tensor_carrier(t), &v);
+}
+
+/* Any error of resolving a key by Python's rules becomes TensorIndexError
+ * with the library's message. */
+static void resolve_to_index_error(PyObject *self) {
+    if (!PyErr_ExceptionMatches(PyExc_ValueError) &&
+        !PyErr_ExceptionMatches(PyExc_IndexError)) {
+        return;
+    }
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *msg = value != NULL ? PyObject_Str(value) : NULL;
+    swpy_state *st = msg != NULL ? swpy_state_of_type(Py_TYPE(self)) : NULL;
+    if (st != NULL && st->tensor_index_error != NULL) {
+        PyErr_SetObject(st->tensor_index_error, msg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else {
+        PyErr_Restore(type, value, tb);
+    }
+    Py_XDECREF(msg);
+}
+
+/* The carrier index of a key under Python's rules (negative coordinates
+ * count from a mode's end, extra coordinates are refused): the library's
+ * SW_INDEX_WRAP | SW_INDEX_EXACT resolution. */
+static int resolve_python_key(PyObject *self, sw_tensor *t, PyObject *key,
+                              int64_t *out) {
+    rbuf b;
+    rbuf_init(&b);
+    int is_index = 0;
+    int64_t index = 0, idx = 0;
+    if (read_key(key, &b, &is_index, &index) < 0) {
+        rbuf_free(&b);
+        return -1;
+    }
+    const uint32_t flags = SW_INDEX_WRAP | SW_INDEX_EXACT;
+    sw_layout *l = sw_tensor_layout(t);
+    sw_status s = is_index ? sw_layout_index_ex(l, index, flags, &idx)
+                           : sw_layout_index_coord_ex(l, b.ntok, b.tok, b.val,
+                                                      flags, &idx);
+    rbuf_free(&b);
+    if (swpy_check(s) < 0) {
+        resolve_to_index_error(self);
+        return -1;
+    }
+    *out = sw_tensor_offset(t) + idx;
+    return 0;
+}
+
+static PyObject *tensor_get(PyObject *self, PyObject *key) {
+    sw_tensor *t = swpy_tensor_of(self);
+    int64_t idx = 0;
+    if (t == NULL || resolve_python_key(self, t, key, &idx) < 0) {
+        return NULL;
+    }
+    sw_value v;
+    sw_status s = sw_carrier_get(sw_tensor_carrier(t), idx, &v);
+    if (swpy_check(s) < 0) {
+        if (s == SW_OK) {
+            sw_value_clear(&v);
+        }
+        return NULL;
+    }
+    return swpy_value_to_py(sw_tensor_carrier(t), &v);
+}
+
+static PyObject *tensor_set(PyObject *self, PyObject *const *args,
+                            Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "set() takes a key and a value (%zd given)", nargs);
+        return NULL;
+    }
+    sw_tensor *t = swpy_tensor_of(self);
+    int64_t idx = 0;
+    if (t == NULL || resolve_python_key(self, t, args[0], &idx) < 0) {
+        return NULL;
+    }
+    sw_value v;
+    if (swpy_value_for(sw_tensor_carrier(t), args[1], &v) < 0) {
+        return NULL;
+    }
+    if (swpy_check(sw_carrier_set(sw_tensor_carrier(t), idx, &v)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* Old-style iteration: list(t) tries 0, 1, ... and ends at the
@@ -1212,6 +1301,8 @@ static PyMethodDef tensor_methods[] = {
     {"numpy", tensor_numpy, METH_NOARGS, NULL},
     {"detach", tensor_detach, METH_NOARGS, NULL},
     {"clone", tensor_clone, METH_NOARGS, NULL},
+    {"get", tensor_get, METH_O, NULL},
+    {"set", (PyCFunction)(void (*)(void))tensor_set, METH_FASTCALL, NULL},
     {"retain_grad", (PyCFunction)(void (*)(void))tensor_retain_grad,
      METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backward", (PyCFunction)(void (*)(void))tensor_backward,

@@ -84,6 +84,25 @@ class Parameter(Tensor):
             super().__init__(tensor_or_carrier, offset, layout)
         self.name = name
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as ``Parameter(Tensor(carrier, offset, layout))`` plus its attributes.
+
+        The carrier pickles by value where it can (CPU, Generic); the
+        gradient and autograd context are not kept.
+
+        Returns:
+            The reduce tuple.
+
+        Examples:
+            >>> import pickle
+            >>> import strideweave as sw
+            >>> p = sw.Parameter(sw.CPU(2), 0, sw.Layout(sw.Shape(2), sw.Stride(1)), name="w")
+            >>> q = pickle.loads(pickle.dumps(p))
+            >>> q.name, q.tolist()
+            ('w', [0.0, 0.0])
+        """
+        return (Parameter, (Tensor(self.carrier, self.offset, self.layout),), dict(self.__dict__))
+
 
 class Module:
     """Base class of layers: subclasses implement ``forward``.
@@ -321,6 +340,157 @@ class Module:
                     seen.add(id(parameter))
                     named.append((prefix + (parameter.name or attribute), parameter))
         return tuple(named)
+
+    def named_parameters(self) -> list[tuple[str, Parameter]]:
+        """``get_named_parameters()`` as a list, under PyTorch's name.
+
+        Returns:
+            The ``(path, parameter)`` pairs in registration order.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> import strideweave.nn as nn
+            >>> [name for name, _ in nn.Linear(2, 3).named_parameters()]
+            ['weight', 'bias']
+        """
+        return list(self.get_named_parameters())
+
+    def state_dict(self) -> dict[str, Tensor]:
+        """Every parameter by its path, as a tensor over the same storage.
+
+        The values are ``detach()``ed views: they share storage with the
+        parameters (later steps show through) and carry no autograd history.
+
+        Returns:
+            A dict from ``get_named_parameters()`` paths to Tensors.
+
+        Examples:
+            >>> import strideweave.nn as nn
+            >>> sorted(nn.Linear(2, 3).state_dict())
+            ['bias', 'weight']
+        """
+        return {name: parameter.detach() for name, parameter in self.get_named_parameters()}
+
+    def load_state_dict(self, state: Any, strict: bool = True) -> tuple[list[str], list[str]]:
+        """Copies values from a state dict into the parameters.
+
+        Every entry is checked before any is written, so a refused call
+        changes nothing. The values are copied (one library scatter per
+        parameter when the shapes' trees agree, else element by element);
+        the parameters keep their carriers and layouts.
+
+        Args:
+            state: a mapping from parameter paths to Tensors (as
+                ``state_dict()`` or ``strideweave.load`` give).
+            strict: refuse missing and unexpected names (the default);
+                when false, only the names present in both are copied.
+
+        Returns:
+            ``(missing, unexpected)``: the module's names absent from
+            state, and state's names the module lacks.
+
+        Raises:
+            TypeError: a state that is not a mapping, or a value that is
+                not a Tensor.
+            KeyError: (strict) missing or unexpected names, all listed.
+            ValueError: a value whose shape differs from its parameter's.
+
+        Examples:
+            >>> import strideweave.nn as nn
+            >>> a, b = nn.Linear(2, 3), nn.Linear(2, 3)
+            >>> b.load_state_dict(a.state_dict())
+            ([], [])
+            >>> b.weight.tolist() == a.weight.tolist()
+            True
+        """
+        from collections.abc import Mapping
+
+        if not isinstance(state, Mapping):
+            raise TypeError("load_state_dict needs a mapping from names to Tensors")
+        own = dict(self.get_named_parameters())
+        missing = [name for name in own if name not in state]
+        unexpected = [name for name in state if name not in own]
+        if strict and (missing or unexpected):
+            parts = []
+            if missing:
+                parts.append(f"missing keys {missing}")
+            if unexpected:
+                parts.append(f"unexpected keys {unexpected}")
+            raise KeyError("load_state_dict: " + ", ".join(parts))
+        pairs = []
+        for name, parameter in own.items():
+            if name not in state:
+                continue
+            value = state[name]
+            if not isinstance(value, Tensor):
+                raise TypeError(f"load_state_dict: the value of {name!r} is not a Tensor")
+            if value.shape != parameter.shape:
+                raise ValueError(
+                    f"load_state_dict: {name!r} has shape {value.shape} in the state"
+                    f" but {parameter.shape} in the module"
+                )
+            pairs.append((parameter, value))
+        for parameter, value in pairs:
+            target = Tensor(parameter.carrier, parameter.offset, parameter.layout)
+            if value.layout.shape == parameter.layout.shape:
+                parameter.carrier.scatter(value, target, parameter.layout)
+            else:
+                for i in range(parameter.size()):
+                    target[i] = value[i]
+        return missing, unexpected
+
+    @property
+    def training(self) -> bool:
+        """Whether the module is in training mode (``train()``/``eval()``).
+
+        Returns:
+            True unless ``eval()`` or ``train(False)`` was called last.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> sw.Module().eval().training
+            False
+        """
+        return bool(self.__dict__.get("_training", True))
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        object.__setattr__(self, "_training", bool(mode))
+
+    def train(self, mode: bool = True) -> Module:
+        """Sets training mode on this module and every module below it.
+
+        No built-in layer behaves differently between the modes; the flag
+        is for users' layers (as PyTorch's dropout reads it).
+
+        Args:
+            mode: True for training, False for evaluation.
+
+        Returns:
+            self.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> m = sw.Module()
+            >>> m.train(False) is m, m.training
+            (True, False)
+        """
+        for module in self.modules():
+            module.training = bool(mode)
+        return self
+
+    def eval(self) -> Module:
+        """``train(False)``.
+
+        Returns:
+            self.
+
+        Examples:
+            >>> import strideweave as sw
+            >>> sw.Module().eval().training
+            False
+        """
+        return self.train(False)
 
     def _walk(self) -> list[tuple[Module, str]]:
         """Pre-order walk: each distinct module once, with its path prefix."""

@@ -43,6 +43,16 @@ from strideweave.core.module import Module, Parameter
 from strideweave.friendly import column_major, mean, ones
 from strideweave.functional import matmul, no_grad
 from strideweave.nn import init
+
+# Beyond the reference, outside __all__: classification.
+from strideweave.nn._softmax import CrossEntropyLoss as CrossEntropyLoss
+from strideweave.nn._softmax import CrossEntropyOperation as CrossEntropyOperation
+from strideweave.nn._softmax import LogSoftmax as LogSoftmax
+from strideweave.nn._softmax import Softmax as Softmax
+from strideweave.nn._softmax import SoftmaxOperation as SoftmaxOperation
+from strideweave.nn._softmax import cross_entropy as cross_entropy
+from strideweave.nn._softmax import log_softmax as log_softmax
+from strideweave.nn._softmax import softmax as softmax
 from strideweave.tensor import Tensor
 
 __all__ = [

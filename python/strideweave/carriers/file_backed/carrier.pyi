@@ -20,6 +20,14 @@ class FileBacked(Carrier):
         mutable: bool = True,
         dtype: DType = ...,
     ) -> None: ...
+    @classmethod
+    def open(
+        cls,
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        *,
+        dtype: DType = ...,
+        mutable: bool = False,
+    ) -> FileBacked: ...
     @property
     def path(self) -> Path: ...
     def size(self) -> int: ...
