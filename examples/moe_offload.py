@@ -35,6 +35,7 @@ import resource
 import time
 
 import strideweave as sw
+import strideweave.friendly as F
 from strideweave.carriers.tiled_evictable import (
     ResidencyPlan,
     TiledEvictable,
@@ -104,7 +105,7 @@ def main():
     # Expert e is slots [e*D*D, (e+1)*D*D) of the (D, D, E) array, column-major.
     policy = LeastRecentlyUsed(args.resident, D * D * 4)
     weights = TiledEvictable(
-        sw.CPU(D * D * E).new_like(start_w),
+        F.tensor(start_w).carrier,  # one bulk copy of the array's buffer
         sw.FileBacked(dtype=sw.DType.Float32),
         (1, 1, E),
         (D, D, 1),
@@ -114,8 +115,8 @@ def main():
     weights.evict(weights.valid_tiles)  # every expert now lives in the file
     full = sw.Tensor(weights, 0, layout(D, D, E))
     # The same model in one CPU tensor.
-    dense = sw.CPU(D * D * E).new_like(start_w)
-    teach = sw.CPU(D * D * E).new_like(teacher)
+    dense = F.tensor(start_w).carrier
+    teach = F.tensor(teacher).carrier
 
     def expert_view(carrier, e):
         return sw.Tensor(carrier, e * D * D, layout(D, D))
