@@ -217,7 +217,7 @@ static void bench_route(void) {
            "1.1x)\n",
            best_c, 1.073741824 / best_c, best_r, 1.073741824 / best_r,
            best_r / best_c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
 }
 
 /* ------------------------------------------------------------- timing */
@@ -298,7 +298,7 @@ int main(void) {
     sw_tensor_unref(xc);
     sw_carrier_unref(dc);
     sw_carrier_unref(cc);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_capabilities_forget(&tag);
     return 0;
 }

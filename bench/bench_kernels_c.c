@@ -138,9 +138,9 @@ int main(void) {
             printf("%-8s %-11s %10.3f %10.2f\n", ops[op], layouts[li][0],
                    t * 1e3, bytes / t / 1e9);
         }
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
-    sw_layout_release(transposed);
+    sw_layout_unref(transposed);
     free(x);
     free(y);
     free(z);
@@ -169,8 +169,8 @@ int main(void) {
                    variant == 0 ? "column-major" : "row-major", t * 1e3,
                    2.0 * m * m * (double)m / t / 1e9);
         }
-        sw_layout_release(cm);
-        sw_layout_release(rm);
+        sw_layout_unref(cm);
+        sw_layout_unref(rm);
         free(a);
         free(b);
         free(c);

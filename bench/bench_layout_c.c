@@ -68,7 +68,7 @@ static void run_compose(int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         sw_layout *r = NULL;
         check("sw_layout_compose", sw_layout_compose(mat, mat_b, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -76,7 +76,7 @@ static void run_divide(int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         sw_layout *r = NULL;
         check("sw_layout_divide", sw_layout_divide(lin, tile, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -85,7 +85,7 @@ static void run_zipped_divide(int64_t n) {
         sw_layout *r = NULL;
         check("sw_layout_zipped_divide",
               sw_layout_zipped_divide(big, 2, tiler, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -93,7 +93,7 @@ static void run_coalesce(int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         sw_layout *r = NULL;
         check("sw_layout_coalesce", sw_layout_coalesce(nested, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -101,7 +101,7 @@ static void run_complement(int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         sw_layout *r = NULL;
         check("sw_layout_complement", sw_layout_complement(blocks, 24, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -109,7 +109,7 @@ static void run_right_inverse(int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         sw_layout *r = NULL;
         check("sw_layout_right_inverse", sw_layout_right_inverse(perm, &r));
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
 }
 
@@ -187,6 +187,6 @@ int main(void) {
     sw_layout *all[] = {hier, mat,  mat_b,  big,    tiler[0], tiler[1],
                         lin,  tile, nested, blocks, perm};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        sw_layout_release(all[i]);
+        sw_layout_unref(all[i]);
     return 0;
 }

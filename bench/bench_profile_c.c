@@ -161,7 +161,7 @@ int main(void) {
 
     sw_op_unref(op);
     sw_tensor_unref(input);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(carrier);
     return 0;
 }

@@ -38,7 +38,7 @@ static sw_status tensor_of(const char *layout, const float *values,
         st = sw_tensor_set(*out, i, &v);
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return st;
 }
 

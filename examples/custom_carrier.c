@@ -158,7 +158,7 @@ int main(void) {
 fail:
     sw_tensor_unref(moved);
     sw_tensor_unref(t);
-    sw_layout_release(layout);
+    sw_layout_unref(layout);
     sw_carrier_unref(cpu);
     sw_carrier_unref(store);
     return rc;

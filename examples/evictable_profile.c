@@ -84,6 +84,6 @@ done:
     sw_carrier_unref(hot);
     sw_carrier_unref(file);
     sw_carrier_unref(primary);
-    sw_layout_release(layout);
+    sw_layout_unref(layout);
     return rc;
 }

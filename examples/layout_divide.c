@@ -72,11 +72,11 @@ int main(void) {
         rc = 0;
 
 done:
-    sw_layout_release(never);
-    sw_layout_release(five);
-    sw_layout_release(twelve);
-    sw_layout_release(divided);
-    sw_layout_release(tile);
-    sw_layout_release(a);
+    sw_layout_unref(never);
+    sw_layout_unref(five);
+    sw_layout_unref(twelve);
+    sw_layout_unref(divided);
+    sw_layout_unref(tile);
+    sw_layout_unref(a);
     return rc;
 }

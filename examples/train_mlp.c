@@ -150,7 +150,7 @@ static sw_status column_major(int64_t rows, int64_t cols, sw_tensor **out) {
     if (!st)
         st = sw_tensor_new(carrier, 0, layout, out);
     sw_carrier_unref(carrier);
-    sw_layout_release(layout);
+    sw_layout_unref(layout);
     return st;
 }
 

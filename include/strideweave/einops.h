@@ -47,7 +47,7 @@
  * Ownership: sw_einops_tokens is owned by whoever made it and freed with
  * sw_einops_tokens_free. sw_einops_spec is immutable and reference-counted
  * (atomically): every function that writes one through an out-parameter
- * writes an owned reference, released with sw_einops_spec_release (which
+ * writes an owned reference, released with sw_einops_spec_unref (which
  * accepts NULL); getters return borrowed pointers that live as long as the
  * spec. Specs may be shared freely between threads.
  *
@@ -232,7 +232,7 @@ SW_API sw_status sw_einops_parse_einsum(const char *command,
                                         sw_einops_spec **out);
 
 SW_API sw_einops_spec *sw_einops_spec_retain(sw_einops_spec *spec);
-SW_API void sw_einops_spec_release(sw_einops_spec *spec);
+SW_API void sw_einops_spec_unref(sw_einops_spec *spec);
 
 SW_API sw_einops_kind sw_einops_spec_kind(const sw_einops_spec *spec);
 

@@ -19,7 +19,7 @@
  *
  * Ownership: sw_tree and sw_layout are immutable, reference-counted values.
  * Functions that produce one write an owned reference through their last
- * parameter; the caller releases it with sw_tree_release / sw_layout_release
+ * parameter; the caller releases it with sw_tree_unref / sw_layout_unref
  * (both accept NULL). Getters return borrowed references. No function steals
  * a reference. Values may be shared freely between threads.
  *
@@ -70,7 +70,7 @@ SW_API sw_status sw_tree_parse(sw_tree_kind kind, const char *text,
                                sw_tree **out);
 
 SW_API sw_tree *sw_tree_retain(sw_tree *tree);
-SW_API void sw_tree_release(sw_tree *tree);
+SW_API void sw_tree_unref(sw_tree *tree);
 
 SW_API sw_tree_kind sw_tree_get_kind(const sw_tree *tree);
 /* Number of top-level children. */
@@ -156,7 +156,7 @@ SW_API sw_status sw_layout_leaf(int64_t extent, int64_t stride,
 SW_API sw_status sw_layout_empty(sw_layout **out);
 
 SW_API sw_layout *sw_layout_retain(sw_layout *layout);
-SW_API void sw_layout_release(sw_layout *layout);
+SW_API void sw_layout_unref(sw_layout *layout);
 
 /* Borrowed trees. */
 SW_API sw_tree *sw_layout_shape(const sw_layout *layout);

@@ -22,7 +22,7 @@
  * it touches any carrier.
  *
  * Ownership: a schema is an immutable, reference-counted value
- * (sw_schema_retain and sw_schema_release; the simple schemas are static
+ * (sw_schema_retain and sw_schema_unref; the simple schemas are static
  * and never freed). A tensor holds counted references to its schema, every
  * carrier and every layout, and never releases a carrier by itself.
  * Getters return borrowed references.
@@ -63,7 +63,7 @@ SW_API sw_status sw_schema_compound_new(const char *name, int32_t nplanes,
                                         sw_schema **out);
 
 SW_API sw_schema *sw_schema_retain(const sw_schema *s);
-SW_API void sw_schema_release(const sw_schema *s);
+SW_API void sw_schema_unref(const sw_schema *s);
 
 /* The name: the compound's, or the simple dtype's ("Float32"). */
 SW_API const char *sw_schema_name(const sw_schema *s);

@@ -48,7 +48,7 @@ static const sw_storage_provider *storage_of(const defined_state *s) {
 
 /* ----------------------------------------------------------- the record */
 
-void sw_defn_release(sw_defn *d) {
+void sw_defn_unref(sw_defn *d) {
     if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
         return;
     while (d->packs) {
@@ -231,7 +231,7 @@ sw_status sw_carrier_define(const void *cls, const sw_carrier_definition *def) {
         st = sw_defn_register(cls, d);
     if (st) {
         d->def.drop = NULL; /* the caller keeps ctx */
-        sw_defn_release(d);
+        sw_defn_unref(d);
     }
     return st;
 }
@@ -339,7 +339,7 @@ static void defined_release(sw_carrier *c) {
 static void defined_destroy(sw_carrier *c) {
     defined_state *s = sw_carrier_state(c);
     sw_capability_snapshot_free(atomic_load(&s->snap));
-    sw_defn_release((sw_defn *)s->defn); /* the state goes with the block */
+    sw_defn_unref((sw_defn *)s->defn); /* the state goes with the block */
 }
 
 static sw_status new_of(const sw_defn *d, sw_carrier **out);
@@ -498,7 +498,7 @@ static sw_status new_of(const sw_defn *d, sw_carrier **out) {
         sw_carrier_new_block(&defined_class, sizeof(defined_state), 0, 1,
                              SW_DTYPE_FLOAT32, &c, &state, &tail);
     if (st) {
-        sw_defn_release((sw_defn *)d);
+        sw_defn_unref((sw_defn *)d);
         return st;
     }
     defined_state *s = state;

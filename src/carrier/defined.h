@@ -88,14 +88,14 @@ const struct sw_move_class *sw_defn_route(const sw_defn *d,
                                           const void *destination);
 
 /* Drops a reference; the last frees d and drops its ctx (accepts NULL). */
-void sw_defn_release(sw_defn *d);
+void sw_defn_unref(sw_defn *d);
 
 /* Publishes d for cls under the registry's rules (extension.h); on
  * failure the caller keeps d. */
 sw_status sw_defn_register(const void *cls, sw_defn *d);
 
 /* The definition of cls or NULL; observe non-zero seals it, and then the
- * caller gets a reference (sw_defn_release). */
+ * caller gets a reference (sw_defn_unref). */
 const sw_defn *sw_defn_lookup(const void *cls, int observe);
 
 /* The definition of a definition-backed carrier (borrowed: the carrier

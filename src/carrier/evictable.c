@@ -189,7 +189,7 @@ static sw_status transfer(sw_carrier *src, int64_t src_token, sw_carrier *dst,
     sw_tensor_unref(r);
     sw_tensor_unref(t);
     sw_op_unref(op);
-    sw_layout_release(flat);
+    sw_layout_unref(flat);
     return st;
 }
 

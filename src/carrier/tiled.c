@@ -131,7 +131,7 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
     sw_layout *own = NULL;
     if (offset == 0 && dense_layout(g->rank, g->extent, &own) == SW_OK) {
         int same = sw_layout_equal(layout, own);
-        sw_layout_release(own);
+        sw_layout_unref(own);
         if (same)
             return SW_OK;
     }
@@ -1282,7 +1282,7 @@ static sw_status gather_values(const sw_tensor *t, tiled_state *s,
             sw_layout *l = NULL;
             if (t->offset == 0 && !dense_layout(s->g.rank, s->g.extent, &l)) {
                 own = sw_layout_equal(t->layout, l);
-                sw_layout_release(l);
+                sw_layout_unref(l);
             }
             int64_t run = s->g.tile[0];
             for (int64_t j = 0; own && j < csize; j += run)
@@ -1351,7 +1351,7 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         st = gather_values(t, s, pr, cshape, csize, tiles, nsel, d);
     sw_free(tiles);
     sw_carrier_unref(d);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     work_end(&w);
     if (st) {
         sw_tensor_unref(r);

@@ -75,7 +75,7 @@ static void drop(table *t, entry *e) {
     *p = e->chain;
     lru_unlink(t, e);
     --t->count;
-    sw_einops_spec_release(e->spec);
+    sw_einops_spec_unref(e->spec);
     sw_free(e);
 }
 
@@ -116,7 +116,7 @@ static sw_einops_spec *insert(table *t, uint64_t hash, const char *text,
         lru_unlink(t, e);
         lru_push(t, e);
         sw_einops_spec_retain(e->spec);
-        sw_einops_spec_release(spec);
+        sw_einops_spec_unref(spec);
         return e->spec;
     }
     grow(t, t->count + 1);

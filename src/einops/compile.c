@@ -65,13 +65,13 @@ sw_status sw_einops_reduce_layouts(const sw_einops_spec *spec,
     if (!st && result)
         st = reduced_layout(inter, &res);
     if (st) {
-        sw_layout_release(inter);
+        sw_layout_unref(inter);
         return st;
     }
     if (intermediate)
         *intermediate = inter;
     else
-        sw_layout_release(inter);
+        sw_layout_unref(inter);
     if (result)
         *result = res;
     return SW_OK;
@@ -98,7 +98,7 @@ static sw_status piece_sizes(const sw_einops_spec *spec, sw_einops_field sel,
     for (int32_t i = 0; !st && i < got; ++i)
         sizes[i] = sw_layout_size(pieces[i]);
     for (int32_t i = 0; i < got; ++i)
-        sw_layout_release(pieces[i]);
+        sw_layout_unref(pieces[i]);
     sw_free(pieces);
     return st;
 }
@@ -175,20 +175,20 @@ sw_status sw_einops_einsum_layouts(const sw_einops_spec *spec,
     if (!st && result)
         st = rearrange_by(spec, p, SW_EINOPS_OUTPUT,
                           SW_EINOPS_MATMUL_OUTPUT_SELECTION, &r);
-    sw_layout_release(p);
+    sw_layout_unref(p);
     if (st) {
-        sw_layout_release(a);
-        sw_layout_release(b);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
         return st;
     }
     if (lhs_out)
         *lhs_out = a;
     else
-        sw_layout_release(a);
+        sw_layout_unref(a);
     if (rhs_out)
         *rhs_out = b;
     else
-        sw_layout_release(b);
+        sw_layout_unref(b);
     if (result)
         *result = r;
     return SW_OK;

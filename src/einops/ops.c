@@ -91,7 +91,7 @@ sw_status sw_einops_rearrange(sw_tensor *t, const char *description,
     if (st)
         return st;
     st = sw_einops_rearrange_spec(t, spec, out);
-    sw_einops_spec_release(spec);
+    sw_einops_spec_unref(spec);
     return st;
 }
 
@@ -102,7 +102,7 @@ sw_status sw_einops_reduce(sw_tensor *t, const char *description,
     if (st)
         return st;
     st = sw_einops_reduce_spec(t, spec, out);
-    sw_einops_spec_release(spec);
+    sw_einops_spec_unref(spec);
     return st;
 }
 
@@ -113,6 +113,6 @@ sw_status sw_einops_einsum(sw_tensor *lhs, sw_tensor *rhs,
     if (st)
         return st;
     st = sw_einops_einsum_spec(lhs, rhs, spec, out);
-    sw_einops_spec_release(spec);
+    sw_einops_spec_unref(spec);
     return st;
 }

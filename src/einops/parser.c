@@ -766,7 +766,7 @@ sw_einops_spec *sw_einops_spec_retain(sw_einops_spec *spec) {
     return spec;
 }
 
-void sw_einops_spec_release(sw_einops_spec *spec) {
+void sw_einops_spec_unref(sw_einops_spec *spec) {
     if (spec && sw_ref_dec(&spec->ref))
         sw_free(spec);
 }

@@ -1734,7 +1734,7 @@ static sw_status move_backward(sw_op *op, sw_tensor *gradient, int32_t n,
     if (!st)
         st = cls->copy(route, gradient, fresh, r, layout->cosize);
     sw_op_unref(route);
-    sw_layout_release(layout);
+    sw_layout_unref(layout);
     if (!st)
         restore_version(fresh, 0);
     sw_carrier_unref(fresh);

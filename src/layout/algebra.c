@@ -399,7 +399,7 @@ static sw_status compose_view(const pairs *a, sw_lview bv, int64_t *usage,
                 sw_lb_fail(&b, st);
             else
                 sw_lb_append(&b, r);
-            sw_layout_release(r);
+            sw_layout_unref(r);
         }
     }
     pairs_free(&c);
@@ -412,7 +412,7 @@ static sw_status compose_view(const pairs *a, sw_lview bv, int64_t *usage,
         return SW_OK;
     }
     st = sw_layout_mode(l, 0, out);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return st;
 }
 
@@ -482,7 +482,7 @@ sw_status sw_layout_compose_tiler(const sw_layout *a, int32_t n,
             sw_lb_fail(&b, st);
         else
             sw_lb_append(&b, r);
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
     lb_rest(&b, a, n);
     return sw_lb_finish(&b, out);
@@ -524,7 +524,7 @@ sw_status sw_layout_compose_shape(const sw_layout *a, const sw_tree *shape,
     if (!st)
         st = sw_layout_compose_tiler(a, n, tiler, out);
     for (int32_t i = 0; i < n; ++i)
-        sw_layout_release(tiler[i]);
+        sw_layout_unref(tiler[i]);
     sw_free(tiler);
     return st;
 }
@@ -661,7 +661,7 @@ static sw_status divide_tile(const sw_layout *b, int64_t size,
     sw_lb_init(&r);
     sw_lb_append(&r, b);
     sw_lb_append(&r, c);
-    sw_layout_release(c);
+    sw_layout_unref(c);
     return sw_lb_finish(&r, out);
 }
 
@@ -672,7 +672,7 @@ sw_status sw_layout_divide(const sw_layout *a, const sw_layout *b,
     if (st)
         return st;
     st = sw_layout_compose(a, tile, out);
-    sw_layout_release(tile);
+    sw_layout_unref(tile);
     return st;
 }
 
@@ -694,11 +694,11 @@ static sw_status divide_modes(const sw_layout *a, int32_t n,
             st = divide_tile(tiler[i], size, &tile);
         if (!st)
             st = compose_views(mode, sw_lview_of(tile), &r[i]);
-        sw_layout_release(tile);
+        sw_layout_unref(tile);
     }
     if (st) {
         for (int32_t i = 0; i < n; ++i)
-            sw_layout_release(r[i]);
+            sw_layout_unref(r[i]);
         sw_free(r);
         return st;
     }
@@ -708,7 +708,7 @@ static sw_status divide_modes(const sw_layout *a, int32_t n,
 
 static void free_modes(sw_layout **r, int32_t n) {
     for (int32_t i = 0; i < n; ++i)
-        sw_layout_release(r[i]);
+        sw_layout_unref(r[i]);
     sw_free(r);
 }
 
@@ -732,7 +732,7 @@ static void lb_grouped(sw_lb *b, sw_layout **r, int32_t n, int32_t which) {
         sw_lb_fail(b, st);
     else
         sw_lb_append(b, l);
-    sw_layout_release(l);
+    sw_layout_unref(l);
 }
 
 static sw_status divide_form(const sw_layout *a, int32_t n,
@@ -800,7 +800,7 @@ static sw_status product_pattern(const sw_layout *a, const sw_layout *b,
     if (st)
         return st;
     st = sw_layout_compose(c, b, out);
-    sw_layout_release(c);
+    sw_layout_unref(c);
     return st;
 }
 
@@ -814,7 +814,7 @@ sw_status sw_layout_product(const sw_layout *a, const sw_layout *b,
     sw_lb_init(&r);
     sw_lb_append(&r, a);
     sw_lb_append(&r, p);
-    sw_layout_release(p);
+    sw_layout_unref(p);
     return sw_lb_finish(&r, out);
 }
 
@@ -853,9 +853,9 @@ static sw_status zip_product(const sw_layout *a, const sw_layout *b, int raked,
             sw_lb_fail(&r, st);
         else
             sw_lb_append(&r, ml);
-        sw_layout_release(ml);
+        sw_layout_unref(ml);
     }
-    sw_layout_release(p);
+    sw_layout_unref(p);
     return sw_lb_finish(&r, out);
 }
 

@@ -274,7 +274,7 @@ sw_status sw_layout_new(sw_tree *shape, sw_tree *stride, sw_layout **out) {
         int64_t size = 1;
         for (int32_t j = l->mode_leaf[k]; j < leaves; ++j)
             if (!sw_mul_ok(size, shape->val[j], &size)) {
-                sw_layout_release(l);
+                sw_layout_unref(l);
                 return sw_fail(SW_EVALUE,
                                "Shape size overflows 64-bit integers");
             }
@@ -295,8 +295,8 @@ sw_status sw_layout_from_recipe(int32_t ntok, const int32_t *recipe,
         st = sw_tree_new(SW_TREE_STRIDE, ntok, recipe, stride, &b);
     if (!st)
         st = sw_layout_new(a, b, out);
-    sw_tree_release(a);
-    sw_tree_release(b);
+    sw_tree_unref(a);
+    sw_tree_unref(b);
     return st;
 }
 
@@ -315,10 +315,10 @@ sw_layout *sw_layout_retain(sw_layout *l) {
     return l;
 }
 
-void sw_layout_release(sw_layout *l) {
+void sw_layout_unref(sw_layout *l) {
     if (l && sw_ref_dec(&l->ref)) {
-        sw_tree_release(l->shape);
-        sw_tree_release(l->stride);
+        sw_tree_unref(l->shape);
+        sw_tree_unref(l->stride);
         sw_free(l);
     }
 }
@@ -706,7 +706,7 @@ sw_status sw_layout_extract(const sw_layout *l, int32_t np, const int32_t *prof,
     sw_free(views);
     if (st) {
         for (int32_t i = 0; i < n; ++i)
-            sw_layout_release(made[i]);
+            sw_layout_unref(made[i]);
         sw_free(made);
         return st;
     }

@@ -117,7 +117,7 @@ sw_tree *sw_tree_retain(sw_tree *tree) {
     return tree;
 }
 
-void sw_tree_release(sw_tree *tree) {
+void sw_tree_unref(sw_tree *tree) {
     if (tree && sw_ref_dec(&tree->ref))
         sw_free(tree);
 }
@@ -530,8 +530,8 @@ sw_status sw_layout_parse(const char *text, sw_layout **out) {
         st = sw_tree_new(SW_TREE_STRIDE, p.ntok, p.tok, p.val, &stride);
     if (!st)
         st = sw_layout_new(shape, stride, out);
-    sw_tree_release(shape);
-    sw_tree_release(stride);
+    sw_tree_unref(shape);
+    sw_tree_unref(stride);
     parser_free(&p);
     return st;
 }

@@ -601,7 +601,7 @@ void sw_capabilities_forget(const void *cls) {
     pthread_mutex_unlock(&reg_lock);
     if (!defn)
         sw_free(items); /* a definition owns its capability union */
-    sw_defn_release(defn);
+    sw_defn_unref(defn);
 }
 
 /* ---------------------------------------------------------- definitions */

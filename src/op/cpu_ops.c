@@ -126,7 +126,7 @@ static sw_status binary_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                       : join(sw_tensor_dtype(a), sw_tensor_dtype(b));
     sw_tensor *r = NULL;
     st = fresh(rl, dt, &r);
-    sw_layout_release(rl);
+    sw_layout_unref(rl);
     if (st)
         return st;
     sw_karg in[2] = {karg_of(a), karg_of(b)};
@@ -211,7 +211,7 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     if ((st = sw_lb_finish_compact(&b, &ol)))
         return st;
     st = fresh(ol, sw_tensor_dtype(x), &r);
-    sw_layout_release(ol);
+    sw_layout_unref(ol);
     if (st)
         return st;
     st = sw_kernel_reduce_sum(karg_of(r), karg_of(x));
@@ -258,7 +258,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
              &lb, batched ? "batched matmul result" : "matmul result", &ol)))
         return st;
     st = fresh(ol, join(sw_tensor_dtype(a), sw_tensor_dtype(b)), &r);
-    sw_layout_release(ol);
+    sw_layout_unref(ol);
     if (st)
         return st;
     st = sw_kernel_gemm(mat(r, 0, 1), mat(a, 0, 1), mat(b, 0, 1));

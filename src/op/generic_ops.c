@@ -289,7 +289,7 @@ static sw_status mixed_forward(gen_state *s, sw_tensor *x, sw_tensor *y,
     int64_t n = rl->cosize, size = rl->size;
     sw_value *slots = sw_calloc((size_t)n + 1, sizeof *slots);
     if (!slots) {
-        sw_layout_release(rl);
+        sw_layout_unref(rl);
         return sw_oom();
     }
     for (int64_t i = 0; i < size && !st; ++i) {
@@ -320,7 +320,7 @@ static sw_status mixed_forward(gen_state *s, sw_tensor *x, sw_tensor *y,
         st = tensor_of_values(x->carrier, rl, slots, dt, out);
     }
     sw_free(slots);
-    sw_layout_release(rl);
+    sw_layout_unref(rl);
     return st;
 }
 
@@ -449,7 +449,7 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     int64_t m = x->layout->mode_size[0], k = x->layout->mode_size[1];
     sw_value *slots = sw_calloc((size_t)ol->cosize + 1, sizeof *slots);
     if (!slots) {
-        sw_layout_release(ol);
+        sw_layout_unref(ol);
         return sw_oom();
     }
     for (int64_t i = 0; i < m && !st; ++i) {
@@ -469,7 +469,7 @@ static sw_status reduce_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         for (int64_t i = 0; i < ol->cosize; ++i)
             sw_value_clear(&slots[i]);
     sw_free(slots);
-    sw_layout_release(ol);
+    sw_layout_unref(ol);
     return st;
 }
 
@@ -528,7 +528,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     int64_t m = dims[0], n = dims[1], k = dims[2], nb = dims[3];
     sw_value *slots = sw_calloc((size_t)ol->cosize + 1, sizeof *slots);
     if (!slots) {
-        sw_layout_release(ol);
+        sw_layout_unref(ol);
         return sw_oom();
     }
     for (int64_t bi = 0; bi < nb && !st; ++bi) {
@@ -563,7 +563,7 @@ static sw_status matmul_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         for (int64_t i = 0; i < ol->cosize; ++i)
             sw_value_clear(&slots[i]);
     sw_free(slots);
-    sw_layout_release(ol);
+    sw_layout_unref(ol);
     return st;
 }
 

@@ -183,17 +183,17 @@ static sw_status layout_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                        &adj, &adelta);
         if (!st)
             st = sw_tensor_new_view_multi(t, t->offset + delta, l, adj, out);
-        sw_layout_release(adj);
+        sw_layout_unref(adj);
     } else {
         st = sw_tensor_new(t->carrier, t->offset + delta, l, out);
     }
     if (!st) {
         layout_op_state *s = lstate(op);
-        sw_layout_release(s->out_layout);
+        sw_layout_unref(s->out_layout);
         s->out_layout = sw_layout_retain(l);
         s->delta = delta;
     }
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return st;
 }
 
@@ -235,7 +235,7 @@ static sw_status layout_backward(sw_op *op, sw_tensor *g, int32_t n,
 
 static void layout_destroy(sw_op *op) {
     layout_op_state *s = lstate(op);
-    sw_layout_release(s->out_layout); /* the state is in the op's block */
+    sw_layout_unref(s->out_layout); /* the state is in the op's block */
 }
 
 #define SHARED_OP(id, cls_name, summary, flags)                                \

@@ -117,7 +117,7 @@ sw_profiler *sw_profiler_retain(sw_profiler *p) {
 
 static void free_event(sw_profiler *p, event *e) {
     for (int32_t k = 0; k < e->nshapes; ++k)
-        sw_layout_release(e->shapes[k]);
+        sw_layout_unref(e->shapes[k]);
     sw_free(e->shapes);
     if (e->owns_tag && e->impl_tag && p->release_fn)
         p->release_fn(e->impl_tag);
@@ -525,7 +525,7 @@ void sw_profile_move_complete(sw_profile_move *ticket, int succeeded) {
 
 void sw_profile_move_drop(sw_profile_move *ticket) {
     for (int32_t k = 0; k < ticket->nshapes; ++k)
-        sw_layout_release(ticket->shapes[k]);
+        sw_layout_unref(ticket->shapes[k]);
     sw_free(ticket->shapes);
     ticket->shapes = NULL;
     ticket->nshapes = -1;

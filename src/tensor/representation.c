@@ -73,7 +73,7 @@ sw_schema *sw_schema_retain(const sw_schema *s) {
     return m;
 }
 
-void sw_schema_release(const sw_schema *s) {
+void sw_schema_unref(const sw_schema *s) {
     sw_schema *m = (sw_schema *)s;
     if (m && !m->is_static && sw_ref_dec(&m->ref))
         sw_free(m);
@@ -215,11 +215,11 @@ void sw_planes_free(sw_planes *p) {
     if (!p)
         return;
     for (int32_t k = 0; k < p->n - 1; ++k) {
-        sw_layout_release(p->plane[k].adjacent_in);
-        sw_layout_release(p->plane[k].placement);
+        sw_layout_unref(p->plane[k].adjacent_in);
+        sw_layout_unref(p->plane[k].placement);
         sw_carrier_unref(p->plane[k].carrier);
     }
-    sw_schema_release(p->dtype);
+    sw_schema_unref(p->dtype);
     sw_free(p);
 }
 

@@ -13,7 +13,7 @@ static void tensor_destroy(sw_object *o) {
     sw_carrier *c = t->carrier;
     sw_op_unref(t->ctx);
     sw_tensor_unref(t->grad);
-    sw_layout_release(t->layout);
+    sw_layout_unref(t->layout);
     sw_planes_free(t->planes);
     /* Last: a tensor in its carrier's block may go with the carrier (the
      * carrier is destroyed after this returns, see sw_object_unref). */

@@ -163,7 +163,7 @@ static sw_tensor *make_tensor(ckind kind, const char *layout, int64_t offset,
         }
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -280,7 +280,7 @@ static sw_tensor *rand_tensor(const char *layout, int64_t offset, double lo,
     if (!l)
         return NULL;
     int64_t n = sw_layout_size(l);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     double *v = malloc((size_t)n * sizeof *v);
     for (int64_t i = 0; i < n; i++)
         v[i] = draw(lo, hi, gap);
@@ -1268,7 +1268,7 @@ done:
     sw_tensor_unref(gh);
     sw_tensor_unref(xc);
     sw_tensor_unref(xh);
-    sw_layout_release(lc);
+    sw_layout_unref(lc);
     leak_check(base, "gradient adoption");
 }
 
@@ -1543,7 +1543,7 @@ static void *long_chain_thread(void *arg) {
     if (r->built == SW_OK)
         r->built = sw_tensor_new(c, 0, l, &x);
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     int calls = 0;
     sw_tensor *cur = sw_tensor_retain(x);
     for (int k = 0; k < DEPTH && r->built == SW_OK; k++) {
@@ -1713,7 +1713,7 @@ static void test_versions(void) {
 done:
     sw_tensor_unref(y);
     sw_tensor_unref(alias);
-    sw_layout_release(l2);
+    sw_layout_unref(l2);
     sw_tensor_unref(x);
     sw_tensor_unref(g);
     leak_check(base, "version checks");

@@ -90,7 +90,7 @@ static void test_error_state(void) {
     is_int(st, SW_OK, "sw_layout_leaf(4, 1) succeeds");
     is_int(sw_errcode(), SW_EVALUE, "a later success keeps sw_errcode");
     ok(strlen(sw_errmsg()) > 0, "a later success keeps sw_errmsg");
-    sw_layout_release(good);
+    sw_layout_unref(good);
 
     /* The error state is per thread. */
     pthread_t th;
@@ -144,7 +144,7 @@ static void test_alloc_hook(void) {
     is_int(st, SW_OK, "a negative n disables the hook");
     ok(l != NULL, "the constructor wrote its result");
     ok(sw_debug_live_allocs() > base, "a live layout counts as allocations");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), base,
            "releasing the layout returns to the baseline");
 
@@ -174,7 +174,7 @@ static void test_alloc_hook(void) {
     ok(st == SW_OK && n > 0,
        "sw_layout_leaf succeeds after %lld allowed allocations", (long long)n);
     if (st == SW_OK)
-        sw_layout_release(l);
+        sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), base, "back to the baseline after the walk");
     sw_clear_error();
 }
@@ -316,15 +316,15 @@ static void test_retain_release(void) {
     int64_t held = sw_debug_live_allocs();
     ok(sw_layout_retain(l) == l, "sw_layout_retain returns its argument");
     is_int(sw_debug_live_allocs(), held, "retain allocates nothing");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), held,
            "one release of two references frees nothing");
     is_int(sw_layout_size(l), 6, "the layout is still usable");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), base, "the last release frees everything");
 
-    sw_layout_release(NULL);
-    sw_tree_release(NULL);
+    sw_layout_unref(NULL);
+    sw_tree_unref(NULL);
     ok(1, "releasing NULL is a no-op");
 }
 

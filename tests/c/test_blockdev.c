@@ -555,7 +555,7 @@ static sw_tensor *tensor_of(sw_carrier *c, int64_t offset, const char *text) {
         diag("tensor: %s", sw_errmsg());
         sw_clear_error();
     }
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -751,7 +751,7 @@ static void test_alloc_failures(void) {
         sw_clear_error();
         sw_tensor_unref(r);
         sw_tensor_unref(t);
-        sw_layout_release(l);
+        sw_layout_unref(l);
         sw_carrier_unref(cpu);
         sw_carrier_unref(c2);
         sw_carrier_unref(c);

@@ -1502,9 +1502,9 @@ static void test_generic_custom_scatter(void) {
     }
     sw_tensor_unref(ts);
     sw_tensor_unref(td);
-    sw_layout_release(ls);
-    sw_layout_release(lm);
-    sw_layout_release(ld);
+    sw_layout_unref(ls);
+    sw_layout_unref(lm);
+    sw_layout_unref(ld);
     if (!st)
         sw_carrier_unref(src);
     if (!st2)

@@ -43,7 +43,7 @@ static sw_tensor *make(const char *text, int cpu, double shift) {
         sw_tensor_set(t, i, &v);
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -228,7 +228,7 @@ static void test_int32_rules(void) {
        "results of Int32 inputs are not recorded");
     sw_tensor_unref(r);
     sw_tensor_unref(x);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(c);
 }
 
@@ -282,7 +282,7 @@ static sw_tensor *make_phys(const char *text, const double *vals) {
     }
     sw_tensor_new(c, 0, l, &t);
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -417,7 +417,7 @@ static sw_tensor *broadcast(const char *text, int cpu) {
     if (c)
         sw_tensor_new(c, 0, l, &t);
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -463,8 +463,8 @@ static void test_result_overflow(void) {
         ok(r == NULL, "and leave the result alone");
         sw_clear_error();
     }
-    sw_layout_release(l);
-    sw_einops_spec_release(spec);
+    sw_layout_unref(l);
+    sw_einops_spec_unref(spec);
     sw_einops_cache_clear();
     is_int(sw_debug_live_allocs(), base, "result overflow: nothing leaked");
 }
@@ -498,7 +498,7 @@ static sw_tensor *counting(int64_t n) {
         sw_tensor_set(t, i, &v);
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -548,7 +548,7 @@ static void test_small_results(void) {
             if (sw_layout_parse("(2):(1)", &l2) == SW_OK &&
                 !expect_ok(sw_tensor_new(c, 1, l2, &other), "a second tensor"))
                 other = NULL;
-            sw_layout_release(l2);
+            sw_layout_unref(l2);
             expect_ok(sw_carrier_release_storage(c), "releasing the result");
             ok(sw_cpu_data(c) == NULL && sw_carrier_is_released(c),
                "n=%lld: a released result has no data", (long long)n);

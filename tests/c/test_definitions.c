@@ -42,7 +42,7 @@ static sw_tensor *cpu_tensor(const char *layout, const double *vals) {
             bail_out("cpu tensor set");
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -54,7 +54,7 @@ static sw_tensor *int_tensor(const char *layout) {
         sw_tensor_new(c, 0, l, &t))
         bail_out("int tensor");
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -186,7 +186,7 @@ static sw_status probe_resolve(void *ctx, const sw_bound_call *call,
         out->plan.op = SW_OP_RELU;
         break;
     case PROBE_NO_RESULTS:
-        sw_layout_release(out->results[0].layout);
+        sw_layout_unref(out->results[0].layout);
         out->results[0].layout = NULL;
         out->nresults = 0;
         break;
@@ -268,7 +268,7 @@ static sw_status probe_vjp(void *ctx, const sw_vjp_context *vc,
         sw_tensor *t = cpu_tensor("(2,3):(1,2)", v);
         sw_layout *rm = P("(2,3):(3,1)");
         sw_status st = sw_tensor_new(sw_tensor_carrier(t), 0, rm, &grads[0]);
-        sw_layout_release(rm);
+        sw_layout_unref(rm);
         /* rm reads slot 3*i+j where t holds element (i, j) at i+2j, so
          * write the values again through the row-major view. */
         for (int i = 0; !st && i < 6; ++i) {

@@ -212,7 +212,7 @@ static sw_tensor *make_tensor(int kind, const char *layout, int64_t offset,
     if (st == SW_OK)
         st = sw_tensor_new(c, offset, l, &t);
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     if (st != SW_OK) {
         diag("%s", sw_errmsg());
         bail_out("a test tensor cannot be made");
@@ -461,19 +461,19 @@ static void test_layout_refs(void) {
         int64_t len = 0;
         is_str(sw_einops_spec_command(s, &len), "a (b c)", "command text");
         is_int(len, 7, "command length");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = ref_of("1 a (1 (b)) c");
     if (s) {
         is_str(F(s, SW_EINOPS_TREE), "(L,L,(L,(L)),L)",
                "literal 1s are leaves");
         is_str(SYMS(s, 0), "a=1 b=3 c=4", "literal 1s use up ids, unnamed");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = ref_of("((x))");
     if (s) {
         is_str(F(s, SW_EINOPS_TREE), "(((L)))", "nesting is kept");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     ref_err("a )", "Unmatched right parenthesis at offset 2");
     ref_err(")", "Unmatched right parenthesis at offset 0");
@@ -510,7 +510,7 @@ static void test_layout_refs(void) {
             int32_t n = 0;
             sw_einops_spec_recipe(s, SW_EINOPS_TREE, &n);
             is_int(n, 2 * SW_EINOPS_MAX_DEPTH + 1, "256 levels are accepted");
-            sw_einops_spec_release(s);
+            sw_einops_spec_unref(s);
         }
     }
 
@@ -528,7 +528,7 @@ static void test_layout_refs(void) {
         is_str(SYMS(s, 0), "foo=0", "symbols from tokens");
         is_str(sw_einops_spec_command(s, NULL), "foo ( 1 )",
                "command of a token reference: values joined by spaces");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     sw_einops_token dup[2] = {{SW_EINOPS_SYMBOL, 5, 6, "x", 1},
                               {SW_EINOPS_SYMBOL, 40, 41, "x", 1}};
@@ -559,11 +559,11 @@ static void test_layout_refs(void) {
                                         sw_einops_tokens_data(t), &s);
         if (expect_ok(st, "parse lexed tokens")) {
             is_str(F(s, SW_EINOPS_TREE), "(L,(L,L))", "lexed tokens' tree");
-            sw_einops_spec_release(s);
+            sw_einops_spec_unref(s);
         }
         sw_einops_tokens_free(t);
     }
-    sw_einops_spec_release(NULL);
+    sw_einops_spec_unref(NULL);
     leak_check(base, "layout references");
 }
 
@@ -613,29 +613,29 @@ static void test_rearrange_parse(void) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(0,2)", "output");
         is_str(SYMS(s, 0), "a=0 b=1 c=2", "symbol ids");
         is_str(F(s, SW_EINOPS_REDUCED), "(none)", "no reduced field");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REARRANGE, "1 a -> a");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(1)", "'1 a -> a' output");
         is_str(SYMS(s, 0), "a=1", "'1 a -> a' symbol ids");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REARRANGE, "a -> a 1");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(0,L)", "'a -> a 1' output");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REARRANGE, "a b c -> (c (a 1)) b");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "((2,(0,L)),1)", "nested output");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REARRANGE, "a b -> a");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(0)",
                "an omitted symbol parses (its size is checked when applied)");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     cmd_err(SW_EINOPS_REARRANGE, "a b",
             "Rearrange command must contain one '->' arrow");
@@ -699,7 +699,7 @@ static void test_reduce_parse(void) {
         is_str(F(s, SW_EINOPS_REARRANGE_OUTPUT), "((0,1),(2,3))",
                "rearrange_output");
         is_str(SYMS(s, 0), "a=0 c=1 d=2 b=3", "symbol ids");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REDUCE, "a b -> 1");
     if (s) {
@@ -707,20 +707,20 @@ static void test_reduce_parse(void) {
         is_str(F(s, SW_EINOPS_REDUCED), "(0,1)", "everything reduced");
         is_str(F(s, SW_EINOPS_REARRANGE_OUTPUT), "((L),(0,1))",
                "'-> 1' rearrange_output");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REDUCE, "1 a b -> b a");
     if (s) {
         is_str(F(s, SW_EINOPS_REDUCED), "(0)", "a literal 1 is reduced");
         is_str(F(s, SW_EINOPS_REARRANGE_OUTPUT), "((2,1),(0))",
                "rearrange_output with a reduced 1");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_REDUCE, "a b c -> (c a)");
     if (s) {
         is_str(F(s, SW_EINOPS_REARRANGE_OUTPUT), "(((2,0)),(1))",
                "grouped output nests");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     cmd_err(SW_EINOPS_REDUCE, "a b -> a b",
             "Reduce command must omit at least one dimension");
@@ -757,7 +757,7 @@ static void test_einsum_parse(void) {
         is_str(SYMS(s, 1), "c=0 b=1", "rhs symbol ids");
         is_str(COMMON(s), "b", "common symbols");
         is_str(F(s, SW_EINOPS_SELECTION), "(none)", "no plain selection");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "a b c, d c b -> a d");
     if (s) {
@@ -766,7 +766,7 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((0),(2,1))",
                "rhs inner reordered to lhs order");
         is_str(COMMON(s), "b c", "common symbols in lhs order");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "a b, b -> a");
     if (s) {
@@ -775,20 +775,20 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_MATMUL_OUTPUT_SELECTION), "((L),(L))",
                "matmul selection keeps the singleton");
         is_str(F(s, SW_EINOPS_OUTPUT), "(0)", "output");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "b, b -> 1");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(L)", "'b, b -> 1' output");
         is_str(F(s, SW_EINOPS_LHS_REARRANGE_OUTPUT), "((L),(0))",
                "lhs outer singleton");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "k, c k -> c");
     if (s) {
         is_str(F(s, SW_EINOPS_OUTPUT), "(1)",
                "an lhs without outer symbols skips one id");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "a (b k) 1, c k -> (c a) b");
     if (s) {
@@ -801,7 +801,7 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_MATMUL_OUTPUT_SELECTION), "((L,L),(L))",
                "two lhs outer pieces, one rhs");
         is_str(F(s, SW_EINOPS_OUTPUT), "((2,0),1)", "output ids");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     /* Batch symbols: shared symbols the output names (an extension of the
      * reference grammar, which rejected them as unknown). */
@@ -819,7 +819,7 @@ static void test_einsum_parse(void) {
         is_int(sw_einops_spec_nbatch(s), 1, "one batch symbol");
         is_str(sw_einops_spec_batch(s, 0), "b", "the batch symbol");
         ok(sw_einops_spec_batch(s, 1) == NULL, "batch index out of range");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "a b, c b -> a b c");
     if (s) {
@@ -828,7 +828,7 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((0),(L),(1))",
                "rhs inner singleton");
         is_str(F(s, SW_EINOPS_OUTPUT), "(0,2,1)", "batched outer product");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "b k, b k -> b");
     if (s) {
@@ -836,7 +836,7 @@ static void test_einsum_parse(void) {
                "no outer symbols: a singleton outer group");
         is_str(F(s, SW_EINOPS_OUTPUT), "(2)",
                "both singleton outer groups take an id");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "k (b i), b j k -> (i j) b");
     if (s) {
@@ -845,13 +845,13 @@ static void test_einsum_parse(void) {
         is_str(F(s, SW_EINOPS_RHS_REARRANGE_OUTPUT), "((1),(2),(0))",
                "rhs ids, inner and batch in lhs order");
         is_str(F(s, SW_EINOPS_OUTPUT), "((0,1),2)", "grouped batched output");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     s = parse(SW_EINOPS_EINSUM, "a b, c b -> a c");
     if (s) {
         is_int(sw_einops_spec_nbatch(s), 0, "an unbatched contraction");
         ok(sw_einops_spec_batch(s, 0) == NULL, "has no batch symbol");
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     cmd_err(SW_EINOPS_EINSUM, "a b, c b",
             "Einsum command must contain one '->' arrow");
@@ -948,11 +948,11 @@ static void test_layout_compile(void) {
                 is_str(L(r2), cases[i].want2, "'%s' on %s: the sum's layout",
                        cases[i].cmd, cases[i].lhs);
         }
-        sw_layout_release(r);
-        sw_layout_release(r2);
-        sw_layout_release(a);
-        sw_layout_release(b);
-        sw_einops_spec_release(s);
+        sw_layout_unref(r);
+        sw_layout_unref(r2);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
+        sw_einops_spec_unref(s);
     }
     /* The einsum operands, rearranged to (outer, inner). */
     sw_einops_spec *s = parse(SW_EINOPS_EINSUM, "a b c, d c b -> a d");
@@ -963,8 +963,8 @@ static void test_layout_compile(void) {
         is_str(L(la), "(2,(3,4)):(1,(2,6))", "lhs (outer, inner)");
         is_str(L(lb), "(5,(3,4)):(1,(20,5))", "rhs inner in lhs order");
     }
-    sw_layout_release(la);
-    sw_layout_release(lb);
+    sw_layout_unref(la);
+    sw_layout_unref(lb);
     st = sw_einops_einsum_check(s, a, b);
     expect_ok(st, "einsum check");
     sw_layout *c = P("(5,4,2):(1,5,20)");
@@ -978,9 +978,9 @@ static void test_layout_compile(void) {
     st = sw_einops_einsum_check(s, a, d);
     expect_fail(st, SW_EVALUE, "layout and tree profile do not match",
                 "a side that does not split along its selection");
-    sw_layout_release(d);
+    sw_layout_unref(d);
     d = P("(5,4,3):(1,5,20)");
-    sw_layout_release(c);
+    sw_layout_unref(c);
     c = P("(5,3,3):(1,5,15)");
     st = sw_einops_einsum_check(s, a, c);
     expect_fail(st, SW_EVALUE,
@@ -1000,14 +1000,14 @@ static void test_layout_compile(void) {
     expect_fail(st, SW_ETYPE, "spec must be a ReduceSpec",
                 "an einsum spec is not a reduce spec");
     ok(r == SENT_LAYOUT, "kind errors leave the out-parameter alone");
-    sw_layout_release(c);
-    sw_layout_release(d);
-    sw_einops_spec_release(s);
+    sw_layout_unref(c);
+    sw_layout_unref(d);
+    sw_einops_spec_unref(s);
     s = parse(SW_EINOPS_REARRANGE, "1 a -> a");
     st = sw_einops_rearrange_layout(s, a, &r);
     expect_fail(st, SW_EVALUE, "layout and tree profile do not match",
                 "a command with fewer modes than the layout");
-    sw_einops_spec_release(s);
+    sw_einops_spec_unref(s);
     s = parse(SW_EINOPS_REARRANGE, "1 a b -> a b");
     st = sw_einops_rearrange_layout(s, a, &r);
     expect_fail(st, SW_EVALUE,
@@ -1015,9 +1015,9 @@ static void test_layout_compile(void) {
                 "a literal 1 over a piece of size 2");
     st = sw_einops_rearrange_layout(s, NULL, &r);
     expect_fail(st, SW_ETYPE, "layout must be a Layout", "NULL layout");
-    sw_einops_spec_release(s);
-    sw_layout_release(a);
-    sw_layout_release(b);
+    sw_einops_spec_unref(s);
+    sw_layout_unref(a);
+    sw_layout_unref(b);
     leak_check(base, "layout compile");
 }
 
@@ -1278,8 +1278,8 @@ static void test_tensor_graph_and_errors(void) {
         is_str(L(sw_tensor_layout(r)), "2:1", "reduce_spec result");
         sw_tensor_unref(r);
     }
-    sw_einops_spec_release(red);
-    sw_einops_spec_release(rea);
+    sw_einops_spec_unref(red);
+    sw_einops_spec_unref(rea);
     sw_tensor_unref(c);
     sw_tensor_unref(cpu);
     sw_tensor_unref(a);
@@ -1446,17 +1446,17 @@ static void test_cache(void) {
     st = sw_einops_compile(SW_EINOPS_REARRANGE, "a b -> b a; junk", 10, &c);
     expect_ok(st, "compile with a length");
     ok(c == a, "the length decides the key");
-    sw_einops_spec_release(c);
+    sw_einops_spec_unref(c);
     st = sw_einops_parse(SW_EINOPS_REARRANGE, "a b -> b a", -1, &c);
     expect_ok(st, "uncached parse");
     ok(c != a, "sw_einops_parse never uses the cache");
     is_str(F(c, SW_EINOPS_OUTPUT), F(a, SW_EINOPS_OUTPUT),
            "but builds the same spec");
-    sw_einops_spec_release(c);
+    sw_einops_spec_unref(c);
     st = sw_einops_parse_rearrange("a b ->  b a", &c);
     expect_ok(st, "a command differing in whitespace");
     ok(c != a, "is another entry (keys are the exact text)");
-    sw_einops_spec_release(c);
+    sw_einops_spec_unref(c);
     st = sw_einops_parse_reduce("a b -> b", &c);
     expect_ok(st, "reduce compile");
     st = sw_einops_compile(SW_EINOPS_REARRANGE, "a b -> b", -1, &d);
@@ -1464,15 +1464,15 @@ static void test_cache(void) {
     ok(c != d && sw_einops_spec_kind(c) == SW_EINOPS_REDUCE &&
            sw_einops_spec_kind(d) == SW_EINOPS_REARRANGE,
        "a separate cache per command kind");
-    sw_einops_spec_release(c);
-    sw_einops_spec_release(d);
+    sw_einops_spec_unref(c);
+    sw_einops_spec_unref(d);
     st = sw_einops_parse_einsum("a b, c b -> a c", &c);
     expect_ok(st, "einsum compile");
     st = sw_einops_parse_einsum("a b, c b -> a c", &d);
     expect_ok(st, "einsum again");
     ok(c == d, "einsum specs are cached too");
-    sw_einops_spec_release(c);
-    sw_einops_spec_release(d);
+    sw_einops_spec_unref(c);
+    sw_einops_spec_unref(d);
     /* A cached spec outlives the cache's reference. */
     sw_einops_cache_clear();
     is_int(sw_einops_cache_count(SW_EINOPS_REARRANGE), 0, "cleared");
@@ -1480,9 +1480,9 @@ static void test_cache(void) {
     st = sw_einops_parse_rearrange("a b -> b a", &c);
     expect_ok(st, "compile after clear");
     ok(c != a, "a new spec after the clear");
-    sw_einops_spec_release(c);
-    sw_einops_spec_release(a);
-    sw_einops_spec_release(b);
+    sw_einops_spec_unref(c);
+    sw_einops_spec_unref(a);
+    sw_einops_spec_unref(b);
     /* Eviction: the least recently used entry goes first. */
     st = sw_einops_cache_set_capacity(2);
     expect_ok(st, "capacity 2");
@@ -1490,15 +1490,15 @@ static void test_cache(void) {
     sw_einops_parse_rearrange("x -> x", &x);
     sw_einops_parse_rearrange("y -> y", &y);
     sw_einops_parse_rearrange("x -> x", &w); /* x is now the most recent */
-    sw_einops_spec_release(w);
+    sw_einops_spec_unref(w);
     sw_einops_parse_rearrange("z -> z", &z); /* evicts y */
     is_int(sw_einops_cache_count(SW_EINOPS_REARRANGE), 2, "bounded at 2");
     sw_einops_parse_rearrange("x -> x", &w);
     ok(w == x, "the recently used entry stayed");
-    sw_einops_spec_release(w);
+    sw_einops_spec_unref(w);
     sw_einops_parse_rearrange("y -> y", &w);
     ok(w != y, "the least recently used entry was dropped");
-    sw_einops_spec_release(w);
+    sw_einops_spec_unref(w);
     st = sw_einops_cache_set_capacity(1);
     expect_ok(st, "capacity 1");
     is_int(sw_einops_cache_count(SW_EINOPS_REARRANGE), 1,
@@ -1507,9 +1507,9 @@ static void test_cache(void) {
     expect_fail(st, SW_EVALUE, "einops cache capacity must be at least 1",
                 "capacity 0");
     is_int(sw_einops_cache_count((sw_einops_kind)9), 0, "count of no kind");
-    sw_einops_spec_release(x);
-    sw_einops_spec_release(y);
-    sw_einops_spec_release(z);
+    sw_einops_spec_unref(x);
+    sw_einops_spec_unref(y);
+    sw_einops_spec_unref(z);
     /* Many commands through a small cache: still bounded, still correct. */
     sw_einops_cache_set_capacity(8);
     bool fine = true;
@@ -1521,7 +1521,7 @@ static void test_cache(void) {
                strcmp(sw_einops_spec_command(s, NULL), cmd) == 0 &&
                strcmp(F(s, SW_EINOPS_OUTPUT), "(1,0)") == 0 &&
                sw_einops_cache_count(SW_EINOPS_REARRANGE) <= 8;
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
     }
     ok(fine, "a churning cache stays bounded and returns the right specs");
     sw_einops_cache_set_capacity(1024);
@@ -1553,7 +1553,7 @@ static void *thread_main(void *p) {
             ++arg->failures;
         if (strcmp(sw_einops_spec_command(s, NULL), thread_cmds[k]) != 0)
             ++arg->failures;
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
         /* Failures on the way never enter the cache. */
         if (sw_einops_parse_rearrange("a a -> a", &s) == SW_OK)
             ++arg->failures;
@@ -1580,7 +1580,7 @@ static void test_cache_threads(void) {
     is_int(args[0].failures + args[1].failures, 0,
            "both threads always got the identical cached specs");
     for (int k = 0; k < THREAD_CMDS; ++k)
-        sw_einops_spec_release(want[k]);
+        sw_einops_spec_unref(want[k]);
     /* Racing inserts, evictions and clears: every answer is still right. */
     sw_einops_cache_clear();
     sw_einops_cache_set_capacity(3);
@@ -1633,7 +1633,7 @@ static sw_status fi_run(int w, bool *check) {
             *check = s == SENT_SPEC;
         else {
             *check = sw_einops_spec_kind(s) == kinds[w - 1];
-            sw_einops_spec_release(s);
+            sw_einops_spec_unref(s);
         }
         break;
     }
@@ -1647,7 +1647,7 @@ static sw_status fi_run(int w, bool *check) {
             *check = s == SENT_SPEC;
         else {
             *check = strcmp(F(s, SW_EINOPS_TREE), "((L))") == 0;
-            sw_einops_spec_release(s);
+            sw_einops_spec_unref(s);
         }
         break;
     }
@@ -1663,9 +1663,9 @@ static sw_status fi_run(int w, bool *check) {
         st = sw_einops_parse_einsum("a b, c b -> c a", &s2);
         if (!st) {
             *check = strcmp(F(s2, SW_EINOPS_OUTPUT), "(1,0)") == 0;
-            sw_einops_spec_release(s2);
+            sw_einops_spec_unref(s2);
         }
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
         break;
     }
     case 6:
@@ -1702,12 +1702,12 @@ static sw_status fi_run(int w, bool *check) {
             st = sw_einops_einsum_layouts(s, l, rb, &r, NULL, &r2);
         if (!st) {
             *check = strcmp(L(r2), "((5,2),3):((6,1),2)") == 0;
-            sw_layout_release(r);
-            sw_layout_release(r2);
+            sw_layout_unref(r);
+            sw_layout_unref(r2);
         } else {
             *check = r == SENT_LAYOUT && r2 == SENT_LAYOUT;
         }
-        sw_einops_spec_release(s);
+        sw_einops_spec_unref(s);
         break;
     }
     }
@@ -1770,8 +1770,8 @@ static void test_fault_injection(void) {
     sw_tensor_unref(fi_a);
     sw_tensor_unref(fi_b);
     sw_tensor_unref(fi_c);
-    sw_layout_release(fi_l);
-    sw_layout_release(fi_lb);
+    sw_layout_unref(fi_l);
+    sw_layout_unref(fi_lb);
 }
 
 int main(void) {

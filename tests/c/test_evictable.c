@@ -83,7 +83,7 @@ static sw_tensor *T(sw_carrier *c, int64_t offset, const char *layout) {
     if (sw_layout_parse(layout, &l) != SW_OK ||
         sw_tensor_new(c, offset, l, &t) != SW_OK)
         bail_out("tensor");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -193,7 +193,7 @@ static void test_construction(void) {
         st = sw_carrier_scatter(a, src, ta, map, 0);
         expect_fail(st, SW_ERUNTIME, "Carrier is not mutable",
                     "a direct scatter onto a tier");
-        sw_layout_release(map);
+        sw_layout_unref(map);
         sw_tensor_unref(src);
         sw_tensor_unref(ta);
         sw_carrier_unref(dst);
@@ -412,7 +412,7 @@ static void test_dlpack_and_scatter(void) {
             expect_fail(st, SW_ERUNTIME,
                         "Evictable carrier is evicted; call promote() first",
                         "scatter while evicted");
-            sw_layout_release(map);
+            sw_layout_unref(map);
             sw_tensor_unref(src);
             sw_carrier_unref(sc);
         }

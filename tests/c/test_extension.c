@@ -390,7 +390,7 @@ static sw_tensor *tensor_on(sw_carrier *c, int64_t n) {
     sw_tensor *t = NULL;
     if (sw_tensor_new(c, 0, l, &t))
         bail_out(sw_errmsg());
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 

@@ -748,7 +748,7 @@ static void test_tensor_over_file(void) {
            "a tensor read");
     }
     sw_tensor_unref(t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(c);
     unlink(named("t.bin"));
     is_int(count_entries(tmp_dir), 0, "no temporary left");

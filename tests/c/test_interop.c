@@ -128,7 +128,7 @@ static sw_tensor *T(sw_carrier *c, int64_t offset, const char *layout) {
     sw_layout *l = L(layout);
     sw_tensor *t = NULL;
     sw_status st = sw_tensor_new(c, offset, l, &t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     if (st != SW_OK)
         bail_out(sw_errmsg());
     return t;
@@ -2056,7 +2056,7 @@ static void test_move_autograd(void) {
                    values_are(grads[0], want) &&
                    sw_carrier_is_cpu(sw_tensor_carrier(grads[0])),
                "gives a CPU gradient under the canonical injective layout");
-            sw_layout_release(canon);
+            sw_layout_unref(canon);
             sw_tensor_unref(grads[0]);
         }
         sw_tensor_unref(g);

@@ -170,7 +170,7 @@ static sw_status k_submit(void *ctx, void *work,
             st = sw_layout_parse("(1):(1)", &l);
             if (!st)
                 st = sw_tensor_new(out, 0, l, &results[0]);
-            sw_layout_release(l);
+            sw_layout_unref(l);
         } else {
             st = sw_tensor_new(out, 0, spec->layout, &results[0]);
         }
@@ -237,7 +237,7 @@ static sw_tensor *tensor_of(const void *tag, const double *v, int64_t n,
         bail_out(sw_errmsg());
     for (int64_t i = 0; i < n; ++i)
         values(c)[i] = v[i];
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(c);
     return t;
 }

@@ -133,7 +133,7 @@ static opnd mk(const char *layout, int64_t off, sw_dtype dt, int output) {
 }
 
 static void rm(opnd *o) {
-    sw_layout_release(o->l);
+    sw_layout_unref(o->l);
     free(o->data);
     o->l = NULL;
     o->data = NULL;
@@ -251,8 +251,8 @@ static sw_status build2(const char *a, const char *b, const int64_t *offs,
     sw_layout *la = P(a), *lb = P(b);
     const sw_layout *ls[2] = {la, lb};
     sw_status st = sw_plan_build(2, ls, offs, p);
-    sw_layout_release(la);
-    sw_layout_release(lb);
+    sw_layout_unref(la);
+    sw_layout_unref(lb);
     return st;
 }
 
@@ -362,7 +362,7 @@ static void test_plan_examples(void) {
         st = sw_plan_build(1, ls, NULL, &p);
         ok(st == SW_OK && p.ndim == 1 && p.extent[0] == 1 && p.size == 1,
            "the empty layout plans as one element");
-        sw_layout_release(emp);
+        sw_layout_unref(emp);
     }
 
     /* Four operands, the maximum. */
@@ -377,10 +377,10 @@ static void test_plan_examples(void) {
             const int64_t *s[] = {s0, s1, s2, s3};
             plan_is(&p, 2, e, s, "four operands");
         }
-        sw_layout_release(a);
-        sw_layout_release(b);
-        sw_layout_release(c);
-        sw_layout_release(d);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
+        sw_layout_unref(c);
+        sw_layout_unref(d);
     }
     leak_check(base, "plan examples");
 }
@@ -409,7 +409,7 @@ static void test_plan_errors(void) {
     is_str(S(st), "SW_EVALUE", "zero operands refused");
     st = sw_plan_build(5, ls, NULL, &p);
     is_str(S(st), "SW_EVALUE", "five operands refused");
-    sw_layout_release(l);
+    sw_layout_unref(l);
 
     /* 17 leaves whose strides never merge: more than 16 modes. */
     {
@@ -440,9 +440,9 @@ static void test_plan_errors(void) {
             const sw_layout *one16[1] = {m16};
             st = sw_plan_build(1, one16, NULL, &p);
             ok(st == SW_OK && p.ndim == 16, "16 unmergeable modes fit");
-            sw_layout_release(m16);
+            sw_layout_unref(m16);
         }
-        sw_layout_release(big);
+        sw_layout_unref(big);
     }
 
     /* Offsets the walks would form past INT64_MAX: refused. The walks step
@@ -483,7 +483,7 @@ static void test_plan_errors(void) {
         st = sw_plan_build(2, s1, NULL, &p);
         ok(st == SW_OK && p.ndim == 1 && p.extent[0] == 4,
            "extent-1 leaves with stride INT64_MAX do not count");
-        sw_layout_release(still);
+        sw_layout_unref(still);
         /* The offsets of a list step back before stepping past the end. */
         sw_layout *tall = P("(2,2):(4611686018427387904,1)");
         int64_t got[4] = {-1, -1, -1, -1};
@@ -491,10 +491,10 @@ static void test_plan_errors(void) {
         ok(got[0] == 0 && got[1] == (INT64_C(1) << 62) && got[2] == 1 &&
                got[3] == (INT64_C(1) << 62) + 1,
            "offsets of (2,2):(2^62,1) are 0, 2^62, 1, 2^62+1");
-        sw_layout_release(tall);
-        sw_layout_release(half);
-        sw_layout_release(small);
-        sw_layout_release(edge);
+        sw_layout_unref(tall);
+        sw_layout_unref(half);
+        sw_layout_unref(small);
+        sw_layout_unref(edge);
     }
     leak_check(base, "plan errors");
 }
@@ -743,7 +743,7 @@ static void test_plan_random(void) {
         fallback += !b;
         repeated += last_repeat > 1;
         for (int32_t k = 0; k < nops; ++k)
-            sw_layout_release(ls[k]);
+            sw_layout_unref(ls[k]);
     }
     is_int(failures, 0,
            "%d random operand sets: every walk visits exactly the tuples "
@@ -788,8 +788,8 @@ static void test_plan_random(void) {
             free(buf);
             free(arena);
         }
-        sw_layout_release(ls[0]);
-        sw_layout_release(ls[1]);
+        sw_layout_unref(ls[0]);
+        sw_layout_unref(ls[1]);
     }
 
     /* Offsets of a leaf list: every start and count of a hierarchy. */
@@ -808,7 +808,7 @@ static void test_plan_random(void) {
         ok(good, "sw_plan_leaves_offsets matches layout(i) on every range");
         sw_plan_leaves m1 = sw_plan_leaves_mode(l, 1);
         is_int(sw_plan_leaves_size(m1), 4, "leaves of mode 1: size 4");
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     leak_check(base, "plan walks");
 }
@@ -1627,8 +1627,8 @@ static void reduce_case(const char *xl, int64_t xoff, const char *ol,
         holes_untouched(&gx, xl);
         rm(&gx);
     }
-    sw_layout_release(m0);
-    sw_layout_release(m1);
+    sw_layout_unref(m0);
+    sw_layout_unref(m1);
     rm(&x);
     rm(&out);
 }
@@ -1718,7 +1718,7 @@ static int64_t *mode_offsets(const sw_layout *l, int32_t mode, int64_t *n) {
     int64_t *t = malloc((size_t)*n * sizeof(int64_t));
     for (int64_t i = 0; i < *n; ++i)
         t[i] = IX(m, i);
-    sw_layout_release(m);
+    sw_layout_unref(m);
     return t;
 }
 
@@ -2180,7 +2180,7 @@ static void test_plan_repeats(void) {
                leaves_are(r.ops[2], 2, ext, str),
            "drop_repeats: (4,(8,2**40)):(1,(4,0)) keeps 4:1 and 8:4, "
            "repeat 2**40");
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     /* Only the output has stride 0 (the inputs differ from visit to visit):
      * nothing is dropped; nor for an input alone. */
@@ -2194,8 +2194,8 @@ static void test_plan_repeats(void) {
         st = sw_plan_drop_repeats(2, rv, &r);
         ok(st == SW_OK && r.repeat == 1 && r.ops[0].nleaf == 2,
            "drop_repeats: a stride-0 mode of an input alone stays");
-        sw_layout_release(o);
-        sw_layout_release(x);
+        sw_layout_unref(o);
+        sw_layout_unref(x);
     }
     /* A refined mode is dropped only where every operand has stride 0:
      * (6,4):(0,1) against ((2,3),4):((0,0),6) shares the 6 mode. */
@@ -2207,8 +2207,8 @@ static void test_plan_repeats(void) {
         ok(st == SW_OK && r.repeat == 6 && leaves_are(r.ops[0], 1, ext, sa) &&
                leaves_are(r.ops[1], 1, ext, sb),
            "drop_repeats: modes shared after refinement are dropped");
-        sw_layout_release(a);
-        sw_layout_release(b);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
     }
     /* Everything repeats: no leaf left, one visit. */
     {
@@ -2227,7 +2227,7 @@ static void test_plan_repeats(void) {
         ok(st == SW_OK && c.calls == 1 && c.visits == 1,
            "iterate skipping repeats walks 2**62:0 (offsets 0 and 1) in one "
            "visit");
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     /* No common refinement: the operands are returned as they are. */
     {
@@ -2237,8 +2237,8 @@ static void test_plan_repeats(void) {
         ok(st == SW_OK && r.repeat == 1 && r.ops[0].extent == lv[0].extent &&
                r.ops[1].stride == lv[1].stride && sw_errcode() == SW_OK,
            "drop_repeats without a common refinement keeps the operands");
-        sw_layout_release(a);
-        sw_layout_release(b);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
     }
     /* Errors, as for building a plan. */
     {
@@ -2253,8 +2253,8 @@ static void test_plan_repeats(void) {
         st = sw_plan_drop_repeats(0, lv, &r);
         is_str(S(st), "SW_EVALUE", "drop_repeats of 0 operands refused");
         sw_clear_error();
-        sw_layout_release(a);
-        sw_layout_release(b);
+        sw_layout_unref(a);
+        sw_layout_unref(b);
     }
     leak_check(base, "plan repeats");
 }
@@ -2623,7 +2623,7 @@ static void test_interrupts(void) {
            "the fallback walk stops too (%lld elements)", (long long)c.visits);
         sw_interrupt_clear();
         sw_clear_error();
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     /* Long runs are cut into pieces of SW_PLAN_CHUNK, checked between. */
     {
@@ -2644,7 +2644,7 @@ static void test_interrupts(void) {
            "a request raised in the first piece stops the run there");
         sw_interrupt_clear();
         sw_clear_error();
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     sw_interrupt_watch(0);
     leak_check(base, "interrupts");

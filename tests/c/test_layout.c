@@ -172,7 +172,7 @@ static void expect_function(sw_status st, const sw_layout *got,
     }
     sw_layout *w = P(want);
     same_function(got, w, name);
-    sw_layout_release(w);
+    sw_layout_unref(w);
 }
 
 /* Checks a rejected call: the status, the message and the out-parameter. */
@@ -206,8 +206,8 @@ static void check_unop(unop_fn fn, const char *op, const char *a,
         expect_exact(st, r, want, name);
     else
         expect_function(st, r, want, name);
-    sw_layout_release(r);
-    sw_layout_release(la);
+    sw_layout_unref(r);
+    sw_layout_unref(la);
 }
 
 static void check_binop(binop_fn fn, const char *op, const char *a,
@@ -222,9 +222,9 @@ static void check_binop(binop_fn fn, const char *op, const char *a,
         else
             expect_function(st, r, want, name);
     }
-    sw_layout_release(r);
-    sw_layout_release(la);
-    sw_layout_release(lb);
+    sw_layout_unref(r);
+    sw_layout_unref(la);
+    sw_layout_unref(lb);
 }
 
 static void check_binop_rejected(binop_fn fn, const char *op, const char *a,
@@ -237,8 +237,8 @@ static void check_binop_rejected(binop_fn fn, const char *op, const char *a,
         status = fn(la, lb, &r);
         expect_error(status, SW_EVALUE, r, SENT_LAYOUT, name);
     }
-    sw_layout_release(la);
-    sw_layout_release(lb);
+    sw_layout_unref(la);
+    sw_layout_unref(lb);
 }
 
 #define MAX_TILER 4
@@ -256,7 +256,7 @@ static bool parse_tiler(int32_t n, const char *const *texts,
 
 static void release_tiler(int32_t n, sw_layout **tiler) {
     for (int32_t k = 0; k < n; k++)
-        sw_layout_release(tiler[k]);
+        sw_layout_unref(tiler[k]);
 }
 
 static void check_tilerop(tilerop_fn fn, const char *op, const char *a,
@@ -270,9 +270,9 @@ static void check_tilerop(tilerop_fn fn, const char *op, const char *a,
         status = fn(la, n, tiler, &r);
         expect_exact(status, r, want, name);
     }
-    sw_layout_release(r);
+    sw_layout_unref(r);
     release_tiler(n, tiler);
-    sw_layout_release(la);
+    sw_layout_unref(la);
 }
 
 /* ---------------------------------------------------------- trees */
@@ -310,27 +310,27 @@ static void test_trees(void) {
     st = sw_tree_child(t, 1, &c);
     if (ok(st == SW_OK, "sw_tree_child(t, 1)"))
         is_str(T(c), "(3,4)", "child 1 of (2,(3,4)) is the tuple (3,4)");
-    sw_tree_release(c);
+    sw_tree_unref(c);
     c = NULL;
     st = sw_tree_child(t, 0, &c);
     if (ok(st == SW_OK, "sw_tree_child(t, 0)")) {
         is_str(T(c), "2", "child 0 of (2,(3,4)) is the one-leaf tree 2");
         is_int(sw_tree_rank(c), 1, "the one-leaf tree has rank 1");
     }
-    sw_tree_release(c);
+    sw_tree_unref(c);
 
     static const int32_t sel[] = {1, 0};
     c = NULL;
     st = sw_tree_select(t, 2, sel, &c);
     if (ok(st == SW_OK, "sw_tree_select(t, {1,0})"))
         is_str(T(c), "((3,4),2)", "select {1,0} of (2,(3,4))");
-    sw_tree_release(c);
+    sw_tree_unref(c);
     static const int32_t sel1[] = {1};
     c = NULL;
     st = sw_tree_select(t, 1, sel1, &c);
     if (ok(st == SW_OK, "sw_tree_select(t, {1})"))
         is_str(T(c), "((3,4))", "select {1} keeps the tuple as one child");
-    sw_tree_release(c);
+    sw_tree_unref(c);
 
     sw_tree *five = PT(SW_TREE_SHAPE, "5");
     sw_tree *pair = PT(SW_TREE_SHAPE, "(6,7)");
@@ -345,25 +345,25 @@ static void test_trees(void) {
         c = NULL;
         if (ok(sw_tree_concat(t, pair, &c) == SW_OK, "sw_tree_concat"))
             is_str(T(c), "(2,(3,4),6,7)", "concat (2,(3,4)) and (6,7)");
-        sw_tree_release(c);
+        sw_tree_unref(c);
         c = NULL;
         if (ok(sw_tree_append(t, pair, &c) == SW_OK, "sw_tree_append pair"))
             is_str(T(c), "(2,(3,4),(6,7))", "append nests a pair");
-        sw_tree_release(c);
+        sw_tree_unref(c);
         c = NULL;
         if (ok(sw_tree_append(t, five, &c) == SW_OK, "sw_tree_append leaf"))
             is_str(T(c), "(2,(3,4),5)", "append concatenates a leaf");
-        sw_tree_release(c);
+        sw_tree_unref(c);
         c = NULL;
         if (ok(sw_tree_append(five, empty, &c) == SW_OK,
                "sw_tree_append empty"))
             is_str(T(c), "5", "appending () adds nothing");
-        sw_tree_release(c);
+        sw_tree_unref(c);
         c = NULL;
         if (ok(sw_tree_append(empty, five, &c) == SW_OK,
                "sw_tree_append to ()"))
             is_str(T(c), "5", "appending a leaf to () gives the leaf");
-        sw_tree_release(c);
+        sw_tree_unref(c);
 
         ok(!sw_tree_equal(t, pair), "different trees are not equal");
         ok(!sw_tree_congruent(t, pair), "nor congruent");
@@ -387,14 +387,14 @@ static void test_trees(void) {
     is_str(small, "(2,(", "and truncates with a NUL");
     is_int(sw_tree_format(t, NULL, 0), 9, "buf may be NULL when cap is 0");
 
-    sw_tree_release(sh);
-    sw_tree_release(sd);
-    sw_tree_release(sv);
-    sw_tree_release(five);
-    sw_tree_release(pair);
-    sw_tree_release(empty);
-    sw_tree_release(u);
-    sw_tree_release(t);
+    sw_tree_unref(sh);
+    sw_tree_unref(sd);
+    sw_tree_unref(sv);
+    sw_tree_unref(five);
+    sw_tree_unref(pair);
+    sw_tree_unref(empty);
+    sw_tree_unref(u);
+    sw_tree_unref(t);
     leak_check(base, "trees");
 }
 
@@ -458,7 +458,7 @@ static void test_layout_basics(void) {
         sw_layout *back = NULL;
         if (ok(sw_layout_parse("():()", &back) == SW_OK, "parse ():()"))
             ok(sw_layout_equal(back, emp), "():() parses to the empty one");
-        sw_layout_release(back);
+        sw_layout_unref(back);
     }
 
     sw_layout *lf = NULL;
@@ -480,40 +480,40 @@ static void test_layout_basics(void) {
     sw_layout *nl = NULL;
     if (ts != NULL && td != NULL &&
         ok(sw_layout_new(ts, td, &nl) == SW_OK, "sw_layout_new")) {
-        sw_tree_release(ts);
-        sw_tree_release(td);
+        sw_tree_unref(ts);
+        sw_tree_unref(td);
         ts = td = NULL;
         ok(sw_layout_equal(nl, l), "the new layout outlives our references");
         is_str(L(nl), "(2,(3,4)):(1,(10,100))", "and still prints");
     }
-    sw_tree_release(ts);
-    sw_tree_release(td);
+    sw_tree_unref(ts);
+    sw_tree_unref(td);
 
     /* A borrowed tree can be retained past the layout's lifetime. */
     if (nl != NULL) {
         sw_tree *kept = sw_tree_retain(sw_layout_shape(nl));
-        sw_layout_release(nl);
+        sw_layout_unref(nl);
         nl = NULL;
         is_str(T(kept), "(2,(3,4))", "a retained shape outlives its layout");
-        sw_tree_release(kept);
+        sw_tree_unref(kept);
     }
 
     /* Retain returns its argument and counts. */
     int64_t held = sw_debug_live_allocs();
     ok(sw_layout_retain(l) == l, "sw_layout_retain returns its argument");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), held, "one release of two frees nothing");
     is_int(sw_layout_size(l), 24, "the layout is still usable");
-    sw_layout_release(NULL);
-    sw_tree_release(NULL);
+    sw_layout_unref(NULL);
+    sw_tree_unref(NULL);
     ok(1, "releasing NULL is a no-op");
 
-    sw_layout_release(fr);
-    sw_layout_release(lf);
-    sw_layout_release(emp);
-    sw_layout_release(nest);
-    sw_layout_release(leaf);
-    sw_layout_release(l);
+    sw_layout_unref(fr);
+    sw_layout_unref(lf);
+    sw_layout_unref(emp);
+    sw_layout_unref(nest);
+    sw_layout_unref(leaf);
+    sw_layout_unref(l);
     leak_check(base, "layout basics");
 }
 
@@ -539,7 +539,7 @@ static void test_vectors_size(void) {
         is_int(sw_layout_size(l), rows[k].size, "size of %s", rows[k].layout);
         is_int(sw_layout_cosize(l), rows[k].cosize, "cosize of %s",
                rows[k].layout);
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
 
     sw_layout *l = P("(2,(3,4)):(1,(10,100))");
@@ -576,7 +576,7 @@ static void test_vectors_size(void) {
         st = sw_layout_index_coord(l, 7, r4, v4, &r);
         ok(st == SW_OK && r == 321, "index of (1,(2,3),7,8) is 321 (got %lld)",
            (long long)r);
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
 
     l = P("(3,4):(2,10)");
@@ -593,7 +593,7 @@ static void test_vectors_size(void) {
         st = sw_layout_index(l, 5, &r);
         ok(st == SW_OK && r == 14, "(3,4):(2,10) index of 5 is 14 (got %lld)",
            (long long)r);
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     leak_check(base, "size and cosize rows");
 }
@@ -624,9 +624,9 @@ static void test_vectors_compose(void) {
         expect_exact(st, r, "(3,(4,2)):(59,(13,1))",
                      "compose_shape((12,(4,8)):(59,(13,1)), (3,8))");
     }
-    sw_layout_release(r);
-    sw_layout_release(a);
-    sw_tree_release(shape);
+    sw_layout_unref(r);
+    sw_layout_unref(a);
+    sw_tree_unref(shape);
 
     /* python-api.md 2.6: (20,50):(1,20) o Shape([5,2]) is (5,2):(1,20). */
     a = P("(20,50):(1,20)");
@@ -637,9 +637,9 @@ static void test_vectors_compose(void) {
         expect_exact(st, r, "(5,2):(1,20)",
                      "compose_shape((20,50):(1,20), (5,2))");
     }
-    sw_layout_release(r);
-    sw_layout_release(a);
-    sw_tree_release(shape);
+    sw_layout_unref(r);
+    sw_layout_unref(a);
+    sw_tree_unref(shape);
 
     check_binop_rejected(sw_layout_compose, "compose", "(3,4):(4,1)", "4:2");
     leak_check(base, "composition rows");
@@ -675,8 +675,8 @@ static void test_vectors_coalesce(void) {
         snprintf(name, sizeof name, "coalesce_profile(%s, (1,1))", rows[k].in);
         status = sw_layout_coalesce_profile(l, 2, profile, &r);
         expect_exact(status, r, rows[k].want, name);
-        sw_layout_release(r);
-        sw_layout_release(l);
+        sw_layout_unref(r);
+        sw_layout_unref(l);
     }
     leak_check(base, "coalesce rows");
 }
@@ -690,8 +690,8 @@ static void check_complement(const char *a, int64_t m, const char *want) {
         return;
     status = sw_layout_complement(l, m, &r);
     expect_exact(status, r, want, name);
-    sw_layout_release(r);
-    sw_layout_release(l);
+    sw_layout_unref(r);
+    sw_layout_unref(l);
 }
 
 static void check_complement_rejected(const char *a, int64_t m) {
@@ -703,7 +703,7 @@ static void check_complement_rejected(const char *a, int64_t m) {
         return;
     status = sw_layout_complement(l, m, &r);
     expect_error(status, SW_EVALUE, r, SENT_LAYOUT, name);
-    sw_layout_release(l);
+    sw_layout_unref(l);
 }
 
 static void test_vectors_complement(void) {
@@ -756,9 +756,9 @@ static void test_vectors_divide(void) {
            "divide_tiler result: index of (1,1) is 190 (got %lld, %s)",
            (long long)idx, S(st));
     }
-    sw_layout_release(r);
+    sw_layout_unref(r);
     release_tiler(2, t);
-    sw_layout_release(la);
+    sw_layout_unref(la);
 
     check_binop_rejected(sw_layout_divide, "divide", "12:1", "5:1");
     leak_check(base, "divide rows");
@@ -810,33 +810,33 @@ static void test_construction(void) {
 
     if (ok(sw_layout_mode(l, 1, &r) == SW_OK, "mode 1"))
         is_str(L(r), "(3,4):(2,6)", "mode 1 of (2,(3,4),5) is the tuple");
-    sw_layout_release(r);
+    sw_layout_unref(r);
     r = NULL;
     if (ok(sw_layout_mode(l, 2, &r) == SW_OK, "mode 2"))
         is_str(L(r), "5:24", "mode 2 is the leaf 5:24");
-    sw_layout_release(r);
+    sw_layout_unref(r);
 
     static const int32_t idx20[] = {2, 0};
     r = NULL;
     if (ok(sw_layout_select(l, 2, idx20, &r) == SW_OK, "select {2,0}"))
         is_str(L(r), "(5,2):(24,1)", "select {2,0}");
-    sw_layout_release(r);
+    sw_layout_unref(r);
     static const int32_t idx1[] = {1};
     r = NULL;
     if (ok(sw_layout_select(l, 1, idx1, &r) == SW_OK, "select {1}"))
         is_str(L(r), "((3,4)):((2,6))", "select {1} keeps one nested mode");
-    sw_layout_release(r);
+    sw_layout_unref(r);
 
     static const int32_t perm[] = {2, 0, 1};
     r = NULL;
     if (ok(sw_layout_permute(l, 3, perm, &r) == SW_OK, "permute {2,0,1}"))
         is_str(L(r), "(5,2,(3,4)):(24,1,(2,6))", "permute moves whole modes");
-    sw_layout_release(r);
+    sw_layout_unref(r);
 
     r = NULL;
     if (ok(sw_layout_flatten(l, &r) == SW_OK, "flatten"))
         is_str(L(r), "(2,3,4,5):(1,2,6,24)", "flatten");
-    sw_layout_release(r);
+    sw_layout_unref(r);
     check_unop(sw_layout_flatten, "flatten", "(2,(3,(4,5))):(1,(2,(6,24)))",
                "(2,3,4,5):(1,2,6,24)", true);
 
@@ -845,7 +845,7 @@ static void test_construction(void) {
     check_unop(sw_layout_filter, "filter", "(3,2,5):(2,0,12)", "(3,5):(2,12)",
                true);
 
-    sw_layout_release(l);
+    sw_layout_unref(l);
 
     check_binop(sw_layout_concat, "concat", "(2,3):(1,2)", "4:6",
                 "(2,3,4):(1,2,6)", true);
@@ -865,18 +865,18 @@ static void test_construction(void) {
         r = NULL;
         if (ok(sw_layout_make(3, m, &r) == SW_OK, "make of three"))
             is_str(L(r), "(4,(2,3),5):(2,(1,8),48)", "make appends in turn");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         if (ok(sw_layout_make(1, m + 1, &r) == SW_OK, "make of one pair"))
             is_str(L(r), "((2,3)):((1,8))", "make of one tuple nests it");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         if (ok(sw_layout_make(0, m, &r) == SW_OK, "make of none"))
             is_str(L(r), "():()", "make of none is the empty layout");
-        sw_layout_release(r);
+        sw_layout_unref(r);
     }
     for (int k = 0; k < 3; k++)
-        sw_layout_release(m[k]);
+        sw_layout_unref(m[k]);
 
     /* choose and modout: python-api.md 2.6, checked by function. */
     sw_layout *a = P("(3,6,2,8):(1,3,18,36)");
@@ -884,20 +884,20 @@ static void test_construction(void) {
         r = NULL;
         status = sw_layout_choose(a, 72, &r);
         expect_function(status, r, "(1,1,1,4):(72,72,72,72)", "choose(A, 72)");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         status = sw_layout_choose(a, 9, &r);
         expect_function(status, r, "(1,2,2,8):(9,9,18,36)", "choose(A, 9)");
-        sw_layout_release(r);
-        sw_layout_release(a);
+        sw_layout_unref(r);
+        sw_layout_unref(a);
     }
     a = P("(1,2,2,8):(9,9,18,36)");
     if (a != NULL) {
         r = NULL;
         status = sw_layout_modout(a, 16, &r);
         expect_function(status, r, "(1,2,2,4):(9,9,18,36)", "modout(A, 16)");
-        sw_layout_release(r);
-        sw_layout_release(a);
+        sw_layout_unref(r);
+        sw_layout_unref(a);
     }
     leak_check(base, "construction");
 }
@@ -916,7 +916,7 @@ static void test_extract(void) {
         is_str(L(pieces[1]), "3:10", "piece 1");
         is_str(L(pieces[2]), "4:100", "piece 2");
         for (int k = 0; k < count; k++)
-            sw_layout_release(pieces[k]);
+            sw_layout_unref(pieces[k]);
     }
 
     static const int32_t profile[] = {LEAF, LEAF};
@@ -927,7 +927,7 @@ static void test_extract(void) {
         is_str(L(pieces[0]), "2:1", "piece 0 is mode 0");
         is_str(L(pieces[1]), "(3,4):(10,100)", "piece 1 is the whole mode 1");
         for (int k = 0; k < count; k++)
-            sw_layout_release(pieces[k]);
+            sw_layout_unref(pieces[k]);
     }
 
     static const int32_t deep[] = {LEAF, PUSH, LEAF, LEAF, POP};
@@ -937,7 +937,7 @@ static void test_extract(void) {
         is_int(count, 3, "three pieces")) {
         is_str(L(pieces[1]), "3:10", "the profile recursed into mode 1");
         for (int k = 0; k < count; k++)
-            sw_layout_release(pieces[k]);
+            sw_layout_unref(pieces[k]);
     }
 
     /* Too small a buffer: SW_EINDEX and the count needed; nothing kept. */
@@ -957,7 +957,7 @@ static void test_extract(void) {
     st = sw_layout_extract(l, 3, bad, 2, few, &count);
     expect_error(st, SW_EVALUE, few[0], SENT_LAYOUT,
                  "extract with a profile of the wrong length");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "extract");
 }
 
@@ -970,8 +970,8 @@ static void check_rearrange(const char *a, int32_t nout, const int32_t *out,
         return;
     status = sw_layout_rearrange(l, nout, out, nsel, sel, &r);
     expect_exact(status, r, want, name);
-    sw_layout_release(r);
-    sw_layout_release(l);
+    sw_layout_unref(r);
+    sw_layout_unref(l);
 }
 
 static void check_rearrange_rejected(const char *a, int32_t nout,
@@ -983,7 +983,7 @@ static void check_rearrange_rejected(const char *a, int32_t nout,
         return;
     status = sw_layout_rearrange(l, nout, out, nsel, sel, &r);
     expect_error(status, SW_EVALUE, r, SENT_LAYOUT, name);
-    sw_layout_release(l);
+    sw_layout_unref(l);
 }
 
 static bool same_recipe(int32_t n, const int32_t *got, int32_t nwant,
@@ -1129,12 +1129,12 @@ static void test_errors_trees(void) {
     sw_tree *t = NULL;
     ok(sw_tree_new(SW_TREE_STRIDE, 2, two, huge, &t) == SW_OK,
        "stride (2^40,2^40) is admissible");
-    sw_tree_release(t);
+    sw_tree_unref(t);
     /* Zero is a fine stride. */
     t = NULL;
     ok(sw_tree_new(SW_TREE_STRIDE, 2, two, zero, &t) == SW_OK,
        "stride (2,0) is admissible");
-    sw_tree_release(t);
+    sw_tree_unref(t);
 
     sw_tree *tr = PT(SW_TREE_SHAPE, "(2,(3,4))");
     sw_tree *st = PT(SW_TREE_STRIDE, "(1,2)");
@@ -1155,8 +1155,8 @@ static void test_errors_trees(void) {
         ok(c == SENT_TREE, "and leaves its out-parameter alone");
         sw_clear_error();
     }
-    sw_tree_release(tr);
-    sw_tree_release(st);
+    sw_tree_unref(tr);
+    sw_tree_unref(st);
     leak_check(base, "tree errors");
 }
 
@@ -1184,8 +1184,8 @@ static void test_errors_layouts(void) {
     } else {
         ok(0, "could not build the trees 2^31 and 2^40");
     }
-    sw_tree_release(bs);
-    sw_tree_release(bd);
+    sw_tree_unref(bs);
+    sw_tree_unref(bd);
 
     status = sw_layout_leaf(0, 1, &l);
     expect_error(status, SW_EVALUE, l, SENT_LAYOUT, "sw_layout_leaf(0, 1)");
@@ -1207,10 +1207,10 @@ static void test_errors_layouts(void) {
         expect_error(status, SW_ETYPE, l, SENT_LAYOUT,
                      "sw_layout_new with two shape trees");
     }
-    sw_tree_release(sh);
-    sw_tree_release(sd);
-    sw_tree_release(sd2);
-    sw_tree_release(sh2);
+    sw_tree_unref(sh);
+    sw_tree_unref(sd);
+    sw_tree_unref(sd2);
+    sw_tree_unref(sh2);
 
     static const char *const malformed[] = {
         "(2,3",
@@ -1283,13 +1283,13 @@ static void test_errors_layouts(void) {
             expect_error(status, SW_EVALUE, m, SENT_LAYOUT,
                          "zipped_divide longer than rank");
         }
-        sw_layout_release(t1);
+        sw_layout_unref(t1);
 
         static const int32_t prof3[] = {LEAF, LEAF, LEAF};
         status = sw_layout_coalesce_profile(a, 3, prof3, &m);
         expect_error(status, SW_EVALUE, m, SENT_LAYOUT,
                      "coalesce_profile with 3 modes for 2");
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
 
     a = P("(2,(3,4)):(1,(10,100))");
@@ -1312,7 +1312,7 @@ static void test_errors_layouts(void) {
                                    "index_coord (1,(0,-1))");
         check_index_coord_rejected(a, 5, rt, v140, SW_ETYPE,
                                    "index_coord ((1,4),0): tuple for a leaf");
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
 
     check_binop_rejected(sw_layout_compose, "compose", "(3,4):(4,1)", "4:2");
@@ -1328,14 +1328,14 @@ static void test_errors_layouts(void) {
         expect_error(status, SW_EVALUE, l, SENT_LAYOUT,
                      "left_inverse((2,2):(1,1))");
     }
-    sw_layout_release(a);
+    sw_layout_unref(a);
     a = P("(4,2):(1,0)");
     if (a != NULL) {
         status = sw_layout_left_inverse(a, &l);
         expect_error(status, SW_EVALUE, l, SENT_LAYOUT,
                      "left_inverse((4,2):(1,0))");
     }
-    sw_layout_release(a);
+    sw_layout_unref(a);
     leak_check(base, "layout errors");
 }
 
@@ -1756,7 +1756,7 @@ static void test_properties_basic(void) {
         sw_layout *back = NULL;
         good = sw_layout_parse(ls, &back) == SW_OK && sw_layout_equal(back, l);
         tally_case(&t_parse, good, "%s parses to %s", ls, L(back));
-        sw_layout_release(back);
+        sw_layout_unref(back);
 
         uint8_t *map = NULL;
         image im = brute_image_map(l, &map);
@@ -1795,7 +1795,7 @@ static void test_properties_basic(void) {
                 good = e[k] != 1 && (k == 0 || d[k] != e[k - 1] * d[k - 1]);
         }
         tally_case(&t_coal, good, "coalesce(%s) = %s (%s)", ls, L(c), S(st));
-        sw_layout_release(c);
+        sw_layout_unref(c);
 
         sw_layout *f = NULL;
         st = sw_layout_filter(l, &f);
@@ -1812,10 +1812,10 @@ static void test_properties_basic(void) {
                 good = sw_layout_size(f) == im.distinct;
         }
         tally_case(&t_filt, good, "filter(%s) = %s (%s)", ls, L(f), S(st));
-        sw_layout_release(f);
+        sw_layout_unref(f);
 
         free(map);
-        sw_layout_release(l);
+        sw_layout_unref(l);
     }
     tally_report(&t_index);
     tally_report(&t_coord);
@@ -1958,7 +1958,7 @@ static sw_status check_compose_case(tally *t, const sw_layout *a,
     if (good && !compat)
         printf("#   (the function is right but the shape is not "
                "compatible with B)\n");
-    sw_layout_release(c);
+    sw_layout_unref(c);
     sw_clear_error();
     return st;
 }
@@ -1980,15 +1980,15 @@ static void test_properties_compose(void) {
             sw_layout *b = mk(&sb);
             if (b != NULL)
                 check_compose_case(&t_friendly, a, b, false);
-            sw_layout_release(b);
+            sw_layout_unref(b);
         } else if (gen_compose_random(&r, &sa, &sb)) {
             sw_layout *b = mk(&sb);
             if (b != NULL &&
                 check_compose_case(&t_random, a, b, true) == SW_EVALUE)
                 rejected++;
-            sw_layout_release(b);
+            sw_layout_unref(b);
         }
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
     tally_report(&t_friendly);
     tally_report(&t_random);
@@ -2037,9 +2037,9 @@ static void test_properties_complement(void) {
         }
         tally_case(&t, good, "complement(%s, %lld) = %s (%s): %s", L(a),
                    (long long)m, L(c), S(st), why);
-        sw_layout_release(ac);
-        sw_layout_release(c);
-        sw_layout_release(a);
+        sw_layout_unref(ac);
+        sw_layout_unref(c);
+        sw_layout_unref(a);
         sw_clear_error();
     }
     tally_report(&t);
@@ -2082,8 +2082,8 @@ static void test_properties_divide(void) {
         sw_layout *a = mk(&sa), *b = mk(&sb);
         sw_layout *d = NULL, *c = NULL, *bc = NULL, *want = NULL;
         if (a == NULL || b == NULL) {
-            sw_layout_release(a);
-            sw_layout_release(b);
+            sw_layout_unref(a);
+            sw_layout_unref(b);
             continue;
         }
         sw_status st_d = sw_layout_divide(a, b, &d);
@@ -2098,12 +2098,12 @@ static void test_properties_divide(void) {
         tally_case(&t, good, "%s / %s: divide %s %s, composed %s %s", L(a),
                    L(b), S(st_d), L(d), S(st_w), L(want));
         succeeded += st_d == SW_OK;
-        sw_layout_release(want);
-        sw_layout_release(bc);
-        sw_layout_release(c);
-        sw_layout_release(d);
-        sw_layout_release(b);
-        sw_layout_release(a);
+        sw_layout_unref(want);
+        sw_layout_unref(bc);
+        sw_layout_unref(c);
+        sw_layout_unref(d);
+        sw_layout_unref(b);
+        sw_layout_unref(a);
         sw_clear_error();
     }
     tally_report(&t);
@@ -2131,8 +2131,8 @@ static void test_properties_product(void) {
         sw_layout *a = mk(&sa), *b = mk(&sb);
         sw_layout *p = NULL, *c = NULL, *cb = NULL, *want = NULL;
         if (a == NULL || b == NULL) {
-            sw_layout_release(a);
-            sw_layout_release(b);
+            sw_layout_unref(a);
+            sw_layout_unref(b);
             continue;
         }
         sw_status st_p = sw_layout_product(a, b, &p);
@@ -2148,12 +2148,12 @@ static void test_properties_product(void) {
         tally_case(&t, good, "%s x %s: product %s %s, composed %s %s", L(a),
                    L(b), S(st_p), L(p), S(st_w), L(want));
         succeeded += st_p == SW_OK;
-        sw_layout_release(want);
-        sw_layout_release(cb);
-        sw_layout_release(c);
-        sw_layout_release(p);
-        sw_layout_release(b);
-        sw_layout_release(a);
+        sw_layout_unref(want);
+        sw_layout_unref(cb);
+        sw_layout_unref(c);
+        sw_layout_unref(p);
+        sw_layout_unref(b);
+        sw_layout_unref(a);
         sw_clear_error();
     }
     tally_report(&t);
@@ -2260,9 +2260,9 @@ static void test_properties_inverse(void) {
             tally_case(&t_left_bad, st == SW_EVALUE,
                        "left_inverse(%s) gives %s %s", L(l), S(st), L(li));
         }
-        sw_layout_release(li);
-        sw_layout_release(ri);
-        sw_layout_release(l);
+        sw_layout_unref(li);
+        sw_layout_unref(ri);
+        sw_layout_unref(l);
         sw_clear_error();
     }
     tally_report(&t_right);
@@ -2305,7 +2305,7 @@ static void test_overflow(void) {
     status = sw_tree_new(SW_TREE_SHAPE, 2, two, exact, &t);
     if (ok(status == SW_OK, "shape (INT64_MAX,1) is admissible"))
         is_int(sw_tree_size(t), max, "and its size is INT64_MAX");
-    sw_tree_release(t);
+    sw_tree_unref(t);
     const int64_t *over[] = {maxmax, max2, two_max};
     const char *over_name[] = {"(INT64_MAX,INT64_MAX)", "(INT64_MAX,2)",
                                "(2,INT64_MAX)"};
@@ -2322,7 +2322,7 @@ static void test_overflow(void) {
     status = sw_tree_new(SW_TREE_STRIDE, 2, two, maxmax, &t);
     if (ok(status == SW_OK, "stride (INT64_MAX,INT64_MAX) is admissible"))
         is_int(sw_tree_size(t), -1, "its product does not fit: -1");
-    sw_tree_release(t);
+    sw_tree_unref(t);
     sw_layout *l = SENT_LAYOUT;
     status =
         sw_layout_parse("(9223372036854775807,9223372036854775807):(0,0)", &l);
@@ -2345,13 +2345,13 @@ static void test_overflow(void) {
         status = sw_layout_right_inverse(big, &r);
         expect_exact(status, r, "9223372036854775807:1",
                      "right_inverse((7,1317624576693539401):(1,7))");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         status = sw_layout_left_inverse(big, &r);
         expect_exact(status, r, "9223372036854775807:1",
                      "left_inverse((7,1317624576693539401):(1,7))");
-        sw_layout_release(r);
-        sw_layout_release(big);
+        sw_layout_unref(r);
+        sw_layout_unref(big);
     }
 
     /* A left inverse of 2:2^62 would have 2^63 elements. */
@@ -2366,8 +2366,8 @@ static void test_overflow(void) {
         r = NULL;
         status = sw_layout_right_inverse(a, &r);
         expect_exact(status, r, "1:0", "right_inverse(2:2^62)");
-        sw_layout_release(r);
-        sw_layout_release(a);
+        sw_layout_unref(r);
+        sw_layout_unref(a);
     }
 
     /* Composition with A's last mode at INT64_MAX: ceil(s / r) must not
@@ -2395,11 +2395,11 @@ static void test_overflow(void) {
             expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
                            "product size overflows 64-bit integers",
                            "product(3074457345618258602:1, (2,2):(1,2^62))");
-            sw_layout_release(c);
+            sw_layout_unref(c);
         }
     }
-    sw_layout_release(a);
-    sw_layout_release(b);
+    sw_layout_unref(a);
+    sw_layout_unref(b);
     /* Its neighbour B = 2:2 stays inside A and needs no extension. */
     check_binop(sw_layout_compose, "compose", "(2,2):(1,4611686018427387904)",
                 "2:2", "2:4611686018427387904", true);
@@ -2418,8 +2418,8 @@ static void test_overflow(void) {
         status = sw_layout_modout(a, max, &r);
         expect_exact(status, r, "(1,2):(1,4611686018427387904)",
                      "modout((1,2):(1,2^62), INT64_MAX)");
-        sw_layout_release(r);
-        sw_layout_release(a);
+        sw_layout_unref(r);
+        sw_layout_unref(a);
     }
     leak_check(base, "overflow");
 }
@@ -2437,8 +2437,8 @@ static void test_choose_modout_reference(void) {
         r = NULL;
         status = sw_layout_choose(a, 3, &r);
         expect_exact(status, r, "1:3", "choose(3:1, 3)");
-        sw_layout_release(r);
-        sw_layout_release(a);
+        sw_layout_unref(r);
+        sw_layout_unref(a);
     }
     a = P("(4,3):(1,4)");
     if (a != NULL) {
@@ -2453,7 +2453,7 @@ static void test_choose_modout_reference(void) {
         expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
                        "choose: the stride must be positive",
                        "choose((4,3):(1,4), 0)");
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
     a = P("(2,3):(1,2)");
     if (a != NULL) {
@@ -2461,21 +2461,21 @@ static void test_choose_modout_reference(void) {
         r = NULL;
         status = sw_layout_modout(a, 12, &r);
         expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 12)");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         status = sw_layout_modout(a, 6, &r);
         expect_exact(status, r, "(2,3):(1,2)", "modout((2,3):(1,2), 6)");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = NULL;
         status = sw_layout_modout(a, 4, &r);
         expect_exact(status, r, "(2,2):(1,2)", "modout((2,3):(1,2), 4)");
-        sw_layout_release(r);
+        sw_layout_unref(r);
         r = SENT_LAYOUT;
         status = sw_layout_modout(a, 0, &r);
         expect_message(status, SW_EVALUE, r, SENT_LAYOUT,
                        "modout: the count must be positive",
                        "modout((2,3):(1,2), 0)");
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
     a = P("(4,4):(1,4)");
     if (a != NULL) {
@@ -2485,7 +2485,7 @@ static void test_choose_modout_reference(void) {
                        "Shape divisibility condition not met for (4,4):(1,4) "
                        "and 6",
                        "modout((4,4):(1,4), 6)");
-        sw_layout_release(a);
+        sw_layout_unref(a);
     }
     /* Composition still extends A's last mode (COMPATIBILITY.md). */
     check_binop(sw_layout_compose, "compose", "(2,3):(1,2)", "8:1", "8:1",
@@ -2583,12 +2583,12 @@ static void fi_describe(const fi_out *o, char *buf, size_t cap) {
 
 static void fi_release(fi_out *o) {
     if (o->layout != SENT_LAYOUT)
-        sw_layout_release(o->layout);
+        sw_layout_unref(o->layout);
     if (o->tree != SENT_TREE)
-        sw_tree_release(o->tree);
+        sw_tree_unref(o->tree);
     for (int32_t k = 0; k < FI_PIECES; k++)
         if (o->pieces[k] != SENT_LAYOUT)
-            sw_layout_release(o->pieces[k]);
+            sw_layout_unref(o->pieces[k]);
     if (o->rev_out != SENT_RECIPE)
         sw_free_recipe(o->rev_out);
     if (o->rev_sel != SENT_RECIPE)
@@ -2852,11 +2852,11 @@ static bool fi_build_inputs(void) {
 static void fi_release_inputs(void) {
     size_t n = sizeof fi_layout_inputs / sizeof fi_layout_inputs[0];
     for (size_t k = 0; k < n; k++)
-        sw_layout_release(*fi_layout_inputs[k].slot);
-    sw_tree_release(in.shape);
-    sw_tree_release(in.stride);
-    sw_tree_release(in.tshape38);
-    sw_tree_release(in.tpair);
+        sw_layout_unref(*fi_layout_inputs[k].slot);
+    sw_tree_unref(in.shape);
+    sw_tree_unref(in.stride);
+    sw_tree_unref(in.tshape38);
+    sw_tree_unref(in.tpair);
 }
 
 /*
@@ -3032,7 +3032,7 @@ static void test_index_flags(void) {
     st = sw_layout_index_ex(l, 0, 8u, &r);
     is_int(st, SW_EVALUE, "an unknown flag is SW_EVALUE for an index too");
     sw_clear_error();
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), base, "index flags: nothing leaked");
 }
 

@@ -32,7 +32,7 @@ static sw_tensor *T(sw_carrier *c, int64_t offset, const char *layout) {
     sw_layout *l = L(layout);
     sw_tensor *t = NULL;
     sw_status st = sw_tensor_new(c, offset, l, &t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     if (st != SW_OK)
         bail_out(sw_errmsg());
     return t;

@@ -82,12 +82,12 @@ static void fixture_make(fixture *f) {
 
 static void fixture_free(fixture *f) {
     sw_tensor_unref(f->t);
-    sw_layout_release(f->adjacent0);
-    sw_layout_release(f->placement1);
-    sw_layout_release(f->placement0);
+    sw_layout_unref(f->adjacent0);
+    sw_layout_unref(f->placement1);
+    sw_layout_unref(f->placement0);
     sw_carrier_unref(f->scales);
     sw_carrier_unref(f->values);
-    sw_schema_release(f->mx);
+    sw_schema_unref(f->mx);
 }
 
 /* ----------------------------------------------------------- schemas */
@@ -103,8 +103,8 @@ static void test_schemas(void) {
     is_int(sw_schema_plane(f32, 1), SW_DTYPE_COUNT, "no plane 1");
     ok(sw_schema_simple(SW_DTYPE_COUNT) == NULL, "no schema for a non-dtype");
     ok(sw_schema_retain(f32) == f32, "retaining a simple schema returns it");
-    sw_schema_release(f32);
-    sw_schema_release(NULL);
+    sw_schema_unref(f32);
+    sw_schema_unref(NULL);
 
     sw_dtype planes[3] = {SW_DTYPE_FLOAT32, SW_DTYPE_INT32, SW_DTYPE_BOOL};
     sw_schema *s = NULL;
@@ -133,8 +133,8 @@ static void test_schemas(void) {
         is_int(sw_schema_nplanes(s), 3, "three planes");
         is_int(sw_schema_plane(s, 1), SW_DTYPE_INT32, "in order");
         ok(sw_schema_retain(s) == s, "retain returns it");
-        sw_schema_release(s);
-        sw_schema_release(s);
+        sw_schema_unref(s);
+        sw_schema_unref(s);
     }
     leak_check(base, "schemas");
 }
@@ -322,9 +322,9 @@ static void test_validation(void) {
     ok(sw_tensor_require_single(NULL, SW_ENTRY_OPERATION) == SW_OK,
        "the gate lets NULL pass (the entry point reports it)");
 
-    sw_layout_release(four);
-    sw_layout_release(too_far);
-    sw_layout_release(wrong_shape);
+    sw_layout_unref(four);
+    sw_layout_unref(too_far);
+    sw_layout_unref(wrong_shape);
     sw_carrier_unref(big);
     sw_carrier_unref(gen32);
     sw_carrier_unref(ints);
@@ -707,7 +707,7 @@ static sw_status fi_schema(fixture *f, sw_tensor **out) {
     sw_dtype planes[2] = {SW_DTYPE_FLOAT32, SW_DTYPE_INT32};
     sw_schema *s = NULL;
     sw_status st = sw_schema_compound_new("scaled", 2, planes, &s);
-    sw_schema_release(s);
+    sw_schema_unref(s);
     if (!st)
         *out = NULL;
     return st;

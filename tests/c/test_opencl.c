@@ -19,7 +19,7 @@ static sw_tensor *tensor_over(sw_carrier *c, int64_t offset, const char *text) {
     sw_tensor *t = NULL;
     if (sw_layout_parse(text, &l) == SW_OK)
         (void)sw_tensor_new(c, offset, l, &t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -176,8 +176,8 @@ static void test_scatter(void) {
     ok(get_f(c, 1) == 1.5 && get_f(c, 4) == -3.0 && get_f(c, 0) == 0.0,
        "scatter writes the mapped slots");
     is_int(sw_carrier_version(c), before + 1, "scatter bumps the version once");
-    sw_layout_release(map);
-    sw_layout_release(far);
+    sw_layout_unref(map);
+    sw_layout_unref(far);
     sw_tensor_unref(s);
     sw_tensor_unref(onto);
     sw_carrier_unref(src);
@@ -316,7 +316,7 @@ static void test_async(void) {
     sw_move_request_unref(req);
     sw_tensor_unref(r);
     sw_tensor_unref(t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
 
     sw_carrier_unref(cpu);
     sw_carrier_unref(dev);

@@ -174,7 +174,7 @@ static sw_tensor *make_tensor(ckind kind, const char *layout, int64_t offset,
         }
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -524,7 +524,7 @@ static void test_elementwise(void) {
     if (st == SW_OK)
         st = sw_tensor_new(c, 0, l, &x);
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     if (expect_ok(st, "hand-worked input [-1, 0, 2, -0.5]")) {
         st = sw_unary("relu", x, &r);
         if (expect_ok(st, "relu by hand")) {
@@ -760,8 +760,8 @@ static void test_reduce(void) {
         sw_layout_mode(lx, 0, &m0);
         sw_layout_mode(lx, 1, &m1);
         int64_t m = sw_layout_size(m0), k = sw_layout_size(m1);
-        sw_layout_release(m0);
-        sw_layout_release(m1);
+        sw_layout_unref(m0);
+        sw_layout_unref(m1);
         is_int(sw_tensor_size(r), m, "%s: one output per mode-0 index", name);
         int64_t bad = -1;
         double got = 0, want = 0;
@@ -839,9 +839,9 @@ static void test_matmul(void) {
         sw_layout_mode(sw_tensor_layout(b), 0, &n0);
         int64_t m = sw_layout_size(m0), k = sw_layout_size(m1);
         int64_t n = sw_layout_size(n0);
-        sw_layout_release(m0);
-        sw_layout_release(m1);
-        sw_layout_release(n0);
+        sw_layout_unref(m0);
+        sw_layout_unref(m1);
+        sw_layout_unref(n0);
         is_int(sw_tensor_size(r), m * n, "%s: output size", name);
         int64_t bad = -1;
         double got = 0, want = 0;
@@ -893,7 +893,7 @@ static void test_matmul(void) {
     sw_tensor_unref(b);
     sw_carrier_unref(ca);
     sw_carrier_unref(cb);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "matmul");
 }
 
@@ -1325,7 +1325,7 @@ static void test_dispatch(void) {
         sw_layout *l = P("(2,3):(1,2)");
         sw_tensor *ft = NULL, *r = SENT_TENSOR;
         st = sw_tensor_new(fc, 0, l, &ft);
-        sw_layout_release(l);
+        sw_layout_unref(l);
         if (expect_ok(st, "a FileBacked tensor")) {
             ok(sw_tensor_is_differentiable(ft),
                "a FileBacked(Floating) tensor is differentiable");
@@ -1941,7 +1941,7 @@ static void test_rearrange(ckind kind) {
                                      &want);
             ok(st == SW_OK && sw_layout_equal(want, sw_tensor_layout(r)),
                "%s: equals sw_layout_rearrange", name);
-            sw_layout_release(want);
+            sw_layout_unref(want);
             sw_tensor_unref(r);
         }
         sw_tensor_unref(x);

@@ -553,8 +553,8 @@ static float *run_case(const kcase *kc, const float *a, const float *b, int t,
     }
     *jobs = sw_pool_jobs() - j0;
     *status = st;
-    sw_layout_release(lo);
-    sw_layout_release(li);
+    sw_layout_unref(lo);
+    sw_layout_unref(li);
     return o;
 }
 
@@ -582,8 +582,8 @@ static int check_case(const kcase *kc, const float *o, const float *a,
             if (!good)
                 diag("sum %lld: got %.9g, want %.9g", (long long)i, o[oi], ref);
         }
-        sw_layout_release(m0);
-        sw_layout_release(m1);
+        sw_layout_unref(m0);
+        sw_layout_unref(m1);
     } else {
         int64_t n = sw_layout_size(lo);
         for (int64_t i = 0; i < n && good; ++i) {
@@ -634,16 +634,16 @@ static int check_case(const kcase *kc, const float *o, const float *a,
                      (long long)i);
         }
     }
-    sw_layout_release(lo);
-    sw_layout_release(li);
+    sw_layout_unref(lo);
+    sw_layout_unref(li);
     return good;
 }
 
 static void run_determinism(const kcase *kc, int want_pool) {
     sw_layout *li = P(kc->in), *lo = P(kc->out);
     int64_t ni = cosize_of(li), no = cosize_of(lo);
-    sw_layout_release(li);
-    sw_layout_release(lo);
+    sw_layout_unref(li);
+    sw_layout_unref(lo);
     float *a = floats(ni), *b = floats(ni);
     fill_random(a, ni, 1);
     fill_random(b, ni, 2);
@@ -760,8 +760,8 @@ static void test_non_injective_output(void) {
         last = last && got[1][j] == a[1023 + 1024 * j] + b[1023 + 1024 * j];
     ok(last, "the last visit of each output element wins, as on one thread");
     is_int(jobs[1] + jobs[2], 0, "and it runs on one thread");
-    sw_layout_release(lin);
-    sw_layout_release(lout);
+    sw_layout_unref(lin);
+    sw_layout_unref(lout);
     free(a);
     free(b);
 }
@@ -830,9 +830,9 @@ static void test_kernel_errors(void) {
         expect_fail(st, SW_ENOMEM, "out of memory",
                     "a sum whose partials cannot be allocated");
     }
-    sw_layout_release(l);
-    sw_layout_release(lx);
-    sw_layout_release(lo);
+    sw_layout_unref(l);
+    sw_layout_unref(lx);
+    sw_layout_unref(lo);
     leak_check(base, "kernel failures over the pool");
     free(x);
     free(y);
@@ -876,7 +876,7 @@ static void test_kernel_in_chunk(void) {
         good = k.o[i] == (k.a[i] > 0.0f ? k.a[i] : 0.0f);
     ok(good, "they compute the right values");
     ok(!atomic_load(&k.bad), "and run inline (no pool job of their own)");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     free(k.a);
     free(k.o);
 }
@@ -912,9 +912,9 @@ static void *kthread_main(void *arg) {
             k->failures++;
     }
     free(o);
-    sw_layout_release(l);
-    sw_layout_release(lx);
-    sw_layout_release(lo);
+    sw_layout_unref(l);
+    sw_layout_unref(lx);
+    sw_layout_unref(lo);
     return NULL;
 }
 
@@ -948,8 +948,8 @@ static void test_concurrent_kernels(void) {
     is_int(failures, 0,
            "3 threads running large adds and sums at once get the "
            "one-thread bits");
-    sw_layout_release(lx);
-    sw_layout_release(lo);
+    sw_layout_unref(lx);
+    sw_layout_unref(lo);
     free(a);
     free(b);
     free(want);
@@ -968,7 +968,7 @@ static sw_tensor *cpu_tensor(const char *layout, int64_t n, uint32_t seed,
         expect_ok(sw_tensor_new(c, 0, l, &t), "a tensor");
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -1117,9 +1117,9 @@ static void test_gemm_determinism(void) {
             free(out[t]);
         free(a);
         free(b);
-        sw_layout_release(lc);
-        sw_layout_release(la);
-        sw_layout_release(lb);
+        sw_layout_unref(lc);
+        sw_layout_unref(la);
+        sw_layout_unref(lb);
     }
     set_threads(2);
 }

@@ -151,7 +151,7 @@ static sw_tensor *cpu_tensor(const char *layout) {
     if (sw_layout_parse(layout, &l) == SW_OK &&
         sw_cpu_new(sw_layout_cosize(l), SW_DTYPE_FLOAT32, 1, 0, &c) == SW_OK)
         sw_tensor_new(c, 0, l, &t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(c);
     return t;
 }
@@ -161,7 +161,7 @@ static sw_tensor *outer_tensor(sw_carrier *c) {
     sw_tensor *t = NULL;
     if (sw_layout_parse("4:1", &l) == SW_OK)
         sw_tensor_new(c, 0, l, &t);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -511,7 +511,7 @@ static void test_async_move_recorded(void) {
         sw_tensor_new(c, 0, l, &t) != SW_OK ||
         sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &f) != SW_OK)
         bail_out(sw_errmsg());
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_debug_move_hold(1);
     sw_profiler *p = started(-1, NULL, 0);
     sw_move_request *req = NULL;
@@ -569,7 +569,7 @@ static sw_tensor *evictable_tensor(const char *layout, sw_carrier **hier) {
             sw_tensor_new(c, 0, l, &t);
     }
     *hier = c;
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(primary);
     sw_carrier_unref(secondary);
     sw_carrier_unref(c);

@@ -28,7 +28,7 @@ static sw_tensor *make(const float *vals, int64_t n, int32_t rank,
     if (c && vals)
         memcpy(sw_cpu_data(c), vals, (size_t)n * sizeof(float));
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -226,7 +226,7 @@ static void test_cross_entropy(void) {
         sw_clear_error();
     }
     sw_tensor_unref(ht);
-    sw_layout_release(h);
+    sw_layout_unref(h);
     sw_carrier *gc = NULL;
     sw_tensor *gt = NULL;
     if (sw_cpu_new(2, SW_DTYPE_INT32, 1, 0, &gc) == SW_OK &&

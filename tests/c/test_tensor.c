@@ -267,10 +267,10 @@ done:
     sw_carrier_unref(c9);
     sw_carrier_unref(c6);
     sw_carrier_unref(c0);
-    sw_layout_release(l);
-    sw_layout_release(one);
-    sw_layout_release(bcast);
-    sw_layout_release(empty);
+    sw_layout_unref(l);
+    sw_layout_unref(one);
+    sw_layout_unref(bcast);
+    sw_layout_unref(empty);
     leak_check(base, "sw_tensor_new");
 }
 
@@ -342,7 +342,7 @@ static void test_tensor_getters(void) {
         sw_tensor_unref(t);
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "tensor getters");
 }
 
@@ -354,12 +354,12 @@ static void test_tensor_keeps_alive(void) {
     sw_tensor *t = NULL;
     if (!c || !l || !expect_ok(sw_tensor_new(c, 1, l, &t), "a tensor")) {
         sw_carrier_unref(c);
-        sw_layout_release(l);
+        sw_layout_unref(l);
         return;
     }
     int64_t held = sw_debug_live_allocs();
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     is_int(sw_debug_live_allocs(), held,
            "dropping the caller's references frees nothing");
     char buf[64];
@@ -387,7 +387,7 @@ static void test_tensor_access(void) {
     sw_tensor *t = NULL;
     if (!c || !l || !expect_ok(sw_tensor_new(c, 5, l, &t), "a tensor")) {
         sw_carrier_unref(c);
-        sw_layout_release(l);
+        sw_layout_unref(l);
         return;
     }
     bool same = true;
@@ -613,9 +613,9 @@ static void test_tensor_access(void) {
         sw_tensor_unref(t);
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
-    sw_layout_release(l8);
-    sw_layout_release(l4);
+    sw_layout_unref(l);
+    sw_layout_unref(l8);
+    sw_layout_unref(l4);
     leak_check(base, "tensor access");
 }
 
@@ -670,9 +670,9 @@ done:
     sw_tensor_unref(t2);
     sw_tensor_unref(t3);
     sw_carrier_unref(c);
-    sw_layout_release(flat);
-    sw_layout_release(tile);
-    sw_layout_release(bcast);
+    sw_layout_unref(flat);
+    sw_layout_unref(tile);
+    sw_layout_unref(bcast);
     leak_check(base, "views");
 }
 
@@ -700,7 +700,7 @@ static void test_tensor_peers(void) {
     sw_tensor *t = NULL;
     if (!c || !l || !expect_ok(sw_tensor_new(c, 0, l, &t), "a tensor")) {
         sw_carrier_unref(c);
-        sw_layout_release(l);
+        sw_layout_unref(l);
         return;
     }
     peer p = {0, 0}, q = {0, 0}, cp = {0, 0};
@@ -747,7 +747,7 @@ static void test_tensor_peers(void) {
     is_int(p.retains, 2, "destroying the tensor calls no retain");
     is_int(p.releases, 2, "nor release");
     is_int(cp.releases, 1, "destroying the carrier calls no hook");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "tensor peers");
 }
 
@@ -922,7 +922,7 @@ static void test_scatter_checks(void) {
         expect_ok(st, "a mapping of the same shape and other strides");
         sw_tensor_unref(onto_tiny);
     }
-    sw_layout_release(tiny);
+    sw_layout_unref(tiny);
 
 done:
     sw_tensor_unref(onto);
@@ -943,12 +943,12 @@ done:
     sw_carrier_unref(src_rel);
     sw_carrier_unref(gdst);
     sw_carrier_unref(gdst_im);
-    sw_layout_release(l4);
-    sw_layout_release(ls);
-    sw_layout_release(lm);
-    sw_layout_release(lflat);
-    sw_layout_release(lswap);
-    sw_layout_release(lm2);
+    sw_layout_unref(l4);
+    sw_layout_unref(ls);
+    sw_layout_unref(lm);
+    sw_layout_unref(lflat);
+    sw_layout_unref(lswap);
+    sw_layout_unref(lm2);
     leak_check(base, "scatter checks");
 }
 
@@ -1076,9 +1076,9 @@ done:
     sw_tensor_unref(onto);
     sw_carrier_unref(src);
     sw_carrier_unref(dst);
-    sw_layout_release(ls);
-    sw_layout_release(lm);
-    sw_layout_release(lo);
+    sw_layout_unref(ls);
+    sw_layout_unref(lm);
+    sw_layout_unref(lo);
     free(want);
     free(src_before);
 }
@@ -1122,7 +1122,7 @@ static void test_scatter_cpu(void) {
     sw_tensor_unref(onto);
     sw_carrier_unref(src);
     sw_carrier_unref(dst);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "CPU scatter");
 }
 
@@ -1191,7 +1191,7 @@ static void test_scatter_elementwise(void) {
 
     sw_tensor_unref(onto_g);
 done2:
-    sw_layout_release(l1);
+    sw_layout_unref(l1);
 done:
     sw_tensor_unref(tg);
     sw_tensor_unref(tc);
@@ -1202,9 +1202,9 @@ done:
     sw_carrier_unref(csrc);
     sw_carrier_unref(cdst);
     sw_carrier_unref(idst);
-    sw_layout_release(ls);
-    sw_layout_release(lm);
-    sw_layout_release(lo);
+    sw_layout_unref(ls);
+    sw_layout_unref(lm);
+    sw_layout_unref(lo);
     leak_check(base, "element-wise scatter");
 }
 
@@ -1246,9 +1246,9 @@ static void test_scatter_offset_overflow(void) {
     sw_tensor_unref(ts);
     sw_carrier_unref(dst);
     sw_carrier_unref(src);
-    sw_layout_release(l4);
-    sw_layout_release(ls);
-    sw_layout_release(lm);
+    sw_layout_unref(l4);
+    sw_layout_unref(ls);
+    sw_layout_unref(lm);
     leak_check(base, "scatter offset overflow");
 }
 
@@ -1474,9 +1474,9 @@ static void test_fault_injection(void) {
     sw_carrier_unref(fin.gen);
     sw_carrier_unref(fin.gdst);
     sw_carrier_unref(fin.cdst);
-    sw_layout_release(fin.l);
-    sw_layout_release(fin.lm);
-    sw_layout_release(lo);
+    sw_layout_unref(fin.l);
+    sw_layout_unref(fin.lm);
+    sw_layout_unref(lo);
     leak_check(base0, "fault injection inputs");
 }
 
@@ -1499,7 +1499,7 @@ static sw_tensor *axpy_tensor(const char *layout, int64_t offset, int64_t n,
         expect_ok(sw_tensor_new(c, offset, l, &t), "axpy tensor");
     }
     sw_carrier_unref(c);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     return t;
 }
 
@@ -1586,7 +1586,7 @@ static void test_axpy(void) {
     if (expect_ok(sw_generic_new_doubles(12, g, 1, &gc), "generic carrier"))
         expect_ok(sw_tensor_new(gc, 0, gl, &generic), "generic tensor");
     sw_carrier_unref(gc);
-    sw_layout_release(gl);
+    sw_layout_unref(gl);
 
     st = sw_tensor_axpy(NULL, 1.0, x);
     expect_fail(st, SW_ETYPE, "axpy needs two tensors", "axpy NULL y");

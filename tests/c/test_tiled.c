@@ -71,42 +71,42 @@ static void test_footprints(void) {
     expect_ok(sw_tile_geometry_init(2, grid, tile, &g), "2x2 of 2x2");
     sw_layout *l = parse("(4,4):(1,4)");
     expect_ok(sw_tile_check_footprints(&g, 0, l), "the compact layout");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     /* A permutation inside each tile. */
     l = parse("((2,2),(2,2)):((4,2),(1,8))");
     expect_ok(sw_tile_check_footprints(&g, 0, l), "permuted inside tiles");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(4,4):(4,1)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tile footprints: logical tile (1, 0) remaps onto carrier "
                 "tile (0, 1)",
                 "a row-major layout");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(4,4):(0,4)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tile footprints: logical tile (0, 0) aliases slot 0",
                 "a stride-0 layout");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     /* (4,4):(1,4) shifted by one slot: tile (0,0) reaches tile (1,0). */
     l = parse("(4,4):(1,4)");
     expect_fail(sw_tile_check_footprints(&g, 1, l), SW_EVALUE,
                 "tile footprints: logical tile (0, 0) spans carrier tiles "
                 "(0, 0) and (1, 0)",
                 "an offset tensor");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     /* Nested strides that send logical tile (1, 0) to carrier (0, 1). */
     l = parse("((2,2),4):((1,8),2)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tile footprints: logical tile (0, 0) spans carrier tiles "
                 "(0, 0) and (1, 0)",
                 "a layout that mixes tiles");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(4,4):(1,5)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tile footprints: logical tile (0, 0) spans carrier tiles "
                 "(0, 0) and (1, 0)",
                 "a padded stride");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(4,4):(1,4)");
     expect_fail(sw_tile_check_footprints(&g, 8, l), SW_EVALUE,
                 "tile footprints: logical tile (0, 0) remaps onto carrier "
@@ -116,26 +116,26 @@ static void test_footprints(void) {
                 "tile footprints: logical tile (0, 0) omits slots: it "
                 "reaches slot 18 outside the array",
                 "an offset past the end");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(4,2):(1,4)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tensor geometry does not match the tile grid: mode 1 has "
                 "extent 2, the grid 4",
                 "a shape mismatch");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     l = parse("(16):(1)");
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_EVALUE,
                 "tensor geometry does not match the tile grid: 1 top-level "
                 "modes for a rank-2 grid",
                 "a rank mismatch");
-    sw_layout_release(l);
+    sw_layout_unref(l);
     int64_t base = sw_debug_live_allocs();
     l = parse("(4,4):(1,4)");
     sw_debug_fail_alloc_after(0);
     expect_fail(sw_tile_check_footprints(&g, 0, l), SW_ENOMEM, NULL,
                 "out of memory");
     sw_debug_fail_alloc_after(-1);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     leak_check(base, "footprint checks");
 }
 
@@ -383,11 +383,11 @@ static void test_tiled_operations(void) {
                 "tile (0, 1)",
                 "an incompatible layout");
     sw_tensor_unref(xr);
-    sw_layout_release(rm);
+    sw_layout_unref(rm);
     sw_tensor_unref(ones);
     sw_carrier_unref(oc);
     sw_tensor_unref(x);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
@@ -478,16 +478,16 @@ static void test_tiled_projection(void) {
     expect_fail(sw_tiled_project(rm, 2, counts, coords, NULL, &z), SW_EVALUE,
                 NULL, "an incompatible footprint");
     sw_tensor_unref(rm);
-    sw_layout_release(rml);
+    sw_layout_unref(rml);
     sw_carrier_unref(cpu_dst);
     sw_carrier_unref(dst);
     sw_carrier_unref(small);
     sw_tensor_unref(ones);
-    sw_layout_release(cl);
+    sw_layout_unref(cl);
     sw_carrier_unref(oc);
     sw_tensor_unref(y);
     sw_tensor_unref(x);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
@@ -586,20 +586,20 @@ static void test_tiled_scatter(void) {
                 "tile (0, 0) of the template is invalid: add needs its values",
                 "add onto an invalid tile");
     sw_tensor_unref(small);
-    sw_layout_release(l4);
+    sw_layout_unref(l4);
     sw_carrier_unref(c4);
     sw_tensor_unref(zt);
     sw_tensor_unref(bad);
-    sw_layout_release(wrong);
+    sw_layout_unref(wrong);
     sw_tensor_unref(cot);
     sw_carrier_unref(gc);
     sw_tensor_unref(z);
     sw_tensor_unref(y);
     sw_tensor_unref(compact);
-    sw_layout_release(cl);
+    sw_layout_unref(cl);
     sw_carrier_unref(cc);
     sw_tensor_unref(tmpl);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
@@ -686,7 +686,7 @@ static void test_tiled_policy(void) {
     sw_tensor_unref(y);
     expect_ok(sw_tiled_set_policy(t, NULL), "clear the policy");
     sw_tensor_unref(x);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
@@ -840,7 +840,7 @@ static void test_tiled_async(void) {
     is_int(where(t, 0, &valid, &dirty), SW_TILE_PRIMARY, "promoted");
     expect_ok(sw_carrier_release_storage(t), "release once idle");
     sw_tensor_unref(x);
-    sw_layout_release(l);
+    sw_layout_unref(l);
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);

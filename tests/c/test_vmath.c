@@ -220,8 +220,8 @@ static void test_kernels_match(void) {
                 same_bits(got[i], want[i]) || (isnan(got[i]) && isnan(want[i]));
         ok(good, "%s in place", sw_vmath_name(fn));
     }
-    sw_layout_release(contig);
-    sw_layout_release(strided);
+    sw_layout_unref(contig);
+    sw_layout_unref(strided);
     free(x);
     free(g);
     free(xs);

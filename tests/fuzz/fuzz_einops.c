@@ -183,7 +183,7 @@ static void apply(const sw_einops_spec *s) {
             sw_layout *r = NULL;
             CHECK(sw_einops_rearrange_layout(s, l, &r) == SW_OK);
             CHECK(sw_layout_size(r) == sw_layout_size(l));
-            sw_layout_release(r);
+            sw_layout_unref(r);
         } else if (l) {
             sw_layout *mid = NULL, *r = NULL;
             CHECK(sw_einops_reduce_layouts(s, l, &mid, &r) == SW_OK);
@@ -195,10 +195,10 @@ static void apply(const sw_einops_spec *s) {
                 rsize *= ext[red[i]];
             CHECK(sw_layout_rank(mid) == 2);
             CHECK(sw_layout_size(r) * rsize == sw_layout_size(l));
-            sw_layout_release(mid);
-            sw_layout_release(r);
+            sw_layout_unref(mid);
+            sw_layout_unref(r);
         }
-        sw_layout_release(l);
+        sw_layout_unref(l);
         free(ext);
         return;
     }
@@ -219,8 +219,8 @@ static void apply(const sw_einops_spec *s) {
             CHECK(sw_layout_mode(lb, 2, &bb) == SW_OK);
             batch = sw_layout_size(ba);
             CHECK(sw_layout_size(bb) == batch);
-            sw_layout_release(ba);
-            sw_layout_release(bb);
+            sw_layout_unref(ba);
+            sw_layout_unref(bb);
         }
         sw_layout *ia = NULL, *ib = NULL, *oa = NULL, *ob = NULL;
         CHECK(sw_layout_mode(la, 1, &ia) == SW_OK);
@@ -230,16 +230,16 @@ static void apply(const sw_einops_spec *s) {
         CHECK(sw_layout_size(ia) == sw_layout_size(ib));
         CHECK(sw_layout_size(r) ==
               sw_layout_size(oa) * sw_layout_size(ob) * batch);
-        sw_layout_release(ia);
-        sw_layout_release(ib);
-        sw_layout_release(oa);
-        sw_layout_release(ob);
-        sw_layout_release(la);
-        sw_layout_release(lb);
-        sw_layout_release(r);
+        sw_layout_unref(ia);
+        sw_layout_unref(ib);
+        sw_layout_unref(oa);
+        sw_layout_unref(ob);
+        sw_layout_unref(la);
+        sw_layout_unref(lb);
+        sw_layout_unref(r);
     }
-    sw_layout_release(a);
-    sw_layout_release(b);
+    sw_layout_unref(a);
+    sw_layout_unref(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -257,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         st = sw_einops_parse_layout_ref(sw_einops_tokens_count(t),
                                         sw_einops_tokens_data(t), &s);
         if (st == SW_OK) {
-            sw_einops_spec_release(s);
+            sw_einops_spec_unref(s);
         } else {
             CHECK(st == SW_EVALUE && s == SENT && sw_errmsg()[0]);
         }
@@ -295,9 +295,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *cmd = sw_einops_spec_command(c1, &clen);
         CHECK(clen == len && memcmp(cmd, text, (size_t)len) == 0);
         apply(p);
-        sw_einops_spec_release(p);
-        sw_einops_spec_release(c1);
-        sw_einops_spec_release(c2);
+        sw_einops_spec_unref(p);
+        sw_einops_spec_unref(c1);
+        sw_einops_spec_unref(c2);
     }
     sw_einops_cache_clear();
     CHECK(sw_debug_live_allocs() == live);

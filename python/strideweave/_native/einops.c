@@ -117,7 +117,7 @@ static PyObject *names_of(const sw_einops_spec *spec, int32_t n,
 }
 
 static void capsule_free(PyObject *capsule) {
-    sw_einops_spec_release(PyCapsule_GetPointer(capsule, CAPSULE_NAME));
+    sw_einops_spec_unref(PyCapsule_GetPointer(capsule, CAPSULE_NAME));
 }
 
 /* Calls cls(*args) and releases the n arguments (any may be NULL, which
@@ -144,7 +144,7 @@ static PyObject *call_class(PyObject *cls, PyObject **args, int n) {
 static PyObject *entry_new(swpy_state *st, int k, sw_einops_spec *spec) {
     PyObject *capsule = PyCapsule_New(spec, CAPSULE_NAME, capsule_free);
     if (capsule == NULL) {
-        sw_einops_spec_release(spec);
+        sw_einops_spec_unref(spec);
         return NULL;
     }
     PyObject *obj = NULL, *entry = NULL;
@@ -534,7 +534,7 @@ static PyObject *einops_parse_layout_ref(PyObject *module, PyObject *tokens) {
         goto done;
     }
     PyObject *a[2] = {tree_of(st, spec, SW_EINOPS_TREE), symbol_ids(spec, 0)};
-    sw_einops_spec_release(spec);
+    sw_einops_spec_unref(spec);
     r = call_class(st->einops_classes[CLS_LAYOUT_REFERENCE], a, 2);
 done:
     PyMem_Free(arr);

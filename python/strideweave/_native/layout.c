@@ -536,7 +536,7 @@ static PyObject *idtree_to_tree(swpy_state *st, const int32_t *rec,
 static PyObject *tree_wrap(PyTypeObject *type, sw_tree *tree) {
     TreeObject *self = (TreeObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
-        sw_tree_release(tree);
+        sw_tree_unref(tree);
         return NULL;
     }
     self->tree = tree;
@@ -551,7 +551,7 @@ static PyObject *layout_wrap(swpy_state *st, sw_layout *layout) {
     PyTypeObject *type = st->layout_type;
     LayoutObject *self = (LayoutObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
-        sw_layout_release(layout);
+        sw_layout_unref(layout);
         return NULL;
     }
     self->vectorcall = layout_vectorcall;
@@ -755,7 +755,7 @@ fail:
 
 static void tree_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
-    sw_tree_release(TREE(self));
+    sw_tree_unref(TREE(self));
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -951,7 +951,7 @@ static PyObject *layout_tp_new(PyTypeObject *type, PyObject *args,
 static void layout_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     LayoutObject *l = (LayoutObject *)self;
-    sw_layout_release(l->layout);
+    sw_layout_unref(l->layout);
     Py_XDECREF(l->shape);
     Py_XDECREF(l->stride);
     type->tp_free(self);
@@ -1230,8 +1230,8 @@ static PyObject *layout_leaf(PyObject *cls, PyObject *const *args,
     }
     result = layout_result(st, sw_layout_new(shape, stride, &out), &out);
 fail:
-    sw_tree_release(shape);
-    sw_tree_release(stride);
+    sw_tree_unref(shape);
+    sw_tree_unref(stride);
     return result;
 }
 
@@ -1305,8 +1305,8 @@ static PyObject *layout_check_tree(PyObject *cls, PyObject *const *args,
     }
     result = PyBool_FromLong(sw_tree_congruent(shape, stride));
 fail:
-    sw_tree_release(shape);
-    sw_tree_release(stride);
+    sw_tree_unref(shape);
+    sw_tree_unref(stride);
     return result;
 }
 
@@ -1371,8 +1371,8 @@ static PyObject *layout_expand_int(PyObject *cls, PyObject *const *args,
     }
 fail:
     PyMem_Free(buf);
-    sw_layout_release(layout);
-    sw_tree_release(shape);
+    sw_layout_unref(layout);
+    sw_tree_unref(shape);
     return result;
 }
 
@@ -1524,7 +1524,7 @@ static PyObject *layout_extract_profile(PyObject *self, PyObject *args,
 fail:
     if (pieces != NULL) {
         for (int32_t i = 0; i < count; i++) {
-            sw_layout_release(pieces[i]);
+            sw_layout_unref(pieces[i]);
         }
         PyMem_Free(pieces);
     }

@@ -170,7 +170,7 @@ static void conv_free(conv *c) {
     PyMem_Free(c->offsets);
     PyMem_Free(c->placements);
     PyMem_Free(c->adjacent);
-    sw_schema_release(c->owned);
+    sw_schema_unref(c->owned);
 }
 
 /* A Python sequence attribute as a fast sequence (new reference). */
@@ -362,7 +362,7 @@ static PyObject *compound_check(PyObject *module, PyObject *const *args,
     if (compound_schema(swpy_module_state(module), args[0], args[1], &s) < 0) {
         return NULL;
     }
-    sw_schema_release(s);
+    sw_schema_unref(s);
     Py_RETURN_NONE;
 }
 

@@ -347,7 +347,7 @@ static PyObject *tensor_get_shape(PyObject *self, void *closure) {
         PyObject *e = NULL;
         if (swpy_check(sw_layout_mode(l, k, &m)) == 0) {
             e = PyLong_FromLongLong((long long)sw_layout_size(m));
-            sw_layout_release(m);
+            sw_layout_unref(m);
         }
         if (e == NULL) {
             Py_CLEAR(shape);

@@ -130,7 +130,7 @@ sw_status sw_softmax(const sw_tensor *x, int log_, sw_tensor **out) {
     }
     sw_tensor *r = NULL;
     st = new_result(layout, &r);
-    sw_layout_release(layout);
+    sw_layout_unref(layout);
     if (st)
         return st;
     sw_carrier *pins[1] = {x->carrier};
@@ -339,7 +339,7 @@ static sw_status scalar_result(double value, sw_tensor **out) {
     sw_tensor *r = NULL;
     if (st == SW_OK)
         st = new_result(one, &r);
-    sw_layout_release(one);
+    sw_layout_unref(one);
     if (st)
         return st;
     ((float *)sw_cpu_data(r->carrier))[0] = (float)value;
