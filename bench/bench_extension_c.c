@@ -259,8 +259,12 @@ int main(void) {
     def.interface_version = "1";
     def.npatterns = 1;
     def.patterns = &pattern;
-    sw_transfer_route_decl route = {&tag,      sw_file_class(), "to-file", NULL,
-                                    r_prepare, r_run,           NULL};
+    sw_transfer_route_decl route = {0};
+    route.source = &tag;
+    route.destination = sw_file_class();
+    route.route_id = "to-file";
+    route.prepare = r_prepare;
+    route.run = r_run;
     def.nroutes = 1;
     def.routes = &route;
     check("define", sw_carrier_define(&tag, &def));
