@@ -114,19 +114,16 @@ SW_API sw_status sw_tile_check_footprints(const sw_tile_geometry *g,
  * not support ...".
  *
  * Work and policy: every piece of work on a TiledEvictable (a direct
- * operation, "operation"; a projection, "projection"; a scatter's
- * template with add, "scatter") names the tiles it requires and asks the
- * carrier's residency policy for a plan, once: with no policy the plan is
- * to promote what is required. Before the work, the plan's promote tiles
- * and the required ones become primary; during it the required and the
- * retained tiles are pinned (an explicit evict of a pinned tile fails
+ * operation, "operation", and its backward, "backward"; a projection,
+ * "projection"; a scatter's template with add, "scatter") names the tiles it
+ * requires and asks the carrier's residency policy for a plan, once: with no
+ * policy the plan is to promote what is required. Before the work, the plan's
+ * promote tiles and the required ones become primary; during it the required
+ * and the retained tiles are pinned (an explicit evict of a pinned tile fails
  * with SW_ERUNTIME "tile ... is pinned by work in progress"); after it the
  * plan's evict tiles are evicted (no version change). A policy that
  * fails, or a plan with a tile outside the grid (SW_EVALUE), stops the
  * work before anything moved.
- *
- * What is not built yet: asynchronous residency requests, and the
- * policy's "backward" consultation (backward reads tiles where they are).
  */
 
 /* The class tag of TiledEvictable (its definition is the library's). */
@@ -193,8 +190,8 @@ typedef struct sw_residency_plan {
 
 /*
  * A residency policy: writes the plan for n required tiles and purpose
- * ("operation", "projection" or "scatter"). The lists it points to must
- * stay valid until done (optional) is called with the same plan, right
+ * ("operation", "backward", "projection" or "scatter"). The lists it points to
+ * must stay valid until done (optional) is called with the same plan, right
  * after the carrier copied them.
  */
 typedef struct sw_residency_policy {

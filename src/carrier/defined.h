@@ -106,4 +106,12 @@ const sw_defn *sw_carrier_defn(const sw_carrier *c);
  * allocate_like with empty). */
 void sw_tiled_forget_values(sw_carrier *c);
 
+/* Work on every tile of the TiledEvictable c for purpose, as a direct
+ * operation's forward does (tiled.c): the policy's plan, the promotions
+ * and the pins, held in *ticket until sw_tiled_work_end. Nothing has
+ * moved when it fails. */
+sw_status sw_tiled_work_begin(sw_carrier *c, const char *purpose,
+                              void **ticket);
+void sw_tiled_work_end(void *ticket);
+
 #endif

@@ -449,6 +449,30 @@ static sw_status all_tiles(const tiled_state *s, int64_t **out) {
     return SW_OK;
 }
 
+sw_status sw_tiled_work_begin(sw_carrier *c, const char *purpose,
+                              void **ticket) {
+    const tiled_state *s = sw_carrier_defined_data(c);
+    work_ticket *w = sw_malloc(sizeof *w);
+    int64_t *tiles = NULL;
+    sw_status st = w ? all_tiles(s, &tiles) : sw_oom();
+    if (!st)
+        st = work_begin(c, tiles, s->g.ntiles, purpose, w);
+    sw_free(tiles);
+    if (st) {
+        sw_free(w);
+        return st;
+    }
+    *ticket = w;
+    return SW_OK;
+}
+
+void sw_tiled_work_end(void *ticket) {
+    if (!ticket)
+        return;
+    work_end(ticket);
+    sw_free(ticket);
+}
+
 /* ------------------------------------------------------------ storage */
 
 static sw_status t_supports(void *ctx, sw_carrier *c, sw_dtype d, int *out) {
@@ -722,10 +746,9 @@ static sw_status t_submit(void *ctx, void *work,
     (void)work;
     sw_arg args[SW_DEF_MAX_OPERANDS];
     sw_tensor *dense[SW_DEF_MAX_OPERANDS] = {NULL};
-    work_ticket tickets[SW_DEF_MAX_OPERANDS];
+    void *tickets[SW_DEF_MAX_OPERANDS] = {NULL};
     int32_t n = inv->call->noperands;
     sw_status st = SW_OK;
-    memset(tickets, 0, sizeof tickets);
     for (int32_t i = 0; i < n && !st; ++i) {
         args[i] = inv->call->operands[i];
         sw_carrier *c =
@@ -733,12 +756,7 @@ static sw_status t_submit(void *ctx, void *work,
         if (!c || !sw_carrier_is_tiled(c))
             continue;
         /* The whole operand is required: the policy decides the rest. */
-        int64_t *tiles = NULL;
-        const tiled_state *s = sw_carrier_defined_data(c);
-        st = all_tiles(s, &tiles);
-        if (!st)
-            st = work_begin(c, tiles, s->g.ntiles, "operation", &tickets[i]);
-        sw_free(tiles);
+        st = sw_tiled_work_begin(c, "operation", &tickets[i]);
         if (!st && !(st = densify(args[i].as.tensor, &dense[i])))
             args[i] = sw_arg_tensor(dense[i]);
     }
@@ -755,7 +773,7 @@ static sw_status t_submit(void *ctx, void *work,
     sw_tensor_unref(r);
     for (int32_t i = 0; i < n; ++i) {
         sw_tensor_unref(dense[i]);
-        work_end(&tickets[i]);
+        sw_tiled_work_end(tickets[i]);
     }
     return st;
 }

@@ -11,11 +11,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
+#include "strideweave/tiled.h"
 #include "tensor/internal.h"
 
 /* --------------------------------------------------------------- numbers */
@@ -962,10 +964,38 @@ static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return st;
 }
 
+/* The backward of a kernel-run operation: Generic's VJP, with every
+ * TiledEvictable saved input held for the work as its forward was (the
+ * policy asked with "backward", evicted tiles promoted, tiles pinned). */
+static sw_status kernel_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                 sw_tensor **grads) {
+    void *held[SW_DEF_MAX_OPERANDS] = {NULL};
+    sw_carrier *seen[SW_DEF_MAX_OPERANDS] = {NULL};
+    int32_t ninputs = sw_op_ninputs(op);
+    sw_status st = SW_OK;
+    for (int32_t i = 0; i < ninputs && i < SW_DEF_MAX_OPERANDS && !st; ++i) {
+        sw_tensor *x = sw_op_input(op, i);
+        sw_carrier *c = x ? x->carrier : NULL;
+        if (!c || !sw_carrier_is_tiled(c) || sw_carrier_is_released(c))
+            continue;
+        int again = 0;
+        for (int32_t k = 0; k < i; ++k)
+            again |= seen[k] == c;
+        seen[i] = c;
+        if (!again)
+            st = sw_tiled_work_begin(c, "backward", &held[i]);
+    }
+    if (!st)
+        st = gen_backward(op, g, n, grads);
+    for (int32_t i = 0; i < SW_DEF_MAX_OPERANDS; ++i)
+        sw_tiled_work_end(held[i]);
+    return st;
+}
+
 /* The state lives in the operation's block (sw_op_new_block). */
 static const sw_op_class kernel_class = {
-    SW_OP_CLASS_VERSION, "DefinedKernelOperation", kernel_forward, gen_backward,
-    gen_destroy};
+    SW_OP_CLASS_VERSION, "DefinedKernelOperation", kernel_forward,
+    kernel_backward, gen_destroy};
 
 sw_status sw_defined_op_new(const sw_op_info *op, sw_op **out) {
     const gen_entry *e =

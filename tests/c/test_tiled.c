@@ -666,6 +666,35 @@ static void test_tiled_policy(void) {
     int valid, dirty;
     is_int(where(t, 0, &valid, &dirty), SW_TILE_SECONDARY,
            "the plan's evictions run after the work");
+    /* Backward asks again, with "backward", and promotes the evicted
+     * saved tiles while the gradient is computed. */
+    sw_carrier *oc = cpu(6);
+    for (int64_t i = 0; i < 6; ++i)
+        set(oc, i, 1.0);
+    sw_tensor *ones = NULL;
+    expect_ok(sw_tensor_new(oc, 0, l, &ones), "a cotangent");
+    int64_t all[3] = {0, 1, 2};
+    expect_ok(sw_tiled_evict(t, 3, all), "every saved tile evicted");
+    memset(&P, 0, sizeof P);
+    expect_ok(sw_tensor_backward(y, ones), "backward under the policy");
+    is_int(P.calls, 1, "the policy is asked once for the backward");
+    is_str(P.purpose, "backward", "with the purpose backward");
+    is_int(P.pinned_refused, 1, "the saved tiles are pinned meanwhile");
+    is_int(where(t, 2, &valid, &dirty), SW_TILE_PRIMARY,
+           "backward promoted the evicted saved tiles");
+    is_int(where(t, 0, &valid, &dirty), SW_TILE_SECONDARY,
+           "and ran the plan's evictions afterwards");
+    sw_tensor *g = sw_tensor_grad(x);
+    int grads_ok = g != NULL;
+    for (int64_t i = 0; g && i < 6; ++i) {
+        sw_value v;
+        grads_ok &=
+            sw_tensor_get(g, i, &v) == SW_OK && v.as.f == (i > 0 ? 1.0 : 0.0);
+    }
+    ok(grads_ok, "the relu gradient through the re-promoted tiles");
+    sw_tensor_unref(ones);
+    sw_carrier_unref(oc);
+    sw_tensor_set_grad(x, NULL);
     sw_tensor_unref(y);
     y = NULL;
     memset(&P, 0, sizeof P);

@@ -289,6 +289,25 @@ def test_policy_consulted_once_per_work():
     assert len(policy.calls) == 1
 
 
+def test_policy_consulted_for_backward():
+    policy = Recorder()
+    t = TiledEvictable(filled(6), sw.FileBacked(dtype=F32), (3,), (2,), residency_policy=policy)
+    x = sw.Tensor(t, 0, compact([6]))
+    y = sw.relu(x)
+    t.evict(TileSet([(1,), (2,)]))
+    ones = sw.CPU(6)
+    for i in range(6):
+        ones[i] = 1.0
+    y.backward(sw.Tensor(ones, 0, compact([6])))
+    every = TileSet([(0,), (1,), (2,)])
+    assert policy.calls == [(every, "operation"), (every, "backward")]
+    # The evicted saved tiles came back for the gradient; the plan's
+    # eviction ran after it.
+    assert t.tile_state((2,)).location == "primary"
+    assert t.tile_state((0,)).location == "secondary"
+    assert [x.grad[i] for i in range(6)] == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+
+
 @pytest.mark.parametrize(
     ("result", "exc"),
     [(3, TypeError), (ResidencyPlan(evict=TileSet([(9,)])), ValueError)],
