@@ -174,7 +174,11 @@ SW_API sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
  * be promoted or evicted (SW_ERUNTIME "tile ... is invalid"). Neither
  * changes the version. A failing copy rolls the whole request back: every
  * tile's state is as before and the values are unchanged (the primary
- * tier keeps its copy of an evicted tile until it is overwritten).
+ * tier keeps its copy of an evicted tile until the request commits). Once
+ * it commits, the memory under the evicted tiles of a CPU primary that
+ * allocated its own storage goes back to the system (those slots of the
+ * primary read as zeros until a promotion refills them); such a primary is
+ * kept in small pages when its tiles are smaller than a huge page.
  * SW_EVALUE "tile index N is outside the grid", "duplicate tile index N";
  * SW_ERUNTIME "TiledEvictable is released".
  */

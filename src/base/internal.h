@@ -115,6 +115,16 @@ int64_t sw_object_refcount(const sw_object *o);
 void *sw_alloc_aligned(size_t n, int zero);
 void sw_free_aligned(void *p);
 
+/* Gives the whole pages inside [p, p + n) of an anonymous allocation back
+ * to the system: they read as zeros afterwards and take no memory until
+ * written (a no-op where the system cannot). For memory whose values are
+ * no longer needed. */
+void sw_discard_pages(void *p, size_t n);
+
+/* Advises the whole pages inside [p, p + n) against huge pages, for memory
+ * whose parts come and go on their own (a no-op where the system cannot). */
+void sw_advise_small_pages(void *p, size_t n);
+
 /*
  * The interrupt request (see sw_interrupt_request in base.h): the flag,
  * and whether the calling thread watches it. Kernels call

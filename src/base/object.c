@@ -8,6 +8,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "base/internal.h"
@@ -224,6 +225,40 @@ void sw_free_aligned(void *p) {
     if (total >= SW_CACHE_MIN && cache_put(raw, total))
         return;
     sw_free(raw);
+}
+
+/* madvise(advice) over the whole pages inside [p, p + n). */
+static void advise_pages(void *p, size_t n, int advice) {
+#if defined(__linux__)
+    long got = sysconf(_SC_PAGESIZE);
+    size_t page = got > 0 ? (size_t)got : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    if (p && lo < hi)
+        (void)madvise((void *)lo, hi - lo, advice);
+#else
+    (void)p;
+    (void)n;
+    (void)advice;
+#endif
+}
+
+void sw_discard_pages(void *p, size_t n) {
+#if defined(MADV_DONTNEED)
+    advise_pages(p, n, MADV_DONTNEED);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+void sw_advise_small_pages(void *p, size_t n) {
+#if defined(MADV_NOHUGEPAGE)
+    advise_pages(p, n, MADV_NOHUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 uintptr_t sw_thread_id(void) {

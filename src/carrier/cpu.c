@@ -295,6 +295,25 @@ sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
     return cpu_make(pointer, size, dtype, 0, mutable_, out);
 }
 
+void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count) {
+    if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c))
+        return;
+    const cpu_state *s = cpu(c);
+    if (!s->owned || first < 0 || count <= 0 || first > s->size - count)
+        return;
+    size_t item = (size_t)sw_dtype_itemsize(sw_carrier_dtype(c));
+    sw_discard_pages((char *)s->data + (size_t)first * item,
+                     (size_t)count * item);
+}
+
+void sw_cpu_small_pages(sw_carrier *c) {
+    if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c) || !cpu(c)->owned)
+        return;
+    const cpu_state *s = cpu(c);
+    sw_advise_small_pages(s->data, (size_t)s->size * (size_t)sw_dtype_itemsize(
+                                                         sw_carrier_dtype(c)));
+}
+
 const sw_carrier_class *sw_cpu_class(void) {
     return &cpu_class;
 }

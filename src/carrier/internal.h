@@ -97,6 +97,17 @@ sw_status sw_carrier_release_moved(sw_carrier *c);
  */
 void *sw_cpu_storage(sw_carrier *c);
 
+/* Gives back the memory of elements [first, first + count) of a CPU
+ * carrier that allocated its own storage (sw_cpu_new): their values are
+ * lost (they read as zeros). For an owner that keeps those values
+ * elsewhere, as a TiledEvictable does for an evicted tile. Other carriers
+ * and CPU carriers over memory they do not own are left alone. */
+void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count);
+
+/* Advises the memory of such a carrier against huge pages, so that
+ * discarding a part gives back that part alone. */
+void sw_cpu_small_pages(sw_carrier *c);
+
 /*
  * A fresh mutable CPU carrier of size elements, as sw_cpu_new(size, dtype,
  * 1, empty) makes it and with its errors, for an operation's result. One

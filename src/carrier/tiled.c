@@ -248,13 +248,22 @@ static const char *tile_text(const sw_tile_geometry *g, int64_t t, char *buf,
 
 /* ----------------------------------------------------- tier transfers */
 
+/* The length of the contiguous runs of a tile's footprint: its first
+ * axis, times the next ones while the tile spans whole axes before them. */
+static int64_t tile_run(const sw_tile_geometry *g) {
+    int64_t run = g->tile[0];
+    for (int32_t a = 0; a + 1 < g->rank && g->grid[a] == 1; ++a)
+        run *= g->tile[a + 1];
+    return run;
+}
+
 /* Copies tile t's footprint from tier src to tier dst (both owned by the
- * carrier: inside owner access). Runs along the first axis are contiguous:
- * CPU and FileBacked tiers copy them in bulk, others element by element. */
+ * carrier: inside owner access). Its runs (tile_run) are contiguous: CPU
+ * and FileBacked tiers copy them in bulk, others element by element. */
 static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
                            int64_t stoken, sw_carrier *dst, int64_t dtoken) {
     const sw_tile_geometry *g = &s->g;
-    int64_t run = g->tile[0], nruns = g->tile_size / run;
+    int64_t run = tile_run(g), nruns = g->tile_size / run;
     int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(src));
     size_t esize = isz > 0 ? (size_t)isz : 0;
     int cpu_src = sw_carrier_is_cpu(src), cpu_dst = sw_carrier_is_cpu(dst);
@@ -293,6 +302,16 @@ static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
     (void)sw_carrier_end_owner_access(dst, dtoken);
     (void)sw_carrier_end_owner_access(src, stoken);
     return st;
+}
+
+/* Gives back the primary's memory under an evicted tile t when the
+ * primary is CPU: the secondary holds its values now. */
+static void discard_tile(const tiled_state *s, int64_t t) {
+    if (!sw_carrier_is_cpu(s->primary))
+        return;
+    int64_t run = tile_run(&s->g), nruns = s->g.tile_size / run;
+    for (int64_t r = 0; r < nruns; ++r)
+        sw_cpu_discard(s->primary, sw_tile_slot(&s->g, t, r * run), run);
 }
 
 /* Writes zeros over tile t's footprint in tier dst. */
@@ -939,6 +958,10 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
         sw_free(s);
         return st;
     }
+    /* Tiles leave a CPU primary one by one (discard_tile): its memory is
+     * kept in small pages, so that what goes is what an evicted tile held. */
+    if (tile_run(g) * sw_dtype_itemsize(dtype) < ((int64_t)2 << 20))
+        sw_cpu_small_pages(primary);
     *out = c;
     return SW_OK;
 }
@@ -1105,6 +1128,11 @@ static sw_status residency_of(sw_carrier *c, int64_t n, const int64_t *tiles,
         memcpy(s->loc, saved, (size_t)s->g.ntiles);
         memcpy(s->dirty, saved + s->g.ntiles, (size_t)s->g.ntiles);
         memcpy(s->backed, saved + 2 * s->g.ntiles, (size_t)s->g.ntiles);
+    } else if (evict) {
+        /* Committed: the memory of the tiles that left the primary goes. */
+        for (int64_t i = 0; i < n; ++i)
+            if (saved[tiles[i]] == SW_TILE_PRIMARY)
+                discard_tile(s, tiles[i]);
     }
     pthread_mutex_unlock(&s->lock);
     sw_free(mark);

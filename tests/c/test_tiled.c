@@ -3,9 +3,14 @@
  * and slot numbering against a direct enumeration, and the footprint
  * compatibility check with each of its failure kinds.
  */
+#define _DEFAULT_SOURCE /* mincore */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #include "check.h"
 #include "strideweave/strideweave.h"
@@ -721,6 +726,63 @@ static void test_tiled_policy(void) {
     sw_carrier_unref(q);
 }
 
+#if defined(__linux__)
+/* How many of the whole pages inside [p, p + n) are resident. */
+static int64_t resident_pages(const void *p, size_t n) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    if (lo >= hi)
+        return 0;
+    size_t count = (hi - lo) / page;
+    unsigned char *vec = malloc(count);
+    if (!vec || mincore((void *)lo, hi - lo, vec)) {
+        free(vec);
+        return -1;
+    }
+    int64_t k = 0;
+    for (size_t i = 0; i < count; ++i)
+        k += vec[i] & 1;
+    free(vec);
+    return k;
+}
+
+/* An evicted tile's pages go back from a CPU primary that allocated its
+ * memory; promotion brings the values back from the secondary. */
+static void test_tiled_discard(void) {
+    /* (64, 64, 8) float32: tiles of (64, 64, 1) are contiguous 16 KiB runs,
+     * as an expert per tile is. */
+    int64_t grid[3] = {1, 1, 8}, tile[3] = {64, 64, 1};
+    const int64_t n = 64 * 64 * 8, per = 64 * 64;
+    sw_carrier *p = cpu(n), *q = file(), *t = NULL;
+    float *data = sw_cpu_data(p);
+    for (int64_t i = 0; i < n; ++i)
+        data[i] = (float)i;
+    expect_ok(sw_tiled_new(p, q, 3, grid, tile, &t), "a tiled array");
+    int64_t two[1] = {2};
+    size_t bytes = (size_t)per * sizeof(float);
+    ok(resident_pages(data + 2 * per, bytes) > 0,
+       "tile 2's pages are resident");
+    expect_ok(sw_tiled_evict(t, 1, two), "evict tile 2");
+    is_int(resident_pages(data + 2 * per, bytes), 0,
+           "the evicted tile's pages went back to the system");
+    ok(resident_pages(data + 3 * per, bytes) > 0,
+       "the pages of a tile still primary stay");
+    int good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; i += 97)
+        good &= at(t, i) == (double)i;
+    ok(good, "reads of the evicted tile come from the secondary");
+    expect_ok(sw_tiled_promote(t, 1, two), "promote it again");
+    good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; ++i)
+        good &= data[i] == (float)i;
+    ok(good, "promotion brings its values back into the primary");
+    sw_carrier_unref(t);
+    sw_carrier_unref(p);
+    sw_carrier_unref(q);
+}
+#endif
+
 static void test_tiled_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 1};
     int64_t base = sw_debug_live_allocs();
@@ -884,6 +946,9 @@ int main(void) {
     test_tiled_projection();
     test_tiled_scatter();
     test_tiled_policy();
+#if defined(__linux__)
+    test_tiled_discard();
+#endif
     test_tiled_async();
     test_tiled_injection();
     return done_testing();
