@@ -8,7 +8,8 @@ blocking residency ``test_promote_evict``, ``test_residency_errors``,
 policies ``test_policy_consulted_once_per_work``, ``test_policy_bad_plans``,
 ``test_policy_exception_propagates``; 8.8
 direct operations ``test_direct_operations``, ``test_direct_gradients``;
-8.9 ``test_release``; 8.10 tiers ``test_tier_combinations`` (Generic+CPU
+8.9 ``test_release``; 8.10 tiers ``test_tier_combinations``,
+``test_tiers_of_two_definition_backed_classes`` (Generic+CPU
 cannot be built here: Generic stores Floating or Any, CPU Float32, Int32
 or Bool, and the tiers' dtypes must match).
 
@@ -258,6 +259,72 @@ def test_tier_combinations():
         t.evict(TileSet([(0,), (1,)]))
         t.promote(TileSet([(1,)]))
         assert [t[i] for i in range(4)] == [0.0, 1.0, 2.0, 3.0]
+
+
+def _list_provider():
+    def allocate(c, n):
+        c.values = [0.0] * n
+
+    def release(c):
+        c.values = []
+
+    def write(c, i, v):
+        c.values[i] = v
+
+    return E.StorageProvider(
+        supports_dtype=lambda c, d: d == F32,
+        physical_size=lambda c: len(c.values),
+        allocate=allocate,
+        release=release,
+        read=lambda c, i: c.values[i],
+        write=write,
+    )
+
+
+def test_tiers_of_two_definition_backed_classes():
+    # Two storage classes of the extension API, joined by routes both ways,
+    # as the tiers (8.10). Tile copies between them go through their
+    # storage providers (COMPATIBILITY 108), so the values survive every
+    # mix of residency.
+    fast = type("FastTier", (sw.Carrier,), {})
+    slow = type("SlowTier", (sw.Carrier,), {})
+
+    def route(src, dst, name):
+        def prepare(request):
+            def submit():
+                s, d = request.tensor.carrier, request.destination
+                for i in range(request.physical_span):
+                    d[i] = s.values[request.tensor.offset + i]
+
+            return E.PreparedTransfer(submit)
+
+        return E.TransferRoute(src, dst, name, E.TransferProvider(prepare))
+
+    E.register_carrier_definition(
+        fast, E.CarrierDefinition(_list_provider(), transfers=[route(fast, slow, "down")])
+    )
+    E.register_carrier_definition(
+        slow, E.CarrierDefinition(_list_provider(), transfers=[route(slow, fast, "up")])
+    )
+    p = fast(4, dtype=F32)
+    for i in range(4):
+        p[i] = float(i)
+    t = TiledEvictable(p, slow(4, dtype=F32), (2,), (2,))
+    assert p.is_owned()
+    t[1] = 10.0
+    assert t.dirty_tiles == TileSet([(0,)])
+    t.evict(TileSet([(0,), (1,)]))
+    assert t.secondary_tiles == TileSet([(0,), (1,)])
+    assert [t[i] for i in range(4)] == [0.0, 10.0, 2.0, 3.0]
+    t.promote(TileSet([(1,)]))
+    assert t.tile_state((1,)).location == "primary"
+    assert [t[i] for i in range(4)] == [0.0, 10.0, 2.0, 3.0]
+    # The direct operations compute on the primary's class, and this one
+    # stores only (no KernelProvider).
+    with pytest.raises(NotImplementedError, match="relu"):
+        sw.relu(sw.Tensor(t, 0, compact([4])))
+    t.release()
+    assert p.is_released()
 
 
 class Recorder:
