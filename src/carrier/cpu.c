@@ -27,35 +27,44 @@ static int64_t cpu_size(sw_carrier *c) {
 }
 
 static sw_status cpu_get(sw_carrier *c, int64_t i, sw_value *out) {
-    const cpu_state *s = cpu(c);
-    switch (sw_carrier_dtype(c)) {
-    case SW_DTYPE_FLOAT32:
-        *out = sw_value_f64(((const float *)s->data)[i]);
-        return SW_OK;
-    case SW_DTYPE_INT32:
-        *out = sw_value_i64(((const int32_t *)s->data)[i]);
-        return SW_OK;
+    sw_dtype dtype = sw_carrier_dtype(c);
+    *out = sw_element_load(dtype, (const char *)cpu(c)->data +
+                                      i * sw_dtype_itemsize(dtype));
+    return SW_OK;
+}
+
+sw_value sw_element_load(sw_dtype dtype, const void *src) {
+    switch (dtype) {
+    case SW_DTYPE_FLOAT32: {
+        float f;
+        memcpy(&f, src, sizeof f);
+        return sw_value_f64(f);
+    }
+    case SW_DTYPE_INT32: {
+        int32_t i;
+        memcpy(&i, src, sizeof i);
+        return sw_value_i64(i);
+    }
     default:
-        *out = sw_value_i64(((const uint8_t *)s->data)[i] != 0);
-        return SW_OK;
+        return sw_value_i64(*(const uint8_t *)src != 0);
     }
 }
 
-/* Converts a value for a CPU element of the given dtype into *dst. */
-static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
+sw_status sw_element_store(const char *who, sw_dtype dtype, const sw_value *v,
+                           void *dst) {
     if (v->kind == SW_VALUE_HOST) {
         /* A host number (from a Generic store) converts through its ops. */
         sw_value n;
         if (!v->ops || !v->ops->to_number)
-            return sw_fail(SW_ETYPE, "CPU value must be a number");
+            return sw_fail(SW_ETYPE, "%s value must be a number", who);
         sw_status st = v->ops->to_number(v, &n);
         if (st == SW_ETYPE)
-            return sw_fail(SW_ETYPE, "CPU value must be a number");
+            return sw_fail(SW_ETYPE, "%s value must be a number", who);
         if (st)
             return st;
         if (n.kind == SW_VALUE_HOST)
-            return sw_fail(SW_ETYPE, "CPU value must be a number");
-        return cpu_store(dtype, &n, dst);
+            return sw_fail(SW_ETYPE, "%s value must be a number", who);
+        return sw_element_store(who, dtype, &n, dst);
     }
     switch (dtype) {
     case SW_DTYPE_FLOAT32: {
@@ -67,10 +76,10 @@ static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
     }
     case SW_DTYPE_INT32: {
         if (v->kind == SW_VALUE_F64)
-            return sw_fail(SW_ETYPE, "CPU value must be an integer");
+            return sw_fail(SW_ETYPE, "%s value must be an integer", who);
         int64_t i = v->kind == SW_VALUE_I64 ? v->as.i : 0;
         if (i < INT32_MIN || i > INT32_MAX)
-            return sw_fail(SW_EOVERFLOW, "CPU value is out of int32 range");
+            return sw_fail(SW_EOVERFLOW, "%s value is out of int32 range", who);
         int32_t x = (int32_t)i;
         memcpy(dst, &x, sizeof x);
         return SW_OK;
@@ -83,6 +92,10 @@ static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
         return SW_OK;
     }
     }
+}
+
+static sw_status cpu_store(sw_dtype dtype, const sw_value *v, void *dst) {
+    return sw_element_store("CPU", dtype, v, dst);
 }
 
 static sw_status cpu_set(sw_carrier *c, int64_t i, const sw_value *v) {

@@ -122,6 +122,17 @@ void sw_cpu_small_pages(sw_carrier *c);
 sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
                            size_t spare, sw_carrier **out, void **spare_out);
 
+/*
+ * One element of a Float32, Int32 or Bool array in memory (4, 4 or 1
+ * bytes) to a value, and a value into one: a host number converts
+ * through its ops; SW_ETYPE "<who> value must be a number" / "must be an
+ * integer" (a float for Int32), SW_EOVERFLOW "<who> value is out of int32
+ * range". The CPU and OpenCL carriers' element access (cpu.c).
+ */
+sw_value sw_element_load(sw_dtype dtype, const void *src);
+sw_status sw_element_store(const char *who, sw_dtype dtype, const sw_value *v,
+                           void *dst);
+
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);
 

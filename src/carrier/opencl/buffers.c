@@ -104,64 +104,8 @@ sw_status sw_opencl_buffer_new(sw_cl_device *d, int64_t bytes, cl_mem *out) {
 
 /* ------------------------------------------------------------- values */
 
-/* Converts a value for an element of dtype into *dst (4 or 1 bytes). */
 static sw_status opencl_store(sw_dtype dtype, const sw_value *v, void *dst) {
-    if (v->kind == SW_VALUE_HOST) {
-        sw_value n;
-        if (!v->ops || !v->ops->to_number)
-            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
-        sw_status st = v->ops->to_number(v, &n);
-        if (st == SW_ETYPE)
-            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
-        if (st)
-            return st;
-        if (n.kind == SW_VALUE_HOST)
-            return sw_fail(SW_ETYPE, "OpenCL value must be a number");
-        return opencl_store(dtype, &n, dst);
-    }
-    switch (dtype) {
-    case SW_DTYPE_FLOAT32: {
-        float f = v->kind == SW_VALUE_F64   ? (float)v->as.f
-                  : v->kind == SW_VALUE_I64 ? (float)v->as.i
-                                            : 0.0f;
-        memcpy(dst, &f, sizeof f);
-        return SW_OK;
-    }
-    case SW_DTYPE_INT32: {
-        if (v->kind == SW_VALUE_F64)
-            return sw_fail(SW_ETYPE, "OpenCL value must be an integer");
-        int64_t i = v->kind == SW_VALUE_I64 ? v->as.i : 0;
-        if (i < INT32_MIN || i > INT32_MAX)
-            return sw_fail(SW_EOVERFLOW, "OpenCL value is out of int32 range");
-        int32_t x = (int32_t)i;
-        memcpy(dst, &x, sizeof x);
-        return SW_OK;
-    }
-    default: {
-        uint8_t b = v->kind == SW_VALUE_F64   ? v->as.f != 0.0
-                    : v->kind == SW_VALUE_I64 ? v->as.i != 0
-                                              : 0;
-        memcpy(dst, &b, 1);
-        return SW_OK;
-    }
-    }
-}
-
-static sw_value opencl_load(sw_dtype dtype, const void *src) {
-    switch (dtype) {
-    case SW_DTYPE_FLOAT32: {
-        float f;
-        memcpy(&f, src, sizeof f);
-        return sw_value_f64(f);
-    }
-    case SW_DTYPE_INT32: {
-        int32_t i;
-        memcpy(&i, src, sizeof i);
-        return sw_value_i64(i);
-    }
-    default:
-        return sw_value_i64(*(const uint8_t *)src != 0);
-    }
+    return sw_element_store("OpenCL", dtype, v, dst);
 }
 
 /* ------------------------------------------------------------- slots */
@@ -227,7 +171,7 @@ static sw_status opencl_get(sw_carrier *c, int64_t i, sw_value *out) {
     sw_status st = read_bytes(c, i * item, item, raw);
     if (st)
         return st;
-    *out = opencl_load(dtype, raw);
+    *out = sw_element_load(dtype, raw);
     return SW_OK;
 }
 
