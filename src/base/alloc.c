@@ -4,6 +4,7 @@
  * walk every allocation site of an operation.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/internal.h"
 
@@ -32,10 +33,29 @@ void *sw_malloc(size_t n) {
     return p;
 }
 
+/* Below this, calloc is malloc and a memset: glibc's calloc skips the
+ * per-thread cache that malloc uses, which costs small objects made on
+ * every operation (results, nodes, operation records) more than zeroing
+ * does. Larger blocks keep calloc, which gets zero pages for free. */
+#define SMALL_CALLOC 1024
+
+/* Called through a volatile pointer so that the compiler does not fold
+ * malloc and memset back into calloc. */
+static void *(*volatile const zero_fill)(void *, int, size_t) = memset;
+
 void *sw_calloc(size_t count, size_t size) {
     if (injected_failure())
         return NULL;
-    void *p = calloc(count ? count : 1, size ? size : 1);
+    void *p;
+    if (count <= SMALL_CALLOC && size <= SMALL_CALLOC &&
+        count * size <= SMALL_CALLOC) {
+        size_t n = count && size ? count * size : 1;
+        p = malloc(n);
+        if (p)
+            zero_fill(p, 0, n);
+    } else {
+        p = calloc(count ? count : 1, size ? size : 1);
+    }
     if (p)
         atomic_fetch_add_explicit(&live_allocs, 1, memory_order_relaxed);
     return p;

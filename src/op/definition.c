@@ -347,8 +347,10 @@ void sw_resolution_clear(sw_resolution *res) {
     if (!res)
         return;
     for (int32_t i = 0; i < SW_DEF_MAX_RESULTS; ++i) {
-        sw_layout_unref(res->results[i].layout);
-        res->results[i].layout = NULL;
+        if (res->results[i].layout) {
+            sw_layout_unref(res->results[i].layout);
+            res->results[i].layout = NULL;
+        }
     }
     if (res->token && res->token_release)
         res->token_release(res->token);

@@ -3,10 +3,14 @@
  * built-in computing operation, in one place.
  *
  * Resolution is a pure function of its arguments: it reads the static
- * registry records and writes the caller's struct, so it needs no lock
- * and allocates nothing.
+ * registry records and writes the caller's struct, and allocates nothing.
+ * The commonest call, every operand a tensor of one dtype, is answered
+ * from a table of earlier answers (plan_memo), which is what a
+ * definition-backed carrier's dispatch asks on every operation.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -164,9 +168,9 @@ static int accumulates(const sw_op_info *info) {
     return info->form == SW_FORM_REDUCE || info->form == SW_FORM_MATMUL;
 }
 
-sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
-                             const sw_plan_input *inputs, sw_dtype accumulator,
-                             sw_op_plan *out) {
+static sw_status resolve_plan(int32_t op_id, int32_t n,
+                              const sw_plan_input *inputs, sw_dtype accumulator,
+                              sw_op_plan *out) {
     const sw_op_info *info = sw_op_info_get(op_id);
     if (!info)
         return sw_fail(SW_EVALUE, "unknown operation id %d", (int)op_id);
@@ -292,6 +296,56 @@ sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
                            sw_dtype_name(p.accumulator));
     }
     *out = p;
+    return SW_OK;
+}
+
+/* Successful resolutions of calls whose operands are all tensors of one
+ * dtype, without an accumulator option, per (operation, dtype). An entry
+ * is written once, under memo_lock, before its ready flag is published;
+ * readers take it after an acquire load of the flag. The operand count
+ * is part of the answer and is compared, so a call with another count
+ * resolves (and fails) in full. */
+typedef struct plan_memo {
+    atomic_int ready;
+    sw_op_plan plan;
+} plan_memo;
+
+static plan_memo memo[SW_OP_BUILTIN_COUNT][SW_DTYPE_COUNT];
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The memo entry of a call, or NULL when the call is of another shape. */
+static plan_memo *memo_of(int32_t op_id, int32_t n,
+                          const sw_plan_input *inputs, sw_dtype accumulator) {
+    if (op_id < 0 || op_id >= SW_OP_BUILTIN_COUNT || n < 1 ||
+        n > SW_PLAN_MAX_OPERANDS || !inputs || accumulator != SW_PLAN_NO_DTYPE)
+        return NULL;
+    sw_dtype d = inputs[0].dtype;
+    if ((int)d < 0 || (int)d >= SW_DTYPE_COUNT)
+        return NULL;
+    for (int32_t i = 0; i < n; ++i)
+        if (inputs[i].role != SW_ROLE_TENSOR || inputs[i].dtype != d)
+            return NULL;
+    return &memo[op_id][d];
+}
+
+sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
+                             const sw_plan_input *inputs, sw_dtype accumulator,
+                             sw_op_plan *out) {
+    plan_memo *m = memo_of(op_id, n, inputs, accumulator);
+    if (m && out && atomic_load_explicit(&m->ready, memory_order_acquire) &&
+        m->plan.noperands == n) {
+        *out = m->plan;
+        return SW_OK;
+    }
+    sw_status st = resolve_plan(op_id, n, inputs, accumulator, out);
+    if (st || !m)
+        return st;
+    pthread_mutex_lock(&memo_lock);
+    if (!atomic_load_explicit(&m->ready, memory_order_relaxed)) {
+        m->plan = *out;
+        atomic_store_explicit(&m->ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&memo_lock);
     return SW_OK;
 }
 

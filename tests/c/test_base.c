@@ -188,6 +188,33 @@ static int all_zero(const unsigned char *p, size_t n) {
 }
 
 /*
+ * sw_calloc zeroes what it returns at every size, including a small
+ * block that malloc's cache hands back dirty after a free, and refuses a
+ * count and size whose product overflows.
+ */
+static void test_calloc_zeroes(void) {
+    int64_t base = sw_debug_live_allocs();
+    static const size_t sizes[] = {1, 24, 200, 1024, 1025, 4096, 70000};
+    for (int i = 0; i < 7; ++i) {
+        size_t n = sizes[i];
+        for (int round = 0; round < 3; ++round) {
+            unsigned char *p = sw_calloc(1, n);
+            ok(p && all_zero(p, n), "sw_calloc(1, %zu) is zeroed (round %d)",
+               n, round);
+            if (p)
+                memset(p, 0xAB, n); /* dirty it for the next round */
+            sw_free(p);
+        }
+        unsigned char *q = sw_calloc(n, 3);
+        ok(q && all_zero(q, n * 3), "sw_calloc(%zu, 3) is zeroed", n);
+        sw_free(q);
+    }
+    ok(sw_calloc(SIZE_MAX / 2, 4) == NULL,
+       "sw_calloc refuses a product that overflows");
+    is_int(sw_debug_live_allocs(), base, "sw_calloc leaves nothing live");
+}
+
+/*
  * The aligned allocator: 64-byte blocks below 4 MiB, 2 MiB-aligned ones
  * (advised for huge pages) from 4 MiB, zeroed on request, each one live
  * allocation through the hook, and NULL without a leak for a size with
@@ -341,6 +368,7 @@ int main(void) {
     test_error_state();
     test_status_names();
     test_alloc_hook();
+    test_calloc_zeroes();
     test_alloc_aligned();
     test_alloc_cache_fork();
     test_retain_release();

@@ -1,9 +1,11 @@
 /*
  * Operation plans (include/strideweave/policy.h): every row of the dtype
  * tables of the CPU and Generic operations, each resolution error with its
- * message, plan equality, the description's text and the promise that
- * resolving allocates nothing.
+ * message, plan equality, the description's text, the promise that
+ * resolving allocates nothing, and answers from the table of earlier
+ * resolutions equal to fresh ones, from several threads at once.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -536,6 +538,69 @@ static void test_no_allocation(void) {
     leak_check(base, "resolution");
 }
 
+/* Resolves every one-dtype all-tensor call of the built-in operations
+ * (the calls the table keeps) and compares with the first answer. */
+static sw_op_plan first[SW_OP_BUILTIN_COUNT][SW_DTYPE_COUNT];
+static int first_ok[SW_OP_BUILTIN_COUNT][SW_DTYPE_COUNT];
+
+static void *resolve_all(void *mismatches) {
+    for (int32_t op = 0; op < SW_OP_BUILTIN_COUNT; ++op) {
+        const sw_op_info *info = sw_op_info_get(op);
+        if (!info || info->noperands < 1 ||
+            info->noperands > SW_PLAN_MAX_OPERANDS)
+            continue;
+        for (int d = 0; d < SW_DTYPE_COUNT; ++d) {
+            sw_plan_input in[SW_PLAN_MAX_OPERANDS];
+            for (int32_t i = 0; i < info->noperands; ++i)
+                in[i] = T((sw_dtype)d);
+            sw_op_plan p;
+            memset(&p, 0, sizeof p);
+            sw_status st = sw_op_plan_resolve(op, info->noperands, in, NONE, &p);
+            if ((st == SW_OK) != first_ok[op][d] ||
+                (st == SW_OK && !sw_op_plan_equal(&p, &first[op][d])))
+                ++*(int *)mismatches;
+            if (st)
+                sw_clear_error();
+        }
+    }
+    return NULL;
+}
+
+static void test_memo(void) {
+    for (int32_t op = 0; op < SW_OP_BUILTIN_COUNT; ++op) {
+        const sw_op_info *info = sw_op_info_get(op);
+        if (!info || info->noperands < 1 ||
+            info->noperands > SW_PLAN_MAX_OPERANDS)
+            continue;
+        for (int d = 0; d < SW_DTYPE_COUNT; ++d) {
+            sw_plan_input in[SW_PLAN_MAX_OPERANDS];
+            for (int32_t i = 0; i < info->noperands; ++i)
+                in[i] = T((sw_dtype)d);
+            first_ok[op][d] = sw_op_plan_resolve(op, info->noperands, in, NONE,
+                                                 &first[op][d]) == SW_OK;
+            sw_clear_error();
+        }
+    }
+    int mismatches[4] = {0, 0, 0, 0};
+    pthread_t th[4];
+    for (int i = 0; i < 4; ++i)
+        pthread_create(&th[i], NULL, resolve_all, &mismatches[i]);
+    for (int i = 0; i < 4; ++i)
+        pthread_join(th[i], NULL);
+    is_int(mismatches[0] + mismatches[1] + mismatches[2] + mismatches[3], 0,
+           "remembered resolutions equal fresh ones on four threads");
+    /* The operand count is part of the answer: relu of two still fails
+     * after relu of one was remembered. */
+    sw_plan_input two[2] = {T(F32), T(F32)};
+    sw_op_plan p;
+    expect_fail(sw_op_plan_resolve(SW_OP_RELU, 2, two, NONE, &p), SW_ETYPE,
+                "relu takes 1 operand, got 2", "relu of two after relu");
+    /* So is the accumulator option. */
+    expect_fail(sw_op_plan_resolve(SW_OP_RELU, 1, two, F32, &p), SW_ETYPE,
+                "unknown option 'accumulator_dtype': relu has no accumulation",
+                "relu with an accumulator after relu");
+}
+
 int main(void) {
     test_names();
     test_cpu_binary();
@@ -547,5 +612,6 @@ int main(void) {
     test_errors();
     test_equal_describe();
     test_no_allocation();
+    test_memo();
     return done_testing();
 }
