@@ -314,8 +314,8 @@ static plan_memo memo[SW_OP_BUILTIN_COUNT][SW_DTYPE_COUNT];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The memo entry of a call, or NULL when the call is of another shape. */
-static plan_memo *memo_of(int32_t op_id, int32_t n,
-                          const sw_plan_input *inputs, sw_dtype accumulator) {
+static plan_memo *memo_of(int32_t op_id, int32_t n, const sw_plan_input *inputs,
+                          sw_dtype accumulator) {
     if (op_id < 0 || op_id >= SW_OP_BUILTIN_COUNT || n < 1 ||
         n > SW_PLAN_MAX_OPERANDS || !inputs || accumulator != SW_PLAN_NO_DTYPE)
         return NULL;

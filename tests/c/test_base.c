@@ -199,8 +199,8 @@ static void test_calloc_zeroes(void) {
         size_t n = sizes[i];
         for (int round = 0; round < 3; ++round) {
             unsigned char *p = sw_calloc(1, n);
-            ok(p && all_zero(p, n), "sw_calloc(1, %zu) is zeroed (round %d)",
-               n, round);
+            ok(p && all_zero(p, n), "sw_calloc(1, %zu) is zeroed (round %d)", n,
+               round);
             if (p)
                 memset(p, 0xAB, n); /* dirty it for the next round */
             sw_free(p);

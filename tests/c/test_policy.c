@@ -555,7 +555,8 @@ static void *resolve_all(void *mismatches) {
                 in[i] = T((sw_dtype)d);
             sw_op_plan p;
             memset(&p, 0, sizeof p);
-            sw_status st = sw_op_plan_resolve(op, info->noperands, in, NONE, &p);
+            sw_status st =
+                sw_op_plan_resolve(op, info->noperands, in, NONE, &p);
             if ((st == SW_OK) != first_ok[op][d] ||
                 (st == SW_OK && !sw_op_plan_equal(&p, &first[op][d])))
                 ++*(int *)mismatches;
