@@ -3,7 +3,8 @@
  *
  * A profiler records the executions of carrier-dispatched operations
  * (sw_op_forward and sw_op_execute_lowered of operations that
- * sw_carrier_dispatch_op tagged) on the thread that started it. Each
+ * sw_carrier_dispatch_op tagged), and on request their backward
+ * executions, on the thread that started it. Each
  * execution attempt becomes one event: the canonical name, the exact
  * dispatching carrier class (its dispatch tag), the executed
  * implementation, the monotonic start time, the inclusive and the self
@@ -85,6 +86,15 @@ SW_API sw_status sw_profiler_set_carriers(sw_profiler *p, int32_t n,
                                           const void *const *tags);
 /* Whether events keep the layouts of tensor arguments. Same error. */
 SW_API sw_status sw_profiler_set_record_shapes(sw_profiler *p, int record);
+/*
+ * Whether backward executions are recorded too (off by default): each
+ * call of an operation's backward (sw_op_backward, which the autograd
+ * engine uses) becomes an event named "<name>.backward" under the
+ * forward's dispatch name and carrier class tag ("move.backward" under
+ * the source's class for a move), with the gradient as its one argument;
+ * operations its VJP dispatches are its children. Same error.
+ */
+SW_API sw_status sw_profiler_set_record_backward(sw_profiler *p, int record);
 
 /*
  * Binding support: tag(op) names the implementation of an op at the start

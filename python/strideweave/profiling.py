@@ -157,6 +157,11 @@ class Profiler:
         carriers: None to record every carrier class, else an iterable of
             Carrier subclasses, matched by exact class.
         record_shapes: whether events keep the shapes of tensor arguments.
+        record_backward: whether backward executions are recorded too
+            (off by default): each node's backward becomes an event named
+            ``"<operation>.backward"`` (``"move.backward"`` for a move)
+            under the forward's carrier class, with the gradient as its one
+            argument, and the operations it runs are its children.
 
     Examples:
         >>> import strideweave as sw
@@ -167,16 +172,27 @@ class Profiler:
         ()
     """
 
-    __slots__ = ("_carriers", "_events", "_lock", "_record_shapes", "_session", "_stopped")
+    __slots__ = (
+        "_carriers",
+        "_events",
+        "_lock",
+        "_record_backward",
+        "_record_shapes",
+        "_session",
+        "_stopped",
+    )
 
     def __init__(
         self,
         *,
         carriers: Iterable[type[Carrier]] | None = None,
         record_shapes: bool = False,
+        record_backward: bool = False,
     ) -> None:
         if not isinstance(record_shapes, bool):
             raise TypeError("record_shapes must be a bool")
+        if not isinstance(record_backward, bool):
+            raise TypeError("record_backward must be a bool")
         selected: frozenset[type[Carrier]] | None = None
         if carriers is not None:
             try:
@@ -190,8 +206,9 @@ class Profiler:
         # tags of executing operations with them.
         self._carriers = selected
         self._record_shapes = record_shapes
+        self._record_backward = record_backward
         self._session: _native.ProfilerSession = _native.ProfilerSession(
-            None if selected is None else tuple(selected), record_shapes
+            None if selected is None else tuple(selected), record_shapes, record_backward
         )
         self._events: tuple[ProfilerEvent, ...] | None = None
         self._stopped = False
@@ -470,6 +487,7 @@ def profile(
     *,
     carriers: Iterable[type[Carrier]] | None = None,
     record_shapes: bool = False,
+    record_backward: bool = False,
 ) -> Profiler:
     """A single-use profiler context, the same as ``Profiler(...)``.
 
@@ -477,6 +495,8 @@ def profile(
         carriers: None to record every carrier class, else an iterable of
             Carrier subclasses, matched by exact class.
         record_shapes: whether events keep the shapes of tensor arguments.
+        record_backward: whether backward executions are recorded too
+            (``"<operation>.backward"`` events; off by default).
 
     Returns:
         A new Profiler to use in a ``with`` statement.
@@ -489,4 +509,4 @@ def profile(
         >>> prof.events()[0].implementation_type.__name__
         '_CPUReLUOperation'
     """
-    return Profiler(carriers=carriers, record_shapes=record_shapes)
+    return Profiler(carriers=carriers, record_shapes=record_shapes, record_backward=record_backward)

@@ -127,12 +127,21 @@ class ProfilerAggregate:
     ) -> None: ...
 
 class Profiler:
-    __slots__ = ("_carriers", "_events", "_lock", "_record_shapes", "_session", "_stopped")
+    __slots__ = (
+        "_carriers",
+        "_events",
+        "_lock",
+        "_record_backward",
+        "_record_shapes",
+        "_session",
+        "_stopped",
+    )
     def __init__(
         self,
         *,
         carriers: Iterable[type[Carrier]] | None = None,
         record_shapes: bool = False,
+        record_backward: bool = False,
     ) -> None: ...
     def __enter__(self) -> Profiler: ...
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
@@ -155,4 +164,5 @@ def profile(
     *,
     carriers: Iterable[type[Carrier]] | None = None,
     record_shapes: bool = False,
+    record_backward: bool = False,
 ) -> Profiler: ...

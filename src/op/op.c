@@ -388,7 +388,12 @@ sw_status sw_op_backward(sw_op *op, sw_tensor *gradient, int32_t n,
         pins_drop(&pins);
         return st;
     }
+    sw_profile_frame frame;
+    int profiled = SW_UNLIKELY(sw_profile_tls != NULL) &&
+                   sw_profile_backward_begin(op, gradient, &frame);
     st = op->cls->backward(op, gradient, n, grads);
+    if (profiled)
+        sw_profile_end(&frame, st == SW_OK);
     pins_drop(&gpin);
     pins_drop(&pins);
     if (st) {

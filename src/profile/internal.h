@@ -40,7 +40,17 @@ typedef struct sw_profile_frame {
  */
 int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
                      sw_profile_frame *f);
-/* Closes the frame opened by sw_profile_begin. */
+/*
+ * Opens a frame for the backward of op (its gradient the one argument)
+ * when the active profiler records backward executions: an event named
+ * "<name>.backward" for the operation's dispatch name and class tag, or
+ * "move.backward" for the class of a move's source. Operations that were
+ * never dispatched get no frame. Returns 1 when a frame was opened.
+ */
+int sw_profile_backward_begin(const sw_op *op, sw_tensor *gradient,
+                              sw_profile_frame *f);
+/* Closes the frame opened by sw_profile_begin or
+ * sw_profile_backward_begin. */
 void sw_profile_end(sw_profile_frame *f, int succeeded);
 
 /*

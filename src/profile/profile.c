@@ -9,11 +9,14 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "profile/internal.h"
+#include "strideweave/capability.h"
+#include "strideweave/interop.h"
 #include "strideweave/layout.h"
 #include "strideweave/tensor.h"
 
@@ -43,6 +46,7 @@ struct sw_profiler {
     atomic_int state;
     uint64_t thread;
     int record_shapes;
+    int record_backward;
     int failed;        /* an event could not be recorded */
     int32_t ntags;     /* < 0: every carrier class */
     const void **tags; /* the selected dispatch tags */
@@ -183,6 +187,14 @@ sw_status sw_profiler_set_record_shapes(sw_profiler *p, int record) {
     if (st)
         return st;
     p->record_shapes = record != 0;
+    return SW_OK;
+}
+
+sw_status sw_profiler_set_record_backward(sw_profiler *p, int record) {
+    sw_status st = check_new(p);
+    if (st)
+        return st;
+    p->record_backward = record != 0;
     return SW_OK;
 }
 
@@ -429,6 +441,31 @@ int sw_profile_begin(const sw_op *op, int32_t nargs, const sw_arg *args,
     }
     return begin_frame(p, sw_op_dispatch_name(op), sw_op_dispatch_tag(op), op,
                        nargs, args, f);
+}
+
+int sw_profile_backward_begin(const sw_op *op, sw_tensor *gradient,
+                              sw_profile_frame *f) {
+    sw_profiler *p = sw_profile_tls;
+    if (load_state(p) != STATE_ACTIVE) {
+        drop_abandoned();
+        return 0;
+    }
+    if (!p->record_backward)
+        return 0;
+    /* A dispatched operation (or a definition's node) by its name and
+     * class; a move by its source's class, as its submission. */
+    const char *name = sw_op_dispatch_name(op);
+    const void *tag = sw_op_dispatch_tag(op);
+    if (!name && sw_op_is_move(op) && sw_op_input(op, 0)) {
+        name = "move";
+        tag = sw_carrier_class_tag(sw_tensor_carrier(sw_op_input(op, 0)));
+    }
+    if (!name)
+        return 0;
+    char full[160];
+    snprintf(full, sizeof full, "%s.backward", name);
+    sw_arg arg = sw_arg_tensor(gradient);
+    return begin_frame(p, full, tag, op, gradient ? 1 : 0, &arg, f);
 }
 
 int sw_profile_move_begin(const sw_op *op, const void *carrier_tag,

@@ -2,6 +2,7 @@
  * Unit tests of the operation profiler (include/strideweave/profile.h):
  * what is recorded for dispatched executions of built-in and custom
  * operations, the two events of a move (also completed after the stop),
+ * backward executions when asked for (never by default),
  * nesting and parent ids, carrier filtering by exact class,
  * self-time arithmetic with filtered-out children, shapes, failures, the
  * session rules and their messages, cross-thread stops and recovery, two
@@ -401,6 +402,113 @@ static sw_status move_route(sw_carrier *c, const char *name, void *ctx,
 static const int move_route_tag = 0;
 
 /* A move records its submission and its completion (profile.h). */
+/* Index of the first event named name, or -1. */
+static int64_t find_event(const sw_profiler *p, const char *name) {
+    for (int64_t i = 0; i < count(p); ++i)
+        if (strcmp(ev(p, i).name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* A started profiler that records backward executions too. */
+static sw_profiler *started_backward(int shapes) {
+    sw_profiler *p = NULL;
+    if (sw_profiler_new(&p) != SW_OK)
+        return NULL;
+    if (sw_profiler_set_record_shapes(p, shapes) != SW_OK ||
+        sw_profiler_set_record_backward(p, 1) != SW_OK ||
+        sw_profiler_start(p) != SW_OK) {
+        sw_profiler_unref(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void test_backward_recorded(void) {
+    int64_t base = sw_debug_live_allocs();
+    sw_tensor *a = cpu_tensor("4:1"), *b = cpu_tensor("4:1");
+    sw_tensor *g = cpu_tensor("4:1");
+    sw_tensor *y = NULL, *z = NULL;
+    expect_ok(sw_unary("exp", a, &y), "exp");
+    expect_ok(sw_elementwise_mul(y, b, &z), "elementwise_mul");
+
+    /* Off by default: the backward's own operations only. */
+    sw_profiler *p = started(-1, NULL, 0);
+    expect_ok(sw_tensor_backward(z, g), "backward, default profiler");
+    expect_ok(sw_profiler_stop(p), "stop");
+    is_int(find_event(p, "exp.backward"), -1, "no backward event by default");
+    is_int(find_event(p, "elementwise_mul.backward"), -1,
+           "none for elementwise_mul either");
+    sw_profiler_unref(p);
+
+    expect_ok(sw_tensor_backward(z, g), "backward again, to compare");
+    p = started_backward(1);
+    ok(p != NULL, "a profiler recording backward starts");
+    expect_ok(sw_tensor_backward(z, g), "backward under it");
+    expect_ok(sw_profiler_stop(p), "stop");
+    int64_t m = find_event(p, "elementwise_mul.backward");
+    int64_t e = find_event(p, "exp.backward");
+    ok(m >= 0 && e > m, "one event per node, in the order they ran");
+    sw_profile_event me = ev(p, m), ee = ev(p, e);
+    is_int(me.parent_id, -1, "a backward event is a root");
+    is_int(ee.parent_id, -1, "and so is the next");
+    ok(me.carrier_tag == (const void *)sw_cpu_class() &&
+           ee.carrier_tag == me.carrier_tag,
+       "tagged with the forward's carrier class");
+    ok(me.succeeded && ee.succeeded, "both succeeded");
+    ok(me.nshapes == 1 && me.shapes[0] == sw_tensor_layout(g),
+       "the gradient is the one argument");
+    /* CPU's VJPs compute with kernels; any operation one dispatches is a
+     * child inside its interval. */
+    int inside = 1;
+    for (int64_t i = 0; i < count(p); ++i) {
+        sw_profile_event c = ev(p, i);
+        if (c.parent_id == m)
+            inside = inside && c.start_ns >= me.start_ns &&
+                     c.start_ns + c.duration_ns <= me.start_ns + me.duration_ns;
+    }
+    ok(inside, "its children run inside its interval");
+    int64_t child_time = 0;
+    for (int64_t i = 0; i < count(p); ++i)
+        if (ev(p, i).parent_id == m)
+            child_time += ev(p, i).duration_ns;
+    is_int(me.self_ns, me.duration_ns - child_time,
+           "self time = duration - the children's");
+    sw_profiler_unref(p);
+
+    /* A move's backward, under its source's class. */
+    sw_carrier *dest = NULL;
+    sw_tensor *moved = NULL, *w = NULL;
+    sw_cpu_new(4, SW_DTYPE_FLOAT32, 1, 0, &dest);
+    sw_tensor *src = cpu_tensor("4:1");
+    expect_ok(sw_move(src, dest, &moved), "a move with the graph on");
+    p = started_backward(0);
+    expect_ok(sw_tensor_backward(moved, g), "its backward");
+    expect_ok(sw_profiler_stop(p), "stop");
+    int64_t mv = find_event(p, "move.backward");
+    ok(mv >= 0 && ev(p, mv).carrier_tag == (const void *)sw_cpu_class(),
+       "move.backward under the source's class");
+    sw_profiler_unref(p);
+
+    /* The flag is part of the session's set-up. */
+    p = started(-1, NULL, 0);
+    expect_fail(sw_profiler_set_record_backward(p, 1), SW_ERUNTIME,
+                "Profiler contexts are single-use", "set after start");
+    expect_ok(sw_profiler_stop(p), "stop");
+    sw_profiler_unref(p);
+
+    sw_tensor_unref(w);
+    sw_tensor_unref(moved);
+    sw_tensor_unref(src);
+    sw_carrier_unref(dest);
+    sw_tensor_unref(z);
+    sw_tensor_unref(y);
+    sw_tensor_unref(g);
+    sw_tensor_unref(b);
+    sw_tensor_unref(a);
+    leak_check(base, "backward recording");
+}
+
 static void test_moves_recorded(void) {
     int64_t base = sw_debug_live_allocs();
     sw_tensor *a = cpu_tensor("4:1");
@@ -898,6 +1006,7 @@ int main(void) {
     test_builtin_recording();
     test_nesting_and_self_time();
     test_moves_recorded();
+    test_backward_recorded();
     test_async_move_recorded();
     test_evictable_nesting();
     test_session_rules();

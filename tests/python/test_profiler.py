@@ -355,6 +355,8 @@ def test_results_kept_when_body_raises():
 def test_argument_checks(factory):
     with pytest.raises(TypeError, match="^record_shapes must be a bool$"):
         factory(record_shapes=1)
+    with pytest.raises(TypeError, match="^record_backward must be a bool$"):
+        factory(record_backward=1)
     with pytest.raises(TypeError, match="^carriers must be an iterable of Carrier classes$"):
         factory(carriers=1)
     with pytest.raises(TypeError, match="^carriers must contain only Carrier subclasses$"):
@@ -697,6 +699,84 @@ def test_backward_under_profiler(kind):
     assert names[:2] == ["mul", "elementwise_mul"]
     assert set(names[2:]) <= {"add"}
     assert all(e.succeeded for e in prof.events())
+
+
+@pytest.mark.parametrize("kind", ["CPU", "Generic"])
+def test_record_backward(kind):
+    if kind == "CPU":
+        x = Tensor(CPU(1), 0, layout([1]))
+        x[0] = 2.0
+        cls = CPU
+    else:
+        x = generic_vector([2.0])
+        cls = Generic
+    with sw.profile(record_shapes=True, record_backward=True) as prof:
+        y = sw.mul(x, 3.0)
+        z = sw.elementwise_mul(y, y)
+        z.backward()
+    assert x.grad[0] == pytest.approx(36.0)
+    events = prof.events()
+    names = [e.name for e in events]
+    assert names[:2] == ["mul", "elementwise_mul"]
+    # one event per node, the nodes in the order the engine ran them
+    backward = [e for e in events if e.name.endswith(".backward")]
+    assert [e.name for e in backward] == ["elementwise_mul.backward", "mul.backward"]
+    forward = {e.name: e for e in events[:2]}
+    for e in backward:
+        assert e.carrier_type is cls and e.succeeded and e.parent_id is None
+        assert e.implementation_type is forward[e.name[: -len(".backward")]].implementation_type
+        assert e.input_shapes == ((1,),)
+    rows = {(r.name, r.carrier_type) for r in prof.key_averages()}
+    assert ("mul.backward", cls) in rows and ("elementwise_mul.backward", cls) in rows
+    assert "mul.backward" in prof.table()
+
+
+class ScaleBack(Operation):
+    """x * 2 in Python whose backward dispatches an elementwise multiply."""
+
+    def _forward(self, x):
+        return Tensor(Generic([x[i] * 2 for i in range(x.size())]), 0, x.layout)
+
+    def backward(self, gradient):
+        time.sleep(INNER_SLEEP)
+        two = Tensor(Generic([2.0] * gradient.size()), 0, gradient.layout)
+        return [sw.elementwise_mul(gradient, two)]
+
+
+class ScaleCarrier(Generic):
+    def _dispatch_op(self, name):
+        return ScaleBack() if name == "scale" else super()._dispatch_op(name)
+
+
+def test_record_backward_nests_what_the_backward_runs():
+    x = Tensor(ScaleCarrier([1.0, 2.0]), 0, layout([2]))
+    y = run("scale", x)
+    with sw.profile(record_backward=True) as prof:
+        y.backward(Tensor(Generic([1.0, 1.0]), 0, layout([2])))
+    assert [x.grad[i] for i in range(2)] == [2.0, 2.0]
+    events = prof.events()
+    back = next(e for e in events if e.name == "scale.backward")
+    assert back.carrier_type is ScaleCarrier and back.implementation_type is ScaleBack
+    child = next(e for e in events if e.name == "elementwise_mul")
+    assert child.parent_id == back.id
+    assert back.duration_ns >= INNER_SLEEP * NS
+    assert back.self_time_ns == back.duration_ns - child.duration_ns
+    # off by default: the same backward gives the child as a root
+    y = run("scale", x)
+    with sw.profile() as prof:
+        y.backward(Tensor(Generic([1.0, 1.0]), 0, layout([2])))
+    # (the add accumulates into x.grad from the first pass)
+    assert [e.name for e in prof.events()] == ["elementwise_mul", "add"]
+    assert all(e.parent_id is None for e in prof.events())
+
+
+def test_record_backward_of_a_move():
+    x = Tensor(CPU(2), 0, layout([2]))
+    y = sw.move(x, CPU(2))
+    with sw.profile(carriers=[CPU], record_backward=True) as prof:
+        y.backward(Tensor(CPU(2), 0, layout([2])))
+    back = [e for e in prof.events() if e.name == "move.backward"]
+    assert len(back) == 1 and back[0].carrier_type is CPU and back[0].succeeded
 
 
 class MyReLU(GenericReLUOperation):

@@ -59,11 +59,13 @@ static void impl_release(const void *tag) {
 
 static PyObject *session_new(PyTypeObject *type, PyObject *args,
                              PyObject *kwds) {
-    static char *kwlist[] = {"carriers", "record_shapes", NULL};
+    static char *kwlist[] = {"carriers", "record_shapes", "record_backward",
+                             NULL};
     PyObject *carriers = NULL;
-    int record_shapes = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Op:ProfilerSession", kwlist,
-                                     &carriers, &record_shapes)) {
+    int record_shapes = 0, record_backward = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Op|p:ProfilerSession", kwlist,
+                                     &carriers, &record_shapes,
+                                     &record_backward)) {
         return NULL;
     }
     swpy_state *st = swpy_state_of_type(type);
@@ -107,6 +109,9 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args,
     }
     if (s == SW_OK) {
         s = sw_profiler_set_record_shapes(p, record_shapes);
+    }
+    if (s == SW_OK) {
+        s = sw_profiler_set_record_backward(p, record_backward);
     }
     if (s == SW_OK) {
         s = sw_profiler_set_impl_hooks(p, impl_tag, impl_release);
