@@ -425,6 +425,25 @@ SW_API sw_status sw_file_new_in(const char *path, const char *temporary_dir,
 SW_API sw_status sw_file_open_in(const char *path, const char *temporary_dir,
                                  sw_dtype dtype, int mutable_,
                                  sw_carrier **out);
+/*
+ * Opens count elements of an existing file, the first at byte offset
+ * offset, as a FileBacked carrier of that fixed size (a window: one
+ * tensor of a container file such as safetensors, read in place); count
+ * -1 takes the rest of the file, which must be whole elements.
+ * Element i is at byte offset + i * itemsize, in native order; the rest
+ * of the file is never read or written. As sw_file_open_in otherwise,
+ * and: SW_EVALUE for a negative offset, a count below -1, or a window
+ * that passes the end of the file; a window cannot be resized (sw_file_resize
+ * and sw_file_stage refuse with SW_EVALUE), so it does not grow as a move's
+ * destination.
+ */
+SW_API sw_status sw_file_open_window(const char *path,
+                                     const char *temporary_dir, sw_dtype dtype,
+                                     int mutable_, int64_t offset,
+                                     int64_t count, sw_carrier **out);
+/* The byte offset of a window's first element, or -1 for a carrier that
+ * is not a FileBacked window. */
+SW_API int64_t sw_file_window_offset(const sw_carrier *c);
 /* sw_file_new_in(path, getenv("TMPDIR"), ...): reads the environment, so a
  * program whose threads change it should call sw_file_new_in. */
 SW_API sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,

@@ -9,7 +9,9 @@ written by the ``safetensors`` package for NumPy or PyTorch.
 
 Values move in bulk: a tensor is read with ``Tensor.numpy()`` and a file's
 bytes reach a fresh CPU carrier through one library scatter from a
-borrowed view of the buffer, never element by element.
+borrowed view of the buffer, never element by element. With
+``file_backed=True`` the F32 and I32 entries are not read at all: each
+becomes a read-only FileBacked window over its bytes in the file.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from strideweave.carriers import CPU, DType, Generic
+from strideweave.carriers import CPU, DType, FileBacked, Generic
 from strideweave.core.layout import Layout, Shape, Stride
 from strideweave.tensor import Tensor
 
@@ -261,7 +264,11 @@ def _tensor_of(dtype: str, array: np.ndarray) -> Tensor:
     return cpu_from_array(array)
 
 
-def load(path: str | os.PathLike[str]) -> Any:
+# The entries a window can show as they are: little-endian 4-byte values.
+_WINDOW_DTYPES = {"F32": DType.Float32, "I32": DType.Int32}
+
+
+def load(path: str | os.PathLike[str], *, file_backed: bool = False) -> Any:
     """Reads a safetensors file into fresh tensors.
 
     F32 entries become CPU Float32 tensors, I32 and the other integer types
@@ -270,8 +277,18 @@ def load(path: str | os.PathLike[str]) -> Any:
     the compact row-major layout of its shape (a rank-0 entry the layout
     ``():()``).
 
+    With ``file_backed=True`` nothing of the F32 and I32 entries is read:
+    each becomes a Tensor over a read-only FileBacked window of the file
+    (``FileBacked.open(path, offset=..., size=...)``), so a checkpoint
+    larger than memory can be opened and used; its values are read when
+    used (move one to a CPU carrier to have it in memory). Each window
+    keeps the file open until its carrier is released or collected. The
+    other dtypes need a conversion and are read into memory as above, as
+    are all entries on a big-endian machine.
+
     Args:
         path: the file.
+        file_backed: whether F32 and I32 entries stay in the file.
 
     Returns:
         The Tensor when the file was saved from one by ``save``, else a
@@ -291,8 +308,11 @@ def load(path: str | os.PathLike[str]) -> Any:
         >>> sw.load(path).tolist()
         [1.0, 2.0]
     """
+    if not isinstance(file_backed, bool):
+        raise TypeError("file_backed must be a bool")
     name_of_path = os.fspath(path)
     text_path = name_of_path if isinstance(name_of_path, str) else os.fsdecode(name_of_path)
+    in_place = file_backed and sys.byteorder == "little"
     with open(name_of_path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         header, start = _read_header(text_path, f, size)
@@ -305,6 +325,15 @@ def load(path: str | os.PathLike[str]) -> Any:
         for name, (dtype, shape, begin, end) in checked.items():
             if any(d == 0 for d in shape):
                 raise ValueError(f"{text_path}: entry {name!r} has an empty mode {shape}")
+            if in_place and dtype in _WINDOW_DTYPES:
+                window = FileBacked.open(
+                    name_of_path,
+                    dtype=_WINDOW_DTYPES[dtype],
+                    offset=start + begin,
+                    size=(end - begin) // 4,
+                )
+                out[name] = Tensor(window, 0, _row_major(shape))
+                continue
             f.seek(start + begin)
             raw = f.read(end - begin)
             out[name] = _tensor_of(dtype, _array_of(dtype, raw, shape))

@@ -1819,7 +1819,7 @@ Examples:
     >>> f.path.exists()
     False
 """,
-    "FileBacked.open": """open(path, *, dtype=DType.Floating, mutable=False)
+    "FileBacked.open": """open(path, *, dtype=DType.Floating, mutable=False, offset=None, size=None)
 --
 
 Opens an existing raw file as a FileBacked carrier, beside the constructor (which always
@@ -1827,21 +1827,31 @@ creates its file): the size is the file's length over the dtype's item size and 
 are its bytes in native order. With mutable=True writes go to the file. The file is kept
 after release and never removed.
 
+With offset or size, the carrier is a window of the file: size elements (default: the
+whole elements up to the end) whose first one is at byte offset (default 0). The rest of
+the file is never read or written, and a window's size is fixed (it cannot be resized,
+so it does not grow as a move's destination). ``sw.load(path, file_backed=True)`` opens
+the tensors of a safetensors file this way.
+
 Args:
     path: the file (str, bytes or os.PathLike).
     dtype: DType.Floating (8-byte floats), DType.Float32 or DType.Int32.
     mutable: whether the carrier may be written (the file is opened read-write).
+    offset: the byte offset of a window's first element, an int >= 0, or None.
+    size: a window's element count, an int >= 0, or None.
 
 Returns:
     FileBacked: the carrier.
 
 Raises:
-    ValueError: another dtype, a path that is not a regular file, or a length that is not a
-        multiple of the item size.
+    TypeError: an offset or size that is not an int.
+    ValueError: another dtype, a path that is not a regular file, a length that is not a
+        multiple of the item size, a negative offset or size, or a window that passes the
+        end of the file.
     FileNotFoundError: no such file (OSError for other failures).
 
 Examples:
-    >>> import os, tempfile
+    >>> import os, struct, tempfile
     >>> from strideweave import DType, FileBacked
     >>> path = os.path.join(tempfile.mkdtemp(), "raw.bin")
     >>> with open(path, "wb") as f:
@@ -1849,6 +1859,11 @@ Examples:
     >>> c = FileBacked.open(path, dtype=DType.Float32)
     >>> c.size(), c[1], c.is_mutable()
     (2, 0.0, False)
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"head" + struct.pack("<2f", 1.5, 2.5))
+    >>> w = FileBacked.open(path, dtype=DType.Float32, offset=4)
+    >>> w.size(), w[0], w[1]
+    (2, 1.5, 2.5)
 """,
     "FileBacked._allocate": """_allocate($self, size, /)
 --

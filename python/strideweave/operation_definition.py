@@ -828,10 +828,20 @@ def _broadcast(t: Tensor, layout: Layout) -> Tensor:
     return out
 
 
+def _elementwise_layout(a: Layout, b: Layout) -> Layout:
+    """The result layout of an elementwise call on operands of one shape:
+    the first's when the layouts are equal or it is compact, else the
+    compact column-major layout of the shape (the library's rule for every
+    carrier, so that a kernel pattern's declared result matches)."""
+    if a == b or a.is_compact():
+        return a
+    return _compact(a.shape)
+
+
 def _broadcast_layout(lhs: Tensor, rhs: Tensor) -> Layout:
     a, b = lhs.layout, rhs.layout
     if a.shape == b.shape:
-        return a
+        return _elementwise_layout(a, b)
     if len(a) != len(b):
         raise ValueError(f"add operands are not broadcast-compatible: {a.shape} and {b.shape}")
     modes = []
@@ -878,9 +888,13 @@ def _binary_resolve(name: str) -> Callable[[BoundOperationCall], ResolvedInvocat
     def resolve(call: BoundOperationCall) -> ResolvedInvocation:
         lhs, rhs = call.operands
         plan = resolve_operation_plan(name, lhs.dtype(), rhs.dtype())
-        layout = _broadcast_layout(lhs, rhs) if name == "add" else lhs.layout
         if name != "add" and lhs.layout.shape != rhs.layout.shape:
             raise ValueError(f"{name} operands must have the same shape")
+        layout = (
+            _broadcast_layout(lhs, rhs)
+            if name == "add"
+            else _elementwise_layout(lhs.layout, rhs.layout)
+        )
         saved = () if name == "add" else (0, 1)
         return ResolvedInvocation(call, plan, (_spec(plan.output, layout),), (), saved)
 
@@ -910,7 +924,8 @@ def _emul_reference(inv: ResolvedInvocation) -> Tensor:
     from strideweave import functional as F
 
     lhs, rhs = inv.operands
-    return F.elementwise_mul(lhs, _relaid(rhs, lhs.layout))
+    layout = inv.results[0].layout
+    return F.elementwise_mul(_relaid(lhs, layout), _relaid(rhs, layout))
 
 
 def _emul_vjp(ctx: VJPContext, cot: tuple[Tensor | None, ...]) -> tuple[Tensor | None, ...]:
@@ -953,6 +968,8 @@ def _mul_resolve(call: BoundOperationCall) -> ResolvedInvocation:
         raise ValueError("mul operands must have the same shape")
     tensors = [i for i, k in enumerate(call.operand_kinds) if k is OperandKind.TENSOR]
     layout = call.operands[tensors[0]].layout
+    if both:
+        layout = _elementwise_layout(lhs.layout, rhs.layout)
     plan = OperationPlan(
         "mul", plan.operands, plan.compute, plan.accumulation, plan.accumulator_dtype, plan.output
     )
@@ -964,7 +981,8 @@ def _mul_reference(inv: ResolvedInvocation) -> Tensor:
 
     lhs, rhs = inv.operands
     if isinstance(lhs, Tensor) and isinstance(rhs, Tensor):
-        return F.elementwise_mul(lhs, _relaid(rhs, lhs.layout))
+        layout = inv.results[0].layout
+        return F.elementwise_mul(_relaid(lhs, layout), _relaid(rhs, layout))
     if isinstance(lhs, Tensor):
         return F.mul(lhs, rhs)
     return F.mul(rhs, lhs)

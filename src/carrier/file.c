@@ -48,6 +48,11 @@ typedef struct file_state {
     /* Fixed once the carrier is handed out. */
     int mutable_;
     int temporary;
+    /* A window (sw_file_open_window): element 0 is at byte origin and
+     * there are window elements, a size no resize changes; window < 0
+     * (SW_FILE_WHOLE) for a whole file (origin 0). */
+    int64_t origin;
+    int64_t window;
     char *path; /* absolute; a temporary's never exists */
     char *dir;  /* absolute: where this carrier's like-temporaries go */
 } file_state;
@@ -244,12 +249,30 @@ static sw_status create_named(const char *given, int *fd, char **path) {
     return SW_OK;
 }
 
+/* The window counts of open_named that are not element counts. */
+#define SW_FILE_WHOLE (-2)
+#define SW_FILE_TO_END (-1)
+
+/* Whether window elements of itemsize bytes from byte origin lie inside a
+ * file of size bytes. */
+static int window_fits(int64_t origin, int64_t window, int64_t itemsize,
+                       int64_t size) {
+    int64_t bytes, end;
+    return sw_mul_ok(window, itemsize, &bytes) &&
+           sw_add_ok(origin, bytes, &end) && end <= size;
+}
+
 /*
  * Opens an existing regular file for a carrier of itemsize-byte elements:
- * read-write when mutable, else read-only. Nothing is created or removed.
+ * read-write when mutable, else read-only. The whole file when *window is
+ * SW_FILE_WHOLE; else a window from byte origin of *window elements,
+ * which must lie inside the file, or with SW_FILE_TO_END of the whole
+ * elements up to its end (*window is set to their count). Nothing is
+ * created or removed.
  */
 static sw_status open_named(const char *given, int mutable_, int64_t itemsize,
-                            int *fd, char **path) {
+                            int64_t origin, int64_t *window, int *fd,
+                            char **path) {
     char *abs = NULL;
     sw_status st = make_absolute(given, &abs);
     if (st)
@@ -266,11 +289,26 @@ static sw_status open_named(const char *given, int mutable_, int64_t itemsize,
     else if (!S_ISREG(sb.st_mode))
         st = sw_fail(SW_EVALUE, "FileBacked cannot open %s: not a regular file",
                      abs);
-    else if ((int64_t)sb.st_size % itemsize != 0)
+    else if (*window < 0 && origin > (int64_t)sb.st_size)
+        st = sw_fail(SW_EVALUE,
+                     "FileBacked file %s holds %lld bytes: a window from "
+                     "byte %lld starts past its end",
+                     abs, (long long)sb.st_size, (long long)origin);
+    else if (*window < 0 && ((int64_t)sb.st_size - origin) % itemsize != 0)
         st = sw_fail(SW_EVALUE,
                      "FileBacked file %s holds %lld bytes, not a multiple of "
-                     "%lld",
-                     abs, (long long)sb.st_size, (long long)itemsize);
+                     "%lld%s",
+                     abs, (long long)sb.st_size - origin, (long long)itemsize,
+                     origin ? " after the window's offset" : "");
+    else if (*window >= 0 &&
+             !window_fits(origin, *window, itemsize, (int64_t)sb.st_size))
+        st = sw_fail(SW_EVALUE,
+                     "FileBacked file %s holds %lld bytes: %lld elements of "
+                     "%lld bytes from byte %lld pass its end",
+                     abs, (long long)sb.st_size, (long long)*window,
+                     (long long)itemsize, (long long)origin);
+    if (!st && *window == SW_FILE_TO_END)
+        *window = ((int64_t)sb.st_size - origin) / itemsize;
     if (st) {
         close(f);
         sw_free(abs);
@@ -321,19 +359,23 @@ static int64_t file_size(sw_carrier *c) {
     file_state *f = fst(c);
     struct stat sb;
     pthread_rwlock_rdlock(&f->lock);
-    int ok = f->fd >= 0 && fstat(f->fd, &sb) == 0;
+    int live = f->fd >= 0;
+    int ok = live && (f->window >= 0 || fstat(f->fd, &sb) == 0);
     pthread_rwlock_unlock(&f->lock);
-    return ok ? (int64_t)sb.st_size / item(c) : 0;
+    if (!ok)
+        return 0;
+    return f->window >= 0 ? f->window : (int64_t)sb.st_size / item(c);
 }
 
 /* Reads or writes exactly n bytes at byte offset off of the carrier's
- * current file. */
+ * elements (of its window, for a window) in its current file. */
 static sw_status transfer(sw_carrier *c, int write, int64_t off, int64_t n,
                           void *buf) {
     file_state *f = fst(c);
     pthread_rwlock_rdlock(&f->lock);
-    sw_status st = f->fd < 0 ? sw_carrier_fail_released()
-                             : raw_io(f->fd, write, off, n, buf, f->path);
+    sw_status st = f->fd < 0
+                       ? sw_carrier_fail_released()
+                       : raw_io(f->fd, write, f->origin + off, n, buf, f->path);
     pthread_rwlock_unlock(&f->lock);
     return st;
 }
@@ -506,10 +548,11 @@ static const sw_carrier_class file_class = {
     .new_like = file_new_like,
 };
 
-/* sw_file_new_in, or with existing non-zero sw_file_open_in. */
+/* sw_file_new_in, or with existing non-zero sw_file_open_in (window < 0)
+ * and sw_file_open_window. */
 static sw_status file_make(const char *path, const char *temporary_dir,
                            sw_dtype dtype, int mutable_, int existing,
-                           sw_carrier **out) {
+                           int64_t origin, int64_t window, sw_carrier **out) {
     if (existing && !path)
         return sw_fail(SW_EVALUE, "FileBacked.open needs a path");
     if (dtype != SW_DTYPE_FLOATING && dtype != SW_DTYPE_FLOAT32 &&
@@ -537,6 +580,8 @@ static sw_status file_make(const char *path, const char *temporary_dir,
         return sw_oom();
     }
     f->fd = f->base_fd = -1;
+    f->origin = origin;
+    f->window = window;
     sw_status st = make_absolute(
         temporary_dir && *temporary_dir ? temporary_dir : "/tmp", &f->dir);
     /* "dir/" and "dir" name one directory: one form of the paths. */
@@ -546,8 +591,8 @@ static sw_status file_make(const char *path, const char *temporary_dir,
         st = sw_fail_os(ENOSPC, "FileBacked cannot create %s",
                         path ? path : "a temporary file");
     if (!st && existing)
-        st = open_named(path, mutable_, sw_dtype_itemsize(dtype), &f->fd,
-                        &f->path);
+        st = open_named(path, mutable_, sw_dtype_itemsize(dtype), origin,
+                        &f->window, &f->fd, &f->path);
     else if (!st)
         st = path ? create_named(path, &f->fd, &f->path)
                   : create_temporary(f->dir, &f->fd, &f->path);
@@ -571,12 +616,35 @@ static sw_status file_make(const char *path, const char *temporary_dir,
 
 sw_status sw_file_new_in(const char *path, const char *temporary_dir,
                          sw_dtype dtype, int mutable_, sw_carrier **out) {
-    return file_make(path, temporary_dir, dtype, mutable_, 0, out);
+    return file_make(path, temporary_dir, dtype, mutable_, 0, 0, SW_FILE_WHOLE,
+                     out);
 }
 
 sw_status sw_file_open_in(const char *path, const char *temporary_dir,
                           sw_dtype dtype, int mutable_, sw_carrier **out) {
-    return file_make(path, temporary_dir, dtype, mutable_, 1, out);
+    return file_make(path, temporary_dir, dtype, mutable_, 1, 0, SW_FILE_WHOLE,
+                     out);
+}
+
+sw_status sw_file_open_window(const char *path, const char *temporary_dir,
+                              sw_dtype dtype, int mutable_, int64_t offset,
+                              int64_t count, sw_carrier **out) {
+    if (offset < 0)
+        return sw_fail(SW_EVALUE, "FileBacked window offset must be a "
+                                  "non-negative byte offset");
+    if (count < -1)
+        return sw_fail(SW_EVALUE, "FileBacked window size must be "
+                                  "non-negative, or -1 for the rest of the "
+                                  "file");
+    return file_make(path, temporary_dir, dtype, mutable_, 1, offset, count,
+                     out);
+}
+
+int64_t sw_file_window_offset(const sw_carrier *c) {
+    if (!c || !sw_carrier_is_file(c))
+        return -1;
+    const file_state *f = fst((sw_carrier *)c);
+    return f->window >= 0 ? f->origin : -1;
 }
 
 sw_status sw_file_new(const char *path, sw_dtype dtype, int mutable_,
@@ -620,6 +688,11 @@ static sw_status check_resize(sw_carrier *c, int64_t size, int64_t *bytes) {
         st = sw_carrier_check_move(c);
     if (st)
         return st;
+    if (fst(c)->window >= 0)
+        return sw_fail(SW_EVALUE,
+                       "FileBacked window of %s has a fixed size: it cannot "
+                       "be resized",
+                       fst(c)->path);
     if (size < 0)
         return sw_fail(SW_EVALUE,
                        "FileBacked allocation size must be non-negative");

@@ -601,11 +601,15 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     sw_layout *layout = NULL;
     switch (info->form) {
     case SW_FORM_BINARY: {
+        /* One shape; the layouts may differ, and the result takes the
+         * first operand's when the layouts are equal or it is compact,
+         * else the compact column-major one, as on CPU and Generic and in
+         * the central definitions. */
         const sw_layout *yl = args[1].as.tensor->layout;
         if (!sw_tree_equal(sw_layout_shape(xl), sw_layout_shape(yl)))
             return sw_fail(SW_EVALUE, "%s operands must have the same shape",
                            info->plan_name);
-        layout = sw_layout_retain((sw_layout *)xl);
+        st = sw_elementwise_layout(xl, yl, &layout);
         break;
     }
     case SW_FORM_SCALAR:

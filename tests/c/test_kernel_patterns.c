@@ -531,6 +531,120 @@ static void test_autograd(void) {
     sw_tensor_unref(x);
 }
 
+/* ------------------------------------------------- mixed operand layouts */
+
+static sw_status add_prepare(void *ctx, const sw_kernel_invocation *inv,
+                             void **work, int *unsupported, char *reason,
+                             size_t size) {
+    (void)ctx;
+    (void)inv;
+    (void)unsupported;
+    (void)reason;
+    (void)size;
+    *work = NULL;
+    return SW_OK;
+}
+
+/* x + y by logical index into the declared result layout. */
+static sw_status add_submit(void *ctx, void *work,
+                            const sw_kernel_invocation *inv,
+                            sw_tensor **results) {
+    (void)ctx;
+    (void)work;
+    const sw_tensor *x = inv->call->operands[0].as.tensor;
+    const sw_tensor *y = inv->call->operands[1].as.tensor;
+    const sw_result_spec *spec = &inv->resolution->results[0];
+    sw_carrier *out = NULL;
+    sw_status st = sw_carrier_allocate_like(sw_tensor_carrier(x),
+                                            sw_layout_cosize(spec->layout), 1,
+                                            spec->dtype, 0, &out);
+    for (int64_t i = 0; !st && i < sw_layout_size(spec->layout); ++i) {
+        sw_value a, b;
+        int64_t p = 0;
+        st = sw_tensor_get(x, i, &a);
+        if (!st)
+            st = sw_tensor_get(y, i, &b);
+        if (!st)
+            st = sw_layout_index(spec->layout, i, &p);
+        sw_value r = sw_value_f64(a.as.f + b.as.f);
+        if (!st)
+            st = sw_carrier_set(out, p, &r);
+    }
+    if (!st)
+        st = sw_tensor_new(out, 0, spec->layout, &results[0]);
+    sw_carrier_unref(out);
+    return st;
+}
+
+/* A tensor of c under the layout text. */
+static sw_tensor *view_of(sw_tensor *t, const char *text) {
+    sw_layout *l = NULL;
+    sw_tensor *v = NULL;
+    if (sw_layout_parse(text, &l) ||
+        sw_tensor_new(sw_tensor_carrier(t), 0, l, &v))
+        bail_out(sw_errmsg());
+    sw_layout_unref(l);
+    return v;
+}
+
+static void test_mixed_layouts(void) {
+    sw_plan_input in[2] = {sw_plan_tensor(SW_DTYPE_FLOAT32),
+                           sw_plan_tensor(SW_DTYPE_FLOAT32)};
+    sw_op_plan plan;
+    if (sw_op_plan_resolve(SW_OP_ADD, 2, in, SW_PLAN_NO_DTYPE, &plan))
+        bail_out(sw_errmsg());
+    sw_op_capability cap;
+    sw_op_capability_from_plan(&plan, &cap);
+    sw_kernel_pattern_decl p = {SW_OP_ADD, 1,           &cap,       "add", 0,
+                                NULL,      add_prepare, add_submit, NULL};
+    sw_carrier_definition d = definition("Adder", &p, 1);
+    if (!expect_ok(sw_carrier_define(TAG(5), &d), "an add pattern"))
+        return;
+    const double av[6] = {0, 1, 2, 3, 4, 5};
+    const double bv[6] = {0, 10, 20, 30, 40, 50};
+    sw_tensor *a0 = tensor_of(TAG(5), av, 6, SW_DTYPE_FLOAT32);
+    sw_tensor *b0 = tensor_of(TAG(5), bv, 6, SW_DTYPE_FLOAT32);
+    sw_tensor *col = view_of(a0, "(2,3):(1,2)"),
+              *row = view_of(b0, "(2,3):(3,1)");
+    sw_tensor *bcast = view_of(a0, "(2,3):(0,1)");
+    sw_tensor *flat = view_of(b0, "(6):(1)");
+    sw_tensor *y = NULL, *z = NULL;
+    int grad = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    if (expect_ok(sw_add(col, row, &y), "column-major plus row-major")) {
+        char text[64];
+        sw_layout_format(sw_tensor_layout(y), text, sizeof text);
+        is_str(text, "(2,3):(1,2)", "the first operand's compact layout");
+        int right = 1;
+        for (int64_t i = 0; i < 6; ++i) {
+            sw_value r, a, b;
+            sw_tensor_get(y, i, &r);
+            sw_tensor_get(col, i, &a);
+            sw_tensor_get(row, i, &b);
+            right = right && r.as.f == a.as.f + b.as.f;
+        }
+        ok(right, "the sums by logical position");
+    }
+    if (expect_ok(sw_add(bcast, row, &z), "a broadcast first operand")) {
+        char text[64];
+        sw_layout_format(sw_tensor_layout(z), text, sizeof text);
+        is_str(text, "(2,3):(1,2)", "compact column-major");
+    }
+    sw_tensor *w = NULL;
+    expect_fail(sw_add(col, flat, &w), SW_EVALUE,
+                "add operands must have the same shape", "another shape");
+    sw_set_grad_enabled(grad);
+    sw_tensor_unref(z);
+    sw_tensor_unref(y);
+    sw_tensor_unref(flat);
+    sw_tensor_unref(bcast);
+    sw_tensor_unref(row);
+    sw_tensor_unref(col);
+    sw_tensor_unref(b0);
+    sw_tensor_unref(a0);
+    sw_capabilities_forget(TAG(5));
+}
+
 /* --------------------------------------------------- injection and leaks */
 
 static void test_injection(void) {
@@ -806,6 +920,7 @@ int main(void) {
     test_registration();
     test_dispatch();
     test_autograd();
+    test_mixed_layouts();
     test_definition_kernels();
     test_composites();
     test_injection();

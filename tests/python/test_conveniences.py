@@ -295,6 +295,46 @@ def test_a_dict_and_carriers_round_trip(tmp_path):
     assert {k: v.tolist() for k, v in back.items()} == {k: v.tolist() for k, v in values.items()}
 
 
+def test_load_file_backed_reads_nothing_until_used(tmp_path):
+    path = tmp_path / "big.safetensors"
+    arrays = {
+        "w": np.arange(12, dtype=np.float32).reshape(3, 4),
+        "ids": np.array([[5, -6]], dtype=np.int32),
+        "half": np.array([1.5, -2.0], dtype=np.float16),
+        "scalar": np.array(2.5, dtype=np.float32),
+    }
+    stnp.save_file(arrays, str(path))
+    got = sw.load(path, file_backed=True)
+    for name in ("w", "ids", "scalar"):
+        carrier = got[name].carrier
+        assert type(carrier) is FileBacked and not carrier.is_mutable()
+        assert carrier.path == path
+        assert np.array_equal(np.asarray(got[name].numpy()), arrays[name])
+    assert got["w"].dtype() == DType.Float32 and got["ids"].dtype() == DType.Int32
+    assert got["w"].layout == L([3, 4], [4, 1])
+    # a dtype that needs converting is read into memory, as without the flag
+    assert type(got["half"].carrier) is CPU and got["half"].tolist() == [1.5, -2.0]
+    with pytest.raises(RuntimeError):
+        got["w"].carrier[0] = 1.0  # read-only windows
+    # moving reads the values from the file
+    moved = sw.move(got["w"], CPU(12))
+    assert moved.tolist() == arrays["w"].tolist()
+    assert path.stat().st_size > 0 and stnp.load_file(str(path))["w"].tolist() == moved.tolist()
+    # the file is unchanged and loads as before
+    assert sw.load(path)["ids"].tolist() == [[5, -6]]
+    with pytest.raises(TypeError, match="^file_backed must be a bool$"):
+        sw.load(path, file_backed=1)
+
+
+def test_load_file_backed_of_a_saved_tensor(tmp_path):
+    path = tmp_path / "t.safetensors"
+    t = cpu([1, 2, 3, 4, 5, 6], (2, 3), (1, 2))
+    sw.save(t, path)
+    back = sw.load(path, file_backed=True)
+    assert isinstance(back, Tensor) and type(back.carrier) is FileBacked
+    assert back.tolist() == t.tolist()
+
+
 def test_save_errors(tmp_path):
     path = tmp_path / "x.safetensors"
     with pytest.raises(TypeError, match="^save takes a Tensor, a dict of Tensors or a Module$"):
@@ -565,6 +605,37 @@ def test_file_backed_open_mutable_writes_the_file(tmp_path):
     c[1] = 2.5
     c.release()
     assert np.fromfile(path, dtype=np.float32).tolist() == [0.0, 2.5]
+
+
+def test_file_backed_open_a_window(tmp_path):
+    path = tmp_path / "container.bin"
+    path.write_bytes(b"head" + np.array([1.5, -2.0, 4.0], dtype=np.float32).tobytes() + b"ta")
+    w = FileBacked.open(path, dtype=DType.Float32, offset=4, size=3)
+    assert w.size() == 3 and [w[i] for i in range(3)] == [1.5, -2.0, 4.0]
+    with pytest.raises(IndexError):
+        w[3]
+    with pytest.raises(ValueError, match="fixed size"):
+        w._allocate(4)
+    assert FileBacked.open(path, dtype=DType.Float32, size=1).size() == 1  # from byte 0
+    m = FileBacked.open(path, dtype=DType.Float32, offset=8, size=1, mutable=True)
+    m[0] = 9.0
+    m.release()
+    raw = path.read_bytes()
+    assert raw[:8] == b"head" + np.float32(1.5).tobytes() and raw[-2:] == b"ta"
+    assert np.frombuffer(raw[8:12], dtype=np.float32)[0] == 9.0
+    with pytest.raises(ValueError, match="pass its end"):
+        FileBacked.open(path, dtype=DType.Float32, offset=8, size=3)
+    with pytest.raises(ValueError, match="not a multiple of 4 after the window's offset"):
+        FileBacked.open(path, dtype=DType.Float32, offset=4)
+    with pytest.raises(ValueError, match="^FileBacked.open offset must be non-negative$"):
+        FileBacked.open(path, dtype=DType.Float32, offset=-1, size=1)
+    with pytest.raises(ValueError, match="^FileBacked.open size must be non-negative$"):
+        FileBacked.open(path, dtype=DType.Float32, offset=0, size=-1)
+    with pytest.raises(TypeError, match="^FileBacked.open offset must be an int$"):
+        FileBacked.open(path, dtype=DType.Float32, offset=1.0)
+    with pytest.raises(TypeError, match="^FileBacked.open size must be an int$"):
+        FileBacked.open(path, dtype=DType.Float32, size=True)
+    assert len(path.read_bytes()) == 18  # refusals change nothing
 
 
 def test_file_backed_open_errors(tmp_path):

@@ -15,7 +15,8 @@ Checklist:
   ``test_contract_errors`` (count, dtype, layout, size, carrier role, aliases,
   unauthorized operand), ``test_rollback_after_failure``,
   ``test_declared_mutation_bumps_once``, ``test_one_node_per_output``,
-  ``test_builtin_autograd``, ``test_profiler_one_event``.
+  ``test_builtin_autograd``, ``test_builtin_binary_on_mixed_layouts``,
+  ``test_profiler_one_event``.
 - 5.5 typical extension use: ``test_e2e_optimized_and_reference``
   (and ``examples/custom_compute.py`` in test_examples),
   ``test_composite_results_on_compute_class``.
@@ -614,6 +615,58 @@ def test_builtin_autograd():
     assert values_of(x.grad) == [0.0, 1.0, 0.0, 1.0]
     with sw.no_grad():
         assert sw.relu(x).autograd_ctx is None
+
+
+ADD = _operation_definition("add")
+
+
+def add_kernel():
+    """An add pattern over logical indices, whatever the operands' layouts."""
+
+    def prepare(inv, iface):
+        a, b = inv.operands[0], inv.operands[1]
+        layout = inv.results[0].layout
+
+        def submit():
+            out = sw.Tensor(a.carrier.allocate_like(layout.cosize), 0, layout)
+            for i in range(layout.size):
+                out[i] = a[i] + b[i]
+            return E.ProviderResult([out])
+
+        return E.PreparedKernel(iface, submit)
+
+    return E.KernelPattern(ADD, [plan_of("add", F32, F32)], "add", prepare)
+
+
+def test_builtin_binary_on_mixed_layouts():
+    cls = compute_class("Mixed", [add_kernel()])
+    col = sw.Layout(sw.Shape(2, 3), sw.Stride(1, 2))
+    row = sw.Layout(sw.Shape(2, 3), sw.Stride(3, 1))
+    a = sw.Tensor(cls(6, dtype=F32).new_like([0.0, 1.0, 2.0, 3.0, 4.0, 5.0]), 0, col)
+    b = sw.Tensor(cls(6, dtype=F32).new_like([0.0, 10.0, 20.0, 30.0, 40.0, 50.0]), 0, row)
+    # two instances of one class, column-major plus row-major: the first's layout
+    y = sw.add(a, b)
+    assert y.layout == col and type(y.carrier) is cls
+    assert y.tolist() == [[a.tolist()[r][c] + b.tolist()[r][c] for c in range(3)] for r in range(2)]
+    assert sw.add(b, a).layout == row
+    # a first operand that is not compact (a broadcast row): compact column-major
+    bcast = sw.Tensor(a.carrier, 0, sw.Layout(sw.Shape(2, 3), sw.Stride(0, 1)))
+    z = sw.add(bcast, b)
+    assert z.layout == col
+    assert z.tolist() == [
+        [bcast.tolist()[r][c] + b.tolist()[r][c] for c in range(3)] for r in range(2)
+    ]
+    # the central definition declares the same result layouts
+    central = _operation_definition("elementwise_mul").resolve_call(bcast, b)
+    assert central.results[0].layout == col
+    assert _operation_definition("add").resolve_call(a, b).results[0].layout == col
+    # gradients reach both operands in their own layouts
+    y.backward(sw.Tensor(cls(6, dtype=F32).new_like([1.0] * 6), 0, col))
+    assert a.grad.layout == col and b.grad.layout == row
+    assert values_of(a.grad) == [1.0] * 6 and values_of(b.grad) == [1.0] * 6
+    other = sw.Tensor(cls(4, dtype=F32).new_like([1.0] * 4), 0, sw.Layout.leaf(4, 1))
+    with pytest.raises(ValueError, match="add operands must have the same shape"):
+        sw.add(a, other)
 
 
 def test_profiler_one_event():

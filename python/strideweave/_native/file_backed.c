@@ -79,15 +79,53 @@ static int file_tp_init(PyObject *self, PyObject *args, PyObject *kwds) {
     return swpy_carrier_adopt(self, c, "FileBacked");
 }
 
-/* FileBacked.open(path, *, dtype=DType.Floating, mutable=False): an
- * existing raw file as a carrier (sw_file_open_in). */
+/* Reads an optional non-negative int argument (None: absent, -1). */
+static int window_arg(PyObject *obj, const char *name, int64_t *out) {
+    *out = -1;
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    if (PyBool_Check(obj) || !PyIndex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "FileBacked.open %s must be an int",
+                     name);
+        return -1;
+    }
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "FileBacked.open %s must be non-negative", name);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* FileBacked.open(path, *, dtype=DType.Floating, mutable=False,
+ * offset=None, size=None): an existing raw file as a carrier
+ * (sw_file_open_in), or a window of it when offset or size is given
+ * (sw_file_open_window). */
 static PyObject *file_open(PyObject *cls, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"path", "dtype", "mutable", NULL};
-    PyObject *filename = NULL, *dtype_obj = NULL;
+    static char *kwlist[] = {"path",   "dtype", "mutable",
+                             "offset", "size",  NULL};
+    PyObject *filename = NULL, *dtype_obj = NULL, *offset_obj = NULL,
+             *size_obj = NULL;
     int mutable_ = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$Op:open", kwlist,
-                                     &filename, &dtype_obj, &mutable_)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OpOO:open", kwlist,
+                                     &filename, &dtype_obj, &mutable_,
+                                     &offset_obj, &size_obj)) {
         return NULL;
+    }
+    int64_t offset = -1, count = -1;
+    if (window_arg(offset_obj, "offset", &offset) < 0 ||
+        window_arg(size_obj, "size", &count) < 0) {
+        return NULL;
+    }
+    int window = offset >= 0 || count >= 0;
+    if (offset < 0) {
+        offset = 0;
     }
     swpy_state *st = swpy_state_of_type((PyTypeObject *)cls);
     if (st == NULL) {
@@ -133,7 +171,9 @@ static PyObject *file_open(PyObject *cls, PyObject *args, PyObject *kwds) {
     sw_carrier *c = NULL;
     sw_status s;
     Py_BEGIN_ALLOW_THREADS;
-    s = sw_file_open_in(cpath, ctmpdir, dtype, mutable_, &c);
+    s = window ? sw_file_open_window(cpath, ctmpdir, dtype, mutable_, offset,
+                                     count, &c)
+               : sw_file_open_in(cpath, ctmpdir, dtype, mutable_, &c);
     Py_END_ALLOW_THREADS;
     Py_XDECREF(tmpdir);
     Py_DECREF(path);

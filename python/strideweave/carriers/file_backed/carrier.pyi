@@ -27,6 +27,8 @@ class FileBacked(Carrier):
         *,
         dtype: DType = ...,
         mutable: bool = False,
+        offset: SupportsIndex | None = None,
+        size: SupportsIndex | None = None,
     ) -> FileBacked: ...
     @property
     def path(self) -> Path: ...
