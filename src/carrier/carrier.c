@@ -125,6 +125,19 @@ static void carrier_init(sw_carrier *c, const sw_carrier_class *cls,
     c->dlpack_ctx = NULL;
     atomic_init(&c->move_pending, 0);
     atomic_init(&c->move_thread, 0);
+    atomic_init(&c->tensor_room, NULL);
+}
+
+void sw_carrier_offer_tensor_room(sw_carrier *c, void *room) {
+    atomic_store_explicit(&c->tensor_room, room, memory_order_relaxed);
+}
+
+void *sw_carrier_take_tensor_room(sw_carrier *c) {
+    /* Most carriers have none: a load, not an exchange, says so. */
+    if (!atomic_load_explicit(&c->tensor_room, memory_order_relaxed))
+        return NULL;
+    return atomic_exchange_explicit(&c->tensor_room, NULL,
+                                    memory_order_relaxed);
 }
 
 sw_status sw_carrier_new(const sw_carrier_class *cls, void *state,

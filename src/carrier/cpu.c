@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "carrier/internal.h"
+#include "tensor/internal.h"
 #include "strideweave/capability.h"
 #include "op/internal.h"
 #include "strideweave/dlpack.h"
@@ -253,23 +254,23 @@ sw_status sw_cpu_new(int64_t size, sw_dtype dtype, int mutable_, int empty,
 }
 
 sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
-                           size_t spare, sw_carrier **out, void **spare_out) {
+                           sw_carrier **out) {
     int64_t bytes = 0;
-    *spare_out = NULL;
     if (size < 0 || check_cpu_dtype(dtype) != SW_OK ||
         cpu_bytes(size, dtype, &bytes) != SW_OK || bytes > SW_CPU_BLOCK_BYTES) {
         sw_clear_error();
         return sw_cpu_new(size, dtype, 1, empty, out);
     }
-    /* The spare room follows the state, as aligned as the state is. */
+    /* The tensor's room follows the state, as aligned as the state is. */
     size_t at = (sizeof(cpu_state) + _Alignof(max_align_t) - 1) /
                 _Alignof(max_align_t) * _Alignof(max_align_t);
     void *state = NULL, *data = NULL;
-    sw_status st = sw_carrier_new_block(&cpu_class, at + spare, (size_t)bytes,
-                                        !empty, dtype, out, &state, &data);
+    sw_status st =
+        sw_carrier_new_block(&cpu_class, at + SW_TENSOR_ROOM, (size_t)bytes,
+                             !empty, dtype, out, &state, &data);
     if (st)
         return st;
-    *spare_out = spare ? (char *)state + at : NULL;
+    sw_carrier_offer_tensor_room(*out, (char *)state + at);
     cpu_state *s = state;
     s->data = data;
     s->size = size;

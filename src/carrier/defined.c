@@ -15,6 +15,7 @@
 #include "base/internal.h"
 #include "carrier/defined.h"
 #include "carrier/internal.h"
+#include "tensor/internal.h"
 #include "op/internal.h"
 #include "strideweave/capability.h"
 #include "strideweave/interop.h"
@@ -490,17 +491,19 @@ sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out) {
 }
 
 /* A carrier of d's class; takes over a reference to d. One block holds
- * the carrier and its state. */
+ * the carrier, its state and room for its first tensor. */
 static sw_status new_of(const sw_defn *d, sw_carrier **out) {
     sw_carrier *c = NULL;
     void *state = NULL, *tail = NULL;
-    sw_status st =
-        sw_carrier_new_block(&defined_class, sizeof(defined_state), 0, 1,
-                             SW_DTYPE_FLOAT32, &c, &state, &tail);
+    size_t at = (sizeof(defined_state) + _Alignof(max_align_t) - 1) /
+                _Alignof(max_align_t) * _Alignof(max_align_t);
+    sw_status st = sw_carrier_new_block(&defined_class, at + SW_TENSOR_ROOM, 0,
+                                        1, SW_DTYPE_FLOAT32, &c, &state, &tail);
     if (st) {
         sw_defn_unref((sw_defn *)d);
         return st;
     }
+    sw_carrier_offer_tensor_room(c, (char *)state + at);
     defined_state *s = state;
     s->defn = d;
     s->dtype = SW_DTYPE_FLOAT32;

@@ -702,7 +702,7 @@ static sw_status check_resize(sw_carrier *c, int64_t size, int64_t *bytes) {
 }
 
 sw_status sw_file_resize(sw_carrier *c, int64_t size) {
-    int64_t bytes;
+    int64_t bytes = 0;
     sw_status st = check_resize(c, size, &bytes);
     if (st)
         return st;
@@ -884,7 +884,7 @@ static sw_status publish(file_state *f) {
 }
 
 sw_status sw_file_stage(sw_carrier *c, int64_t size) {
-    int64_t bytes;
+    int64_t bytes = 0;
     sw_status st = check_resize(c, size, &bytes);
     if (st)
         return st;

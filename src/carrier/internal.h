@@ -34,6 +34,9 @@ struct sw_carrier {
      * carrier until they end. See sw_carrier_check_move. */
     atomic_int move_pending;
     atomic_uintptr_t move_thread;
+    /* Room in the carrier's own block for its first tensor, or NULL:
+     * sw_tensor_new takes it once (sw_carrier_offer_tensor_room). */
+    _Atomic(void *) tensor_room;
 };
 
 #define SW_LIFE_RELEASED ((int_fast64_t)1)
@@ -55,6 +58,18 @@ struct sw_carrier {
 sw_status sw_carrier_new_block(const sw_carrier_class *cls, size_t state_size,
                                size_t tail_size, int zero, sw_dtype dtype,
                                sw_carrier **out, void **state, void **tail);
+
+/*
+ * Offers room, SW_TENSOR_ROOM bytes aligned for any member inside c's own
+ * block (sw_carrier_new_block), to c's first tensor: sw_tensor_new places
+ * that tensor there instead of allocating it, so a fresh result (a
+ * carrier and its one tensor) is one allocation. The memory is c's, which
+ * the tensor holds, so it outlives the tensor; it goes with c's block.
+ * Called by a constructor before c is handed out. sw_carrier_take_tensor_room
+ * returns the room once (then NULL), from any thread.
+ */
+void sw_carrier_offer_tensor_room(sw_carrier *c, void *room);
+void *sw_carrier_take_tensor_room(sw_carrier *c);
 
 /* Common failures with the reference texts. */
 sw_status sw_carrier_fail_released(void);
@@ -112,15 +127,13 @@ void sw_cpu_small_pages(sw_carrier *c);
  * A fresh mutable CPU carrier of size elements, as sw_cpu_new(size, dtype,
  * 1, empty) makes it and with its errors, for an operation's result. One
  * of at most SW_CPU_BLOCK_BYTES bytes is a single allocation with its
- * elements (sw_carrier_new_block): a release then stops every access at
- * once, as always, but the bytes go only with the carrier. Such a block
- * also has `spare` bytes for the caller, aligned for any member, at
- * *spare_out (NULL for a carrier made otherwise): room for the result's
- * tensor, which then lives as long as the carrier (sw_tensor_new_in).
+ * elements and room for its first tensor (sw_carrier_new_block,
+ * sw_carrier_offer_tensor_room): a release then stops every access at
+ * once, as always, but the bytes go only with the carrier.
  */
 #define SW_CPU_BLOCK_BYTES 1024
 sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
-                           size_t spare, sw_carrier **out, void **spare_out);
+                           sw_carrier **out);
 
 /*
  * One element of a Float32, Int32 or Bool array in memory (4, 4 or 1

@@ -70,9 +70,7 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
         sw_layout_is_compact(layout, &compact) != SW_OK)
         compact = 0;
     sw_carrier *c = NULL;
-    void *room = NULL;
-    sw_status st = sw_cpu_new_fresh(layout->cosize, dtype, compact,
-                                    sizeof(sw_tensor), &c, &room);
+    sw_status st = sw_cpu_new_fresh(layout->cosize, dtype, compact, &c);
     /* A result whose bytes cannot exist is out of memory for the caller,
      * whichever check of sw_cpu_new_fresh refused it (a byte length that
      * overflows, or one past what the allocator can ask for). */
@@ -81,8 +79,8 @@ static sw_status fresh(sw_layout *layout, sw_dtype dtype, sw_tensor **out) {
                        (long long)layout->cosize);
     if (st)
         return st;
-    st = room ? sw_tensor_new_in(room, c, 0, layout, out)
-              : sw_tensor_new(c, 0, layout, out);
+    /* In the carrier's block when it is one (sw_cpu_new_fresh). */
+    st = sw_tensor_new(c, 0, layout, out);
     sw_carrier_unref(c);
     return st;
 }

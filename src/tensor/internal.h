@@ -37,21 +37,14 @@ struct sw_tensor {
     sw_op *ctx;
     sw_tensor *grad;
     int retain_grad;
-    /* The tensor lives in its carrier's block (sw_tensor_new_in) and goes
-     * with the carrier, not by itself. */
+    /* The tensor lives in its carrier's block (the room of
+     * sw_carrier_offer_tensor_room) and goes with the carrier, not by
+     * itself. */
     int in_carrier;
 };
 
-/*
- * sw_tensor_new with the tensor placed in mem, sizeof(sw_tensor) bytes
- * aligned for any member inside carrier's own allocation (the spare room
- * of sw_cpu_new_fresh): one allocation fewer for a fresh result. The
- * memory is carrier's, which the tensor holds, so it outlives the tensor;
- * when the tensor goes, the block goes with the carrier's last reference.
- * Errors as sw_tensor_new.
- */
-sw_status sw_tensor_new_in(void *mem, sw_carrier *carrier, int64_t offset,
-                           sw_layout *layout, sw_tensor **out);
+/* The bytes of a carrier's room for its first tensor. */
+#define SW_TENSOR_ROOM sizeof(struct sw_tensor)
 
 /* The gate of sw_tensor_require_single, with the common case inline. */
 sw_status sw_tensor_refuse_multi(const sw_tensor *t, sw_entry entry);

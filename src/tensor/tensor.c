@@ -47,26 +47,17 @@ static void init_tensor(sw_tensor *t, sw_carrier *carrier, int64_t offset,
     t->in_carrier = in_carrier;
 }
 
-sw_status sw_tensor_new_in(void *mem, sw_carrier *carrier, int64_t offset,
-                           sw_layout *layout, sw_tensor **out) {
-    sw_status st = check_new(carrier, offset, layout);
-    if (st)
-        return st;
-    sw_tensor *t = mem;
-    init_tensor(t, carrier, offset, layout, 1);
-    *out = t;
-    return SW_OK;
-}
-
 sw_status sw_tensor_new(sw_carrier *carrier, int64_t offset, sw_layout *layout,
                         sw_tensor **out) {
     sw_status st = check_new(carrier, offset, layout);
     if (st)
         return st;
-    sw_tensor *t = sw_malloc(sizeof *t);
-    if (!t)
+    /* A fresh carrier's first tensor lives in the carrier's block. */
+    sw_tensor *t = sw_carrier_take_tensor_room(carrier);
+    int in_carrier = t != NULL;
+    if (!t && !(t = sw_malloc(sizeof *t)))
         return sw_oom();
-    init_tensor(t, carrier, offset, layout, 0);
+    init_tensor(t, carrier, offset, layout, in_carrier);
     *out = t;
     return SW_OK;
 }
