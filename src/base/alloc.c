@@ -3,6 +3,7 @@
  * tests, and a countdown makes the n-th allocation fail so that tests can
  * walk every allocation site of an operation.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,10 @@ static void *(*volatile const zero_fill)(void *, int, size_t) = memset;
 
 void *sw_calloc(size_t count, size_t size) {
     if (injected_failure())
+        return NULL;
+    /* An impossible product is refused here, not by calloc (which some
+     * runtimes, sanitizers among them, treat as a fatal error). */
+    if (size && count > SIZE_MAX / size)
         return NULL;
     void *p;
     if (count <= SMALL_CALLOC && size <= SMALL_CALLOC &&
