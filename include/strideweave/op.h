@@ -245,6 +245,19 @@ SW_API sw_tensor *sw_tensor_grad(const sw_tensor *t);
 SW_API sw_status sw_tensor_set_grad(sw_tensor *t, sw_tensor *grad);
 SW_API sw_status sw_tensor_retain_grad(sw_tensor *t, int retain);
 SW_API int sw_tensor_retains_grad(const sw_tensor *t);
+/*
+ * Whether a leaf takes part in autograd (PyTorch's requires_grad; beyond
+ * the reference, where every Float32 and Floating tensor does). With 0 the
+ * tensor becomes a constant: sw_tensor_is_differentiable reports 0, no
+ * gradient is computed for it or accumulated into it (backward passes
+ * skip that work), and while grad mode is on, the results of operations
+ * whose tensor inputs include a constant and nothing differentiable are
+ * constants too. With 1 a constant takes part again. SW_ERUNTIME for a
+ * tensor that a recorded operation made ("requires_grad can only be
+ * changed on a leaf tensor ...") and for 1 on a tensor of another dtype
+ * ("only tensors of a differentiable dtype ... can require gradients").
+ */
+SW_API sw_status sw_tensor_set_requires_grad(sw_tensor *t, int requires);
 
 /*
  * Reverse-mode differentiation from t. gradient may be NULL only for an

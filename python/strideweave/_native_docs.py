@@ -3505,10 +3505,11 @@ Examples:
     ...
     RuntimeError: A tensor needed for gradient computation was modified in-place: expected version 0, got version 1
 """,
-    "ProfilerSession": """ProfilerSession(carriers, record_shapes)
+    "ProfilerSession": """ProfilerSession(carriers, record_shapes, record_backward=False)
 --
 
-The library's recording of dispatched operation executions on one thread; see
+The library's recording of dispatched operation executions (and, when asked, of backward
+executions) on one thread; see
 strideweave.profiling.""",
     "Shape": """Shape(*items)
 --
@@ -3838,7 +3839,8 @@ Examples:
     "Tensor.is_differentiable": """is_differentiable($self, /)
 --
 
-Whether the dtype is one autograd works on (Floating or Float32).
+Whether the dtype is one autograd works on (Floating or Float32), and the tensor was not
+made a constant (requires_grad False).
 
 Returns:
     bool: differentiable.
@@ -3876,6 +3878,52 @@ Returns:
 Examples:
     >>> Tensor(CPU(3), 2, Layout(Shape(1), Stride(1))).offset
     2
+""",
+    "Tensor.requires_grad": """Whether the tensor takes part in autograd, as in PyTorch (beyond the reference).
+
+Reads as is_differentiable(). Every Float32 and Floating tensor starts with True, as the
+reference defines; setting False on a leaf makes it a constant for autograd: no gradient is
+computed for it or accumulated into it (backward skips that work, such as the input-gradient
+GEMM of a layer whose input batch is a constant), is_differentiable() is False, and while
+grad mode is on, results computed from constants and nothing differentiable are constants
+too. Setting True again makes it take part again.
+
+Returns:
+    bool: whether it takes part in autograd.
+
+Raises:
+    TypeError: a value that is not a bool.
+    RuntimeError: a tensor that a recorded operation made ('requires_grad can only be
+        changed on a leaf tensor ...'), or True on another dtype ('only tensors of a
+        differentiable dtype ... can require gradients').
+
+Examples:
+    >>> w = Tensor(CPU(0).new_like([2.0]), 0, Layout(Shape(1), Stride(1)))
+    >>> x = Tensor(CPU(0).new_like([3.0]), 0, Layout(Shape(1), Stride(1)))
+    >>> x.requires_grad = False
+    >>> (w * x).backward()
+    >>> w.grad[0], x.requires_grad
+    (3.0, False)
+""",
+    "Tensor.requires_grad_": """requires_grad_($self, /, requires_grad=True)
+--
+
+Sets requires_grad (see Tensor.requires_grad) and returns the tensor itself.
+
+Args:
+    requires_grad: a bool.
+
+Returns:
+    Tensor: self.
+
+Raises:
+    TypeError: a value that is not a bool.
+    RuntimeError: as for the requires_grad property.
+
+Examples:
+    >>> x = Tensor(CPU(1), 0, Layout(Shape(1), Stride(1))).requires_grad_(False)
+    >>> x.requires_grad, x.is_differentiable()
+    (False, False)
 """,
     "Tensor.retain_grad": """retain_grad($self, /, retain=True)
 --

@@ -100,6 +100,37 @@ int sw_tensor_retains_grad(const sw_tensor *t) {
     return t->retain_grad;
 }
 
+sw_status sw_tensor_set_requires_grad(sw_tensor *t, int requires) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "tensor must be a Tensor");
+    if (t->ctx)
+        return sw_fail(SW_ERUNTIME,
+                       "requires_grad can only be changed on a leaf tensor "
+                       "(one that no recorded operation made); detach() "
+                       "gives a leaf over the same storage");
+    if (requires && (t->planes ||
+                     !sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier))))
+        return sw_fail(SW_ERUNTIME,
+                       "only tensors of a differentiable dtype (Float32, "
+                       "Floating) can require gradients");
+    t->constant = !
+                      requires;
+    return SW_OK;
+}
+
+int sw_args_have_constant(int32_t n, const sw_arg *args) {
+    for (int32_t i = 0; i < n; ++i)
+        if (args[i].kind == SW_ARG_TENSOR && args[i].as.tensor &&
+            args[i].as.tensor->constant)
+            return 1;
+    return 0;
+}
+
+void sw_tensor_make_constant(sw_tensor *t) {
+    if (t && !t->ctx)
+        t->constant = 1;
+}
+
 /* ----------------------------------------------------- gradient arithmetic */
 
 /* A fresh tensor like `like` (its carrier's class and dtype, `layout`)

@@ -353,14 +353,19 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
         return st;
     sw_kscalar none = {0.0, 0};
     sw_karg kg = karg_of(g), kx = karg_of(x);
+    /* Only inputs that take part in autograd get a gradient: a constant
+     * operand (sw_tensor_set_requires_grad) costs no work. */
+    int want0 = sw_tensor_is_differentiable(x);
+    int want1 = two && n > 1 && sw_tensor_is_differentiable(y);
     switch (e->kind) {
     case CPU_BINARY: {
         sw_karg ky = karg_of(y);
         switch ((sw_kelem)e->code) {
         case SW_KELEM_ADD:
         case SW_KELEM_SUB:
-            st = grad_copy(x, g, &grads[0]);
-            if (!st && n > 1)
+            if (want0)
+                st = grad_copy(x, g, &grads[0]);
+            if (!st && want1)
                 st = e->code == SW_KELEM_ADD
                          ? grad_copy(y, g, &grads[1])
                          : grad_elementwise(SW_KELEM_NEG, y, &kg, none,
@@ -368,15 +373,17 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
             return st;
         case SW_KELEM_MUL: {
             sw_karg in0[2] = {kg, ky}, in1[2] = {kg, kx};
-            st = grad_elementwise(SW_KELEM_MUL, x, in0, none, &grads[0]);
-            if (!st && n > 1)
+            if (want0)
+                st = grad_elementwise(SW_KELEM_MUL, x, in0, none, &grads[0]);
+            if (!st && want1)
                 st = grad_elementwise(SW_KELEM_MUL, y, in1, none, &grads[1]);
             return st;
         }
         default: { /* div */
             sw_karg in0[2] = {kg, ky}, in1[3] = {kg, kx, ky};
-            st = grad_elementwise(SW_KELEM_DIV, x, in0, none, &grads[0]);
-            if (!st && n > 1)
+            if (want0)
+                st = grad_elementwise(SW_KELEM_DIV, x, in0, none, &grads[0]);
+            if (!st && want1)
                 st = grad_elementwise(SW_KELEM_DIV_GRAD_RHS, y, in1, none,
                                       &grads[1]);
             return st;
@@ -412,11 +419,15 @@ static sw_status cpu_backward(sw_op *op, sw_tensor *g, int32_t n,
         /* dA = G . B (B read as K x N), dB = G^T . A (as N x M, K x M);
          * batched, per batch index (mat() keeps mode 2 as the batch). */
         sw_tensor *da = NULL, *db = NULL;
-        st = fresh(x->layout, SW_DTYPE_FLOAT32, &da);
-        if (!st)
-            st = sw_kernel_gemm(mat(da, 0, 1), mat(g, 0, 1), mat(y, 1, 0));
-        if ((st = finish(st, da, &grads[0])) || n < 2)
-            return st;
+        if (want0) {
+            st = fresh(x->layout, SW_DTYPE_FLOAT32, &da);
+            if (!st)
+                st = sw_kernel_gemm(mat(da, 0, 1), mat(g, 0, 1), mat(y, 1, 0));
+            if ((st = finish(st, da, &grads[0])))
+                return st;
+        }
+        if (!want1)
+            return SW_OK;
         st = fresh(y->layout, SW_DTYPE_FLOAT32, &db);
         if (!st)
             st = sw_kernel_gemm(mat(db, 0, 1), mat(g, 1, 0), mat(x, 1, 0));

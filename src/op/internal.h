@@ -94,6 +94,11 @@ sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);
  * nesting kept). Anything else fails with SW_EVALUE "Tensor layouts must
  * match".
  */
+/* Whether a tensor argument is a constant (sw_tensor_set_requires_grad),
+ * and the mark a result of such arguments gets (a leaf only). */
+int sw_args_have_constant(int32_t n, const sw_arg *args);
+void sw_tensor_make_constant(sw_tensor *t);
+
 sw_status sw_elementwise_layout(const sw_layout *a, const sw_layout *b,
                                 sw_layout **out);
 

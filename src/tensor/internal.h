@@ -37,6 +37,9 @@ struct sw_tensor {
     sw_op *ctx;
     sw_tensor *grad;
     int retain_grad;
+    /* A constant for autograd (sw_tensor_set_requires_grad(t, 0)): not
+     * differentiable whatever its dtype. */
+    int constant;
     /* The tensor lives in its carrier's block (the room of
      * sw_carrier_offer_tensor_room) and goes with the carrier, not by
      * itself. */

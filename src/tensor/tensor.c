@@ -44,6 +44,7 @@ static void init_tensor(sw_tensor *t, sw_carrier *carrier, int64_t offset,
     t->ctx = NULL;
     t->grad = NULL;
     t->retain_grad = 0;
+    t->constant = 0;
     t->in_carrier = in_carrier;
 }
 
@@ -107,8 +108,8 @@ int sw_tensor_is_mutable(const sw_tensor *t) {
     return sw_carrier_is_mutable(t->carrier);
 }
 int sw_tensor_is_differentiable(const sw_tensor *t) {
-    /* Compound dtypes are not differentiable. */
-    return !t->planes &&
+    /* Compound dtypes are not differentiable, nor are constants. */
+    return !t->planes && !t->constant &&
            sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier));
 }
 

@@ -1272,6 +1272,80 @@ done:
     leak_check(base, "gradient adoption");
 }
 
+/*
+ * Constants (sw_tensor_set_requires_grad(t, 0)): no gradient for them, a
+ * matmul's backward still right for the other operand, results computed
+ * from constants alone are constants while grad mode is on (not under
+ * no_grad, where results are leaves as the reference defines), and the
+ * refusals.
+ */
+static void test_requires_grad(void) {
+    int64_t base = sw_debug_live_allocs();
+    double xv[6] = {1, 2, 3, 4, 5, 6}, wv[6] = {1, 0, -1, 2, 0.5, 1};
+    double gv[4] = {1, 1, 1, 1};
+    sw_tensor *x = make_tensor(CPU, "(2,3):(1,2)", 0, xv);
+    sw_tensor *w = make_tensor(CPU, "(2,3):(1,2)", 0, wv);
+    sw_tensor *g = make_tensor(CPU, "(2,2):(1,2)", 0, gv);
+    sw_tensor *y = NULL, *r = NULL, *free_r = NULL;
+    if (!x || !w || !g)
+        goto done;
+    is_int(sw_tensor_is_differentiable(x), 1, "Float32 starts differentiable");
+    expect_ok(sw_tensor_set_requires_grad(x, 0), "make x a constant");
+    is_int(sw_tensor_is_differentiable(x), 0, "a constant is not");
+    if (expect_ok(sw_matmul(x, w, &y), "y = x w^T")) {
+        ok(sw_tensor_autograd_ctx(y) != NULL, "w still records a node");
+        if (expect_ok(sw_tensor_backward(y, g), "backward")) {
+            ok(sw_tensor_grad(x) == NULL, "no gradient for the constant");
+            sw_tensor *gw = sw_tensor_grad(w);
+            /* dW = G^T X with G all ones: dW[j,k] = X[0,k] + X[1,k]. */
+            int right = gw != NULL;
+            for (int j = 0; right && j < 2; ++j)
+                for (int k = 0; k < 3; ++k)
+                    right = right &&
+                            getd(gw, j + 2 * k) == xv[2 * k] + xv[2 * k + 1];
+            ok(right, "w's gradient is G^T X");
+        }
+        expect_fail(sw_tensor_set_requires_grad(y, 0), SW_ERUNTIME,
+                    "requires_grad can only be changed on a leaf tensor (one "
+                    "that no recorded operation made); detach() gives a leaf "
+                    "over the same storage",
+                    "a computed tensor");
+    }
+    if (expect_ok(sw_unary("relu", x, &r), "relu of a constant")) {
+        ok(sw_tensor_autograd_ctx(r) == NULL, "records nothing");
+        is_int(sw_tensor_is_differentiable(r), 0, "and is a constant");
+    }
+    int mode = sw_grad_enabled();
+    sw_set_grad_enabled(0);
+    if (expect_ok(sw_unary("relu", x, &free_r), "under no_grad"))
+        is_int(sw_tensor_is_differentiable(free_r), 1,
+               "a result under no_grad is a differentiable leaf");
+    sw_set_grad_enabled(mode);
+    expect_ok(sw_tensor_set_requires_grad(x, 1), "x takes part again");
+    is_int(sw_tensor_is_differentiable(x), 1, "differentiable again");
+    sw_tensor *i32 = make_tensor(CPU_I32, "2:1", 0, NULL);
+    if (i32) {
+        expect_fail(sw_tensor_set_requires_grad(i32, 1), SW_ERUNTIME,
+                    "only tensors of a differentiable dtype (Float32, "
+                    "Floating) can require gradients",
+                    "an Int32 tensor");
+        expect_ok(sw_tensor_set_requires_grad(i32, 0),
+                  "False on Int32 changes nothing");
+        is_int(sw_tensor_is_differentiable(i32), 0, "still not");
+    }
+    sw_tensor_unref(i32);
+    expect_fail(sw_tensor_set_requires_grad(NULL, 0), SW_ETYPE,
+                "tensor must be a Tensor", "NULL");
+done:
+    sw_tensor_unref(free_r);
+    sw_tensor_unref(r);
+    sw_tensor_unref(y);
+    sw_tensor_unref(g);
+    sw_tensor_unref(w);
+    sw_tensor_unref(x);
+    is_int(sw_debug_live_allocs(), base, "requires_grad: nothing leaked");
+}
+
 static void test_retain_grad(void) {
     int64_t base = sw_debug_live_allocs();
     double v[3] = {0.5, -1.0, 2.0};
@@ -2579,6 +2653,7 @@ int main(void) {
     test_accumulation();
     test_gradient_adoption();
     test_retain_grad();
+    test_requires_grad();
     test_graph_shapes();
     test_long_chain();
     test_versions();

@@ -275,3 +275,77 @@ def test_out_of_range_is_an_index_error():
     assert [v for v in COL] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     with pytest.raises(TypeError, match="^Tensor indices must be integers"):
         t[1.0]
+
+
+# ---------------------------------------------------------- requires_grad
+
+
+def test_requires_grad_makes_a_constant():
+    import strideweave.friendly as F
+
+    x = F.tensor([[1.0, 2.0], [3.0, 4.0]])
+    w = F.tensor([[1.0, -1.0], [0.5, 2.0]])
+    assert x.requires_grad is True and x.is_differentiable()
+    assert x.requires_grad_(False) is x
+    assert x.requires_grad is False and not x.is_differentiable()
+    y = sw.matmul(x, w)
+    loss = F.sum(sw.elementwise_mul(y, y))
+    loss.backward()
+    assert w.grad is not None
+    with pytest.raises(RuntimeError, match="grad is not available"):
+        _ = x.grad
+    # the same step with x taking part gives w the same gradient
+    x2 = F.tensor([[1.0, 2.0], [3.0, 4.0]])
+    w2 = F.tensor([[1.0, -1.0], [0.5, 2.0]])
+    y2 = sw.matmul(x2, w2)
+    F.sum(sw.elementwise_mul(y2, y2)).backward()
+    assert w.grad.tolist() == w2.grad.tolist() and x2.grad is not None
+    # computed from constants alone: a constant; under no_grad: a leaf
+    assert sw.relu(x).requires_grad is False and sw.relu(x).autograd_ctx is None
+    with sw.no_grad():
+        assert sw.relu(x).requires_grad is True
+    x.requires_grad = True
+    assert x.is_differentiable()
+
+
+def test_requires_grad_errors():
+    import strideweave.friendly as F
+
+    x = F.tensor([1.0, 2.0])
+    y = sw.relu(x)
+    with pytest.raises(RuntimeError, match="only be changed on a leaf tensor"):
+        y.requires_grad = False
+    with pytest.raises(TypeError, match="^requires_grad must be a bool$"):
+        x.requires_grad = 1
+    with pytest.raises(TypeError, match="^requires_grad must be a bool$"):
+        x.requires_grad_(None)
+    with pytest.raises(TypeError, match="takes one optional argument 'requires_grad'"):
+        x.requires_grad_(True, False)
+    with pytest.raises(TypeError):
+        del x.requires_grad
+    ints = Tensor(CPU(2, dtype=sw.DType.Int32), 0, Layout(Shape(2), Stride(1)))
+    with pytest.raises(RuntimeError, match="differentiable dtype"):
+        ints.requires_grad_()
+    assert ints.requires_grad_(False).requires_grad is False
+    assert x.requires_grad is True  # refusals change nothing
+
+
+def test_linear_training_with_constant_inputs():
+    import random
+
+    import strideweave.friendly as F
+
+    rng = random.Random(0)
+    model = nn.Linear(3, 2, rng=random.Random(1))
+    other = nn.Linear(3, 2, rng=random.Random(1))
+    xs = [[rng.uniform(-1, 1) for _ in range(3)] for _ in range(4)]
+    ts = [[rng.uniform(-1, 1) for _ in range(2)] for _ in range(4)]
+    for m, constant in ((model, True), (other, False)):
+        x, t = F.tensor(xs), F.tensor(ts)
+        if constant:
+            x.requires_grad_(False)
+            t.requires_grad_(False)
+        loss = nn.MSELoss()(m(x), t)
+        loss.backward()
+    assert model.weight.grad.tolist() == other.weight.grad.tolist()
+    assert model.bias.grad.tolist() == other.bias.grad.tolist()

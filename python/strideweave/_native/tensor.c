@@ -295,6 +295,46 @@ static PyObject *tensor_is_differentiable(PyObject *self, PyObject *unused) {
     return PyErr_Occurred() ? NULL : PyBool_FromLong(r);
 }
 
+static PyObject *tensor_get_requires_grad(PyObject *self, void *closure) {
+    (void)closure;
+    return tensor_is_differentiable(self, NULL);
+}
+
+/* Sets requires_grad from a bool (TypeError for anything else). */
+static int set_requires_grad(PyObject *self, PyObject *value) {
+    sw_tensor *t = swpy_tensor_of(self);
+    if (t == NULL) {
+        return -1;
+    }
+    if (value == NULL || !PyBool_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+        return -1;
+    }
+    return swpy_check(sw_tensor_set_requires_grad(t, value == Py_True));
+}
+
+static int tensor_set_requires_grad(PyObject *self, PyObject *value,
+                                    void *closure) {
+    (void)closure;
+    return set_requires_grad(self, value);
+}
+
+static PyObject *tensor_requires_grad_(PyObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw > 1 ||
+        (nkw == 1 && PyUnicode_CompareWithASCIIString(
+                         PyTuple_GET_ITEM(kwnames, 0), "requires_grad") != 0)) {
+        PyErr_SetString(PyExc_TypeError, "requires_grad_() takes one optional "
+                                         "argument 'requires_grad'");
+        return NULL;
+    }
+    if (set_requires_grad(self, nargs + nkw == 1 ? args[0] : Py_True) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
 static PyObject *tensor_carrier_type(PyObject *self, PyObject *unused) {
     if (swpy_tensor_of(self) == NULL) {
         return NULL;
@@ -1305,6 +1345,8 @@ static PyMethodDef tensor_methods[] = {
     {"set", (PyCFunction)(void (*)(void))tensor_set, METH_FASTCALL, NULL},
     {"retain_grad", (PyCFunction)(void (*)(void))tensor_retain_grad,
      METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"requires_grad_", (PyCFunction)(void (*)(void))tensor_requires_grad_,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backward", (PyCFunction)(void (*)(void))tensor_backward,
      METH_FASTCALL | METH_KEYWORDS, NULL},
     {"backwards_traversal",
@@ -1327,6 +1369,8 @@ static PyGetSetDef tensor_getset[] = {
     {"autograd_ctx", tensor_get_autograd_ctx, tensor_set_autograd_ctx, NULL,
      NULL},
     {"grad", tensor_get_grad, tensor_set_grad, NULL, NULL},
+    {"requires_grad", tensor_get_requires_grad, tensor_set_requires_grad, NULL,
+     NULL},
     {"shape", tensor_get_shape, NULL, NULL, NULL},
     {"ndim", tensor_get_ndim, NULL, NULL, NULL},
     {"T", tensor_get_T, NULL, NULL, NULL},

@@ -186,7 +186,8 @@ class Linear(Module):
             raise ValueError(f"tensor has {features} input features, expected {self.in_features}")
         output = matmul(tensor, self.weight)
         if self.bias is not None:
-            output = output + matmul(ones(int(shape[0]), 1), self.bias)
+            # The ones are a constant: no gradient is computed for them.
+            output = output + matmul(ones(int(shape[0]), 1).requires_grad_(False), self.bias)
         return output
 
 
