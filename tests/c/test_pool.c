@@ -714,6 +714,9 @@ static void test_kernel_determinism(void) {
          * outermost (disjoint outputs), everything into one, transposed,
          * a hierarchical output mode and sizes around the threshold. */
         {{K_SUM, "1009:1", "(1009,997):(1,1009)"}, 1},
+        /* Column sums with only 16-row blocks and single rows left. */
+        {{K_SUM, "17:1", "(17,9001):(1,17)"}, 1},
+        {{K_SUM, "300:1", "(300,1001):(1,300)"}, 1},
         {{K_SUM, "1009:1", "(1009,997):(997,1)"}, 1},
         {{K_SUM, "1:1", "(1,1000003):(0,1)"}, 1},
         {{K_SUM, "1:1", "(1,131071):(0,1)"}, 0},

@@ -40,6 +40,8 @@
  * than 2**60 float additions could be); Int32 exactly, with an overflow
  * check on the product.
  */
+#include <string.h>
+
 #include "base/pool.h"
 #include "op/kernels/kcommon.h"
 
@@ -139,6 +141,102 @@ static sw_status sum_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
     return SW_OK;
 }
 
+/*
+ * The commonest vertical sum, a plan of two modes with x and the output
+ * contiguous along the first and the output broadcast along the second
+ * (a column-major matrix summed over its columns): out[i] += x[i, j] for
+ * j in order. Walking it column by column (sum_f32_loop) loads and stores
+ * the whole output once per column; here a block of outputs stays in
+ * vector registers for all the columns, so each element of x costs one
+ * load and one add. Every output still adds its terms in the same order
+ * from the same start, so the bits are those of the column walk. The
+ * AVX-512 build (chosen at run time) keeps 128 outputs in 8 registers,
+ * the baseline one 32 in 8 SSE registers; 16 at a time, then one at a
+ * time, finish the rows.
+ */
+#if SW_KERNELS_FAST && defined(__GNUC__) && defined(__x86_64__)
+#define SUM_COLUMNS 1
+typedef float sum_v16f __attribute__((vector_size(64)));
+
+static SW_ALWAYS_INLINE void columns_block(int64_t ni, int64_t nj,
+                                           const float *x, int64_t xj, float *o,
+                                           const int k) {
+    int64_t i = 0;
+    for (; i + 16 * k <= ni; i += 16 * k) {
+        sum_v16f acc[8];
+        for (int q = 0; q < k; ++q)
+            memcpy(&acc[q], o + i + 16 * q, sizeof acc[q]);
+        for (int64_t j = 0; j < nj; ++j) {
+            const float *c = x + i + j * xj;
+            for (int q = 0; q < k; ++q) {
+                sum_v16f v;
+                memcpy(&v, c + 16 * q, sizeof v);
+                acc[q] += v;
+            }
+        }
+        for (int q = 0; q < k; ++q)
+            memcpy(o + i + 16 * q, &acc[q], sizeof acc[q]);
+    }
+    for (; i + 16 <= ni; i += 16) {
+        sum_v16f acc;
+        memcpy(&acc, o + i, sizeof acc);
+        for (int64_t j = 0; j < nj; ++j) {
+            sum_v16f v;
+            memcpy(&v, x + i + j * xj, sizeof v);
+            acc += v;
+        }
+        memcpy(o + i, &acc, sizeof acc);
+    }
+    for (; i < ni; ++i) {
+        float a = o[i];
+        for (int64_t j = 0; j < nj; ++j)
+            a += x[i + j * xj];
+        o[i] = a;
+    }
+}
+
+__attribute__((target("avx512f"))) static void
+columns_wide(int64_t ni, int64_t nj, const float *x, int64_t xj, float *o) {
+    columns_block(ni, nj, x, xj, o, 8);
+}
+
+static void columns_base(int64_t ni, int64_t nj, const float *x, int64_t xj,
+                         float *o) {
+    columns_block(ni, nj, x, xj, o, 2);
+}
+#else
+#define SUM_COLUMNS 0
+#endif
+
+/* A Float32 sum plan walked: the column case above, or sum_f32_loop. */
+static sw_status sum_run(const sw_plan *p, void *const *base, sum_f32_ctx *fc) {
+    static const int64_t elsize[2] = {4, 4};
+#if SUM_COLUMNS
+    if (fc->scale == 1.0f && p->ndim == 2 && p->stride[0][0] == 1 &&
+        p->stride[1][0] == 1 && p->stride[1][1] == 0 && p->extent[0] >= 16) {
+        const float *x = (const float *)base[0] + p->offset[0];
+        float *o = (float *)base[1] + p->offset[1];
+        int wide = __builtin_cpu_supports("avx512f");
+        /* Columns at a time, so that an interrupt is seen as often as in
+         * a plan walk. */
+        int64_t per = SW_INTERRUPT_EVERY / p->extent[0] + 1;
+        for (int64_t j = 0; j < p->extent[1]; j += per) {
+            sw_status st = sw_check_interrupt();
+            if (st)
+                return st;
+            int64_t nj = p->extent[1] - j < per ? p->extent[1] - j : per;
+            const float *xj = x + j * p->stride[0][1];
+            if (wide)
+                columns_wide(p->extent[0], nj, xj, p->stride[0][1], o);
+            else
+                columns_base(p->extent[0], nj, xj, p->stride[0][1], o);
+        }
+        return SW_OK;
+    }
+#endif
+    return sw_plan_run(p, base, elsize, sum_f32_loop, fc);
+}
+
 /* Adds the partials in chunk order: operand 0 the output, 1 partial 0. */
 typedef struct combine_ctx {
     int64_t count; /* partials */
@@ -180,17 +278,16 @@ typedef struct sum_split {
 static sw_status sum_chunk(void *vctx, int64_t c, int32_t slot) {
     (void)slot;
     const sum_split *r = vctx;
-    static const int64_t elsize[2] = {4, 4};
     sw_plan sub;
     sw_plan_chunk(r->plan, r->split, c, &sub);
     if (!r->partials)
-        return sw_plan_run(&sub, r->base, elsize, sum_f32_loop, r->fc);
+        return sum_run(&sub, r->base, r->fc);
     /* The split mode has output stride 0, so no chunk offset moves it. */
     for (int32_t d = 0; d < sub.ndim; ++d)
         sub.stride[1][d] = r->pstride[d];
     sub.offset[1] = 0;
     void *base[2] = {r->base[0], r->partials + c * r->pitch};
-    return sw_plan_run(&sub, base, elsize, sum_f32_loop, r->fc);
+    return sum_run(&sub, base, r->fc);
 }
 
 /*
@@ -386,7 +483,7 @@ sw_status sw_kernel_reduce_sum(sw_karg out, sw_karg x) {
                 st = sum_f32_split(&plan, base, &fc, &done);
                 if (st || done)
                     return st;
-                return sw_plan_run(&plan, base, elsize, sum_f32_loop, &fc);
+                return sum_run(&plan, base, &fc);
             }
             if (st != SW_ENOTIMPL)
                 return st;
