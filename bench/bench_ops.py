@@ -15,6 +15,12 @@ project tracks:
 * exp, tanh, sigmoid, gelu and silu on 4M compact Float32 elements: at
   least 1.0x PyTorch where possible (ours on one thread; PyTorch on its
   default threads), printed with the ULP bound of our function;
+* the cost curves: add from 1e3 to 1.6e7 elements and matmul from 64 to
+  4096, beside both peers, with the fraction of the machine's memory
+  bandwidth and FLOP/s that ours reaches (``SW_PEAK_GBS``,
+  ``SW_PEAK_GFLOPS``; 52 GB/s and 478 GFLOP/s here). Peers that keep
+  their worker threads spinning after a call (OpenMP, OpenBLAS) can slow
+  the candidate that runs next for a moment: a lone outlier row is that;
 * the Python cost of ``sw.add`` on two 4-element tensors without grad:
   at most 1.2x NumPy's ``np.add`` on the same arrays;
 * the same call with autograd on (differentiable Float32 inputs, grad
@@ -244,6 +250,84 @@ def matmul_row():
     return t_ours, t_np
 
 
+# The machine's limits the scaling tables compare with (the development
+# machine: 2 cores with AVX-512 at about 4.1 GHz, 32 float32 FMA lanes per
+# cycle each; both cores streaming from memory). Override with the
+# environment variables SW_PEAK_GFLOPS and SW_PEAK_GBS elsewhere.
+PEAK_GFLOPS = float(__import__("os").environ.get("SW_PEAK_GFLOPS", 478))
+PEAK_GBS = float(__import__("os").environ.get("SW_PEAK_GBS", 52))
+
+SCALE_SIZES = (1_000, 10_000, 100_000, 1_000_000, 4_000_000, 16_000_000)
+MATMUL_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def scaling_rows():
+    """add at 1e3..1.6e7 and matmul at 64..4096, ours beside the peers
+    (every framework on its default threads), with what ours reaches of
+    the machine: bandwidth for add (12 bytes an element: two reads and a
+    write), FLOP/s for matmul."""
+    rng = np.random.default_rng(4)
+    add = []
+    for n in SCALE_SIZES:
+        a = rng.standard_normal(n, dtype=np.float32)
+        b = rng.standard_normal(n, dtype=np.float32)
+        ta, tb = wrap(a, layout([n], [1])), wrap(b, layout([n], [1]))
+        number = max(1, 200_000 // n)
+        with sw.no_grad():
+            t_ours = best(partial(sw.add, ta, tb), 7, number)
+        t_np = best(partial(np.add, a, b), 7, number)
+        t_torch = None
+        if torch is not None:
+            xa, xb = torch.from_numpy(a), torch.from_numpy(b)
+            t_torch = best(partial(torch.add, xa, xb), 7, number)
+        add.append((n, t_ours, t_np, t_torch, 12 * n / t_ours / 1e9))
+    mm = []
+    for m in MATMUL_SIZES:
+        a = rng.standard_normal((m, m), dtype=np.float32)
+        b = rng.standard_normal((m, m), dtype=np.float32)
+        rows = layout([m, m], [m, 1])  # a[i, k] of a row-major array
+        ta, tb = wrap(a, rows), wrap(b, rows)
+        repeat, number = (3, 1) if m >= 2048 else (5, max(1, 2_000_000 // m**2))
+        with sw.no_grad():
+            t_ours = best(lambda: sw.matmul(ta, tb), repeat, number)
+        t_np = best(lambda: a @ b.T, repeat, number)
+        t_torch = None
+        if torch is not None:
+            xa, xb = torch.from_numpy(a), torch.from_numpy(b)
+            t_torch = best(lambda: xa @ xb.T, repeat, number)
+        mm.append((m, t_ours, t_np, t_torch, 2 * m**3 / t_ours / 1e9))
+    return add, mm
+
+
+def print_scaling(add, mm):
+    def ms(t):
+        return f"{t * 1e3:10.4f}" if t is not None else f"{'-':>10}"
+
+    def ratio(peer, ours):
+        return f"{peer / ours:8.2f}x" if peer is not None else f"{'-':>9}"
+
+    print(f"\nadd: the cost curve (peak: {PEAK_GBS:.0f} GB/s from memory; sizes the caches hold pass it)")
+    print(
+        f"{'n':>10} {'ours ms':>10} {'numpy ms':>10} {'torch ms':>10} "
+        f"{'vs numpy':>9} {'vs torch':>9} {'GB/s':>7} {'of peak':>8}"
+    )
+    for n, t, tn, tt, gbs in add:
+        print(
+            f"{n:10d} {ms(t)} {ms(tn)} {ms(tt)} {ratio(tn, t)} {ratio(tt, t)} "
+            f"{gbs:7.1f} {gbs / PEAK_GBS:8.2f}"
+        )
+    print(f"\nmatmul n x n x n: the cost curve (peak {PEAK_GFLOPS:.0f} GFLOP/s)")
+    print(
+        f"{'n':>10} {'ours ms':>10} {'numpy ms':>10} {'torch ms':>10} "
+        f"{'vs numpy':>9} {'vs torch':>9} {'GFLOP/s':>8} {'of peak':>8}"
+    )
+    for m, t, tn, tt, gf in mm:
+        print(
+            f"{m:10d} {ms(t)} {ms(tn)} {ms(tt)} {ratio(tn, t)} {ratio(tt, t)} "
+            f"{gf:8.1f} {gf / PEAK_GFLOPS:8.2f}"
+        )
+
+
 def call_overhead():
     a = sw.CPU(4)
     b = sw.CPU(4)
@@ -294,6 +378,7 @@ def main():
             f"{op:8} {n:8d} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {torch_ms} "
             f"{t_np / t_ours:10.2f}x {ratio} {ULP_BOUND[op]:10.2f}"
         )
+    print_scaling(*scaling_rows())
     t_ours, t_np = matmul_row()
     print(
         f"\nmatmul 1024x1024 float32: ours {t_ours * 1e3:.2f} ms, numpy "
