@@ -289,12 +289,12 @@ def scaling_rows():
         ta, tb = wrap(a, rows), wrap(b, rows)
         repeat, number = (3, 1) if m >= 2048 else (5, max(1, 2_000_000 // m**2))
         with sw.no_grad():
-            t_ours = best(lambda: sw.matmul(ta, tb), repeat, number)
-        t_np = best(lambda: a @ b.T, repeat, number)
+            t_ours = best(partial(sw.matmul, ta, tb), repeat, number)
+        t_np = best(partial(np.matmul, a, b.T), repeat, number)
         t_torch = None
         if torch is not None:
             xa, xb = torch.from_numpy(a), torch.from_numpy(b)
-            t_torch = best(lambda: xa @ xb.T, repeat, number)
+            t_torch = best(partial(torch.matmul, xa, xb.T), repeat, number)
         mm.append((m, t_ours, t_np, t_torch, 2 * m**3 / t_ours / 1e9))
     return add, mm
 
@@ -306,7 +306,9 @@ def print_scaling(add, mm):
     def ratio(peer, ours):
         return f"{peer / ours:8.2f}x" if peer is not None else f"{'-':>9}"
 
-    print(f"\nadd: the cost curve (peak: {PEAK_GBS:.0f} GB/s from memory; sizes the caches hold pass it)")
+    print(
+        f"\nadd: the cost curve (peak: {PEAK_GBS:.0f} GB/s from memory; sizes the caches hold pass it)"
+    )
     print(
         f"{'n':>10} {'ours ms':>10} {'numpy ms':>10} {'torch ms':>10} "
         f"{'vs numpy':>9} {'vs torch':>9} {'GB/s':>7} {'of peak':>8}"
