@@ -307,7 +307,8 @@ def print_scaling(add, mm):
         return f"{peer / ours:8.2f}x" if peer is not None else f"{'-':>9}"
 
     print(
-        f"\nadd: the cost curve (peak: {PEAK_GBS:.0f} GB/s from memory; sizes the caches hold pass it)"
+        f"\nadd: the cost curve (peak: {PEAK_GBS:.0f} GB/s from memory; "
+        "sizes the caches hold pass it)"
     )
     print(
         f"{'n':>10} {'ours ms':>10} {'numpy ms':>10} {'torch ms':>10} "
