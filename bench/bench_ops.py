@@ -195,7 +195,7 @@ def print_thread_rows(rows):
 
 # The largest error over all float32 inputs, in ULP, of each activation
 # (src/op/kernels/vmath.h, docs/VMATH.md).
-ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 0.61, "gelu": 2.29, "silu": 0.62}
+ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 2.41, "gelu": 2.29, "silu": 3.40}
 
 
 def activation_rows_at(n: int):

@@ -9,10 +9,12 @@
  * sample of test_vmath.c instead.
  *
  * An optional argument limits the run to every k-th bit pattern, for a
- * quicker look (test_vmath_ulp 97).
+ * quicker look (test_vmath_ulp 97); a second one to some functions
+ * (test_vmath_ulp 1 sigmoid,silu).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tap.h"
@@ -29,13 +31,25 @@ int main(int argc, char **argv) {
     struct timespec t0, t1;
     timespec_get(&t0, TIME_UTC);
     static vu_run run;
+    if (argc > 2)
+        for (int f = 0; f < SW_VMATH_COUNT; ++f) {
+            const char *name = sw_vmath_name((sw_vmath_fn)f);
+            const char *at = strstr(argv[2], name);
+            size_t len = strlen(name);
+            /* A whole name of the comma-separated list. */
+            while (at && ((at != argv[2] && at[-1] != ',') ||
+                          (at[len] && at[len] != ',')))
+                at = strstr(at + 1, name);
+            if (at)
+                run.only |= 1u << f;
+        }
     vu_measure(&run, every_kth, &k, ((uint64_t)1 << 32) / k);
     timespec_get(&t1, TIME_UTC);
     double secs = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     for (int f = 0; f < SW_VMATH_COUNT; ++f)
         for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
-            if (!run.impl[p])
+            if (!run.impl[p] || (run.only && !(run.only & (1u << f))))
                 continue;
             const vu_stat *s = &run.stat[f][p];
             ok(s->max_err <= vu_bound[f],

@@ -225,42 +225,50 @@ static inline vf vm_exp(vf x) {
 }
 
 /*
- * x >= 0: 1/(1+t) = q + e; x < 0: t/(1+t) = (ta + tb)(q + e), one
- * rounding. Below -69, where ta and tb are no longer exact, the result
- * is e^x (1/(1+t) differs from 1 by less than 2^-99) and is taken from
- * the exponential with its gradual underflow.
+ * e^x = 2^n a for x in [-110, 89] (callers clamp), a = e^r rounded once
+ * from 1 + (r + r^2 P(r)): within about 0.7 units of its last place, the
+ * leading part of vm_exp_core without its compensated remainder, for
+ * functions whose own roundings dominate.
  */
-static inline vf vm_sigmoid(vf x) {
-    vf v = vf_max(vf_set(-110.0f), vf_neg(vf_abs(x)));
-    vm_recip s = vm_recip_1pexp(v);
-    vf pos = vf_add(s.q, s.e);
-    vf neg = vf_fma(s.ta, s.q, vf_fma(s.ta, s.e, vf_mul(s.tb, s.q)));
-    vf tiny = vm_scale(s.a, s.n);
-    vf y = vf_sel(vf_ge(x, vf_set(0.0f)), pos, neg);
-    return vf_sel(vf_lt(x, vf_set(-69.0f)), tiny, y);
+static inline vf vm_exp_lead(vf x, vi *pn) {
+    vf magic = vf_set(VM_MAGIC);
+    vf k = vf_fma(x, vf_set(VM_LOG2E), magic);
+    vf kf = vf_sub(k, magic);
+    vf r = vf_fnma(kf, vf_set(VM_LN2_LO), vf_fnma(kf, vf_set(VM_LN2_HI), x));
+    vf p = vm_poly(r, vm_exp_p, 6);
+    *pn = vi_sub(vf_bits(k), vf_bits(magic));
+    return vf_add(vf_set(1.0f), vf_fma(vf_mul(r, r), p, r));
 }
 
 /*
- * x * sigmoid(x) with the multiplication by x folded into the one final
- * rounding: x >= 0 gives x (q + e); x < 0 gives (p + pl)(q + e) where p +
- * pl = x (ta + tb) exactly enough (pl from a fused step). Below -69 it is
- * x e^x, scaled last; x is clamped to -110 first so that -inf gives -0.
+ * One division: with t = e^-|x| rounded once (to a subnormal or zero far
+ * out) and d = 1 + t, x >= 0 gives 1/d and x < 0 gives t/d. t, d and the
+ * quotient each round once. Far below zero d is 1 and the result is t,
+ * the exponential with its gradual underflow.
+ */
+static inline vf vm_sigmoid(vf x) {
+    vi n;
+    vf a = vm_exp_lead(vf_max(vf_set(-110.0f), vf_neg(vf_abs(x))), &n);
+    vf t = vm_scale(a, n);
+    vf one = vf_set(1.0f);
+    return vf_div(vf_sel(vf_ge(x, vf_set(0.0f)), one, t), vf_add(one, t));
+}
+
+/*
+ * x * sigmoid(x) with one division: x >= 0 gives x/d and x < 0 gives
+ * (x t)/d, with t and d as in sigmoid. Below -69 it is x e^x from the
+ * exponential's parts, scaled last (no double rounding into the
+ * subnormals); x is clamped to -110 first so that -inf gives -0. +inf,
+ * the signed zeros and NaN come through x/d.
  */
 static inline vf vm_silu(vf x) {
     vf xc = vf_max(vf_set(-110.0f), x);
-    vf v = vf_max(vf_set(-110.0f), vf_neg(vf_abs(xc)));
-    vm_recip s = vm_recip_1pexp(v);
-    vf pos = vf_fma(xc, s.q, vf_mul(xc, s.e));
-    vf p = vf_mul(xc, s.ta);
-    vf pl = vf_fma(xc, s.tb, vf_fnma(vf_neg(xc), s.ta, vf_neg(p)));
-    vf neg = vf_fma(p, s.q, vf_fma(p, s.e, vf_mul(pl, s.q)));
-    vf tiny = vm_scale(vf_fma(xc, s.a, vf_mul(xc, s.b)), s.n);
-    vf zero = vf_set(0.0f);
-    vf y = vf_sel(vf_ge(xc, zero), pos, neg);
-    y = vf_sel(vf_lt(xc, vf_set(-69.0f)), tiny, y);
-    /* +inf (x*e is inf*0 there) and the signed zeros come through as x. */
-    vf inf = vf_set((float)INFINITY);
-    return vf_sel(vf_eq(xc, inf), xc, vf_sel(vf_eq(xc, zero), xc, y));
+    vi n;
+    vf a = vm_exp_lead(vf_max(vf_set(-110.0f), vf_neg(vf_abs(xc))), &n);
+    vf t = vm_scale(a, n);
+    vf num = vf_sel(vf_ge(xc, vf_set(0.0f)), xc, vf_mul(xc, t));
+    vf y = vf_div(num, vf_add(vf_set(1.0f), t));
+    return vf_sel(vf_lt(xc, vf_set(-69.0f)), vm_scale(vf_mul(xc, a), n), y);
 }
 
 /*
