@@ -2,13 +2,17 @@
  * The DLPack exchange structures, as StrideWeave produces them.
  *
  * DLPack is an external standard for handing a strided array from one
- * library to another without copying. The declarations below are written
- * from the standard's list of fields and reproduce its binary layout, so a
- * consumer compiled against the standard's own header reads what we
- * produce. They sit behind the standard header's include guard: whichever
- * of the two a translation unit includes first provides the declarations,
- * and the other is skipped. Only the enumerators StrideWeave needs or
- * documents are listed here.
+ * library to another without copying. Where the standard's own header
+ * <dlpack/dlpack.h> is on the include path, this header includes it, so a
+ * program that uses both gets the standard's declarations whichever it
+ * includes first. Elsewhere the declarations below stand in for it:
+ * written from the standard's list of fields (protocol 1.0), they
+ * reproduce its binary layout and its enumerators, so a consumer compiled
+ * against the standard's header reads what we produce. They sit behind the
+ * standard header's include guard, so that header, reached later by
+ * another path, is skipped rather than declaring everything twice.
+ * The protocol version StrideWeave produces is SW_DLPACK_MAJOR and
+ * SW_DLPACK_MINOR (interop.h), whichever header declares the structures.
  *
  * StrideWeave only exports (see sw_tensor_to_dlpack in interop.h); there is
  * no import.
@@ -17,6 +21,12 @@
 #define STRIDEWEAVE_DLPACK_H
 
 #include <stdint.h>
+
+#if defined(__has_include)
+#if __has_include(<dlpack/dlpack.h>)
+#include <dlpack/dlpack.h>
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,10 +41,20 @@ extern "C" {
 
 /* The kind of device that holds the data. */
 typedef enum {
-    kDLCPU = 1,      /* host memory */
-    kDLCUDA = 2,     /* CUDA device memory */
-    kDLCUDAHost = 3, /* pinned CUDA host memory */
-    kDLMetal = 8     /* Metal buffers */
+    kDLCPU = 1,          /* host memory */
+    kDLCUDA = 2,         /* CUDA device memory */
+    kDLCUDAHost = 3,     /* pinned CUDA host memory */
+    kDLOpenCL = 4,       /* OpenCL device memory */
+    kDLVulkan = 7,       /* Vulkan buffers */
+    kDLMetal = 8,        /* Metal buffers */
+    kDLVPI = 9,          /* Verilator simulation */
+    kDLROCM = 10,        /* ROCm device memory */
+    kDLROCMHost = 11,    /* pinned ROCm host memory */
+    kDLExtDev = 12,      /* reserved for extension devices */
+    kDLCUDAManaged = 13, /* CUDA managed memory */
+    kDLOneAPI = 14,      /* oneAPI unified shared memory */
+    kDLWebGPU = 15,      /* WebGPU buffers */
+    kDLHexagon = 16      /* Hexagon DSP memory */
 } DLDeviceType;
 
 /* A device: its kind and its ordinal among devices of that kind. */

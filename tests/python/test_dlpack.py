@@ -1073,3 +1073,64 @@ def test_torch_ignores_the_read_only_flag():
     x = torch.from_dlpack(t)
     x[0] = 3.0
     assert t[0] == 3.0
+
+
+# ------------------------------------------------- the C header beside dlpack
+
+
+HEADER_FIRST = """
+#include <strideweave/dlpack.h>
+#include <dlpack/dlpack.h>
+int main(void) {
+    DLDevice d = {kDLROCM, 0};
+    DLManagedTensorVersioned m;
+    m.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    return d.device_id + (int)(m.flags - 1) + (DLPACK_MAJOR_VERSION - 1);
+}
+"""
+
+
+def _compile(tmp_path, source, *include_dirs):
+    import shutil
+    from pathlib import Path
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "t.c"
+    src.write_text(source)
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root / 'include'}"]
+    flags += [f"-I{d}" for d in include_dirs]
+    return subprocess.run(
+        [cc, *flags, str(src), "-o", str(tmp_path / "t")], capture_output=True, text=True
+    )
+
+
+def test_c_header_alone_declares_the_whole_standard(tmp_path):
+    # Without the standard's header on the path, ours stands in for all of
+    # it, enumerators included (a later #include of it is skipped).
+    source = HEADER_FIRST.replace("#include <dlpack/dlpack.h>\n", "")
+    run = _compile(tmp_path, source)
+    assert run.returncode == 0, run.stderr
+
+
+def test_c_header_before_the_standard_one(tmp_path):
+    # With the standard's header on the path (PyTorch ships one), ours
+    # includes it: whichever comes first, the standard's declarations win.
+    torch = pytest.importorskip("torch")
+    from pathlib import Path
+
+    official = Path(torch.__file__).parent / "include" / "ATen" / "dlpack.h"
+    if not official.exists():
+        pytest.skip("this PyTorch ships no dlpack.h")
+    inc = tmp_path / "inc" / "dlpack"
+    inc.mkdir(parents=True)
+    (inc / "dlpack.h").write_text(official.read_text())
+    newer = "    DLDevice e = {kDLMAIA, 0};\n    (void)e;\n"
+    source = HEADER_FIRST.replace(
+        "    DLManagedTensorVersioned m;", newer + "    DLManagedTensorVersioned m;"
+    )
+    run = _compile(tmp_path, source, tmp_path / "inc")
+    assert run.returncode == 0, run.stderr
+    assert subprocess.run([str(tmp_path / "t")]).returncode == 0
