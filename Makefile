@@ -7,6 +7,7 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 VBIN   := $(VENV)/bin
 DEPS   := $(VENV)/.deps-stamp
+BUILD_DEPS := $(VENV)/.build-deps-stamp
 MESON  := $(VBIN)/meson
 NINJA  := $(VBIN)/ninja
 
@@ -17,20 +18,32 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all venv install build-c test test-c test-python test-reference test-ulp demo layout-demo \
-        bench sanitize tsan format format-check lint stubtest check clean
+        bench bench-peers sanitize tsan format format-check lint stubtest check clean
 
 all: test
 
-$(DEPS): requirements-dev.txt
+# What building the package needs (requirements-build.txt), in a virtualenv
+# of a Python the package supports: an older interpreter is refused at
+# once, before anything is made.
+$(BUILD_DEPS): requirements-build.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "StrideWeave needs Python 3.11 or newer, and $(PYTHON) is" \
+		     "$$($(PYTHON) -V 2>&1 || echo missing): run make PYTHON=python3.11" \
+		     "(or a newer one)." >&2; exit 1; }
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements-build.txt
+	touch $@
+
+# Everything the tests and the checks need besides (requirements-dev.txt).
+$(DEPS): $(BUILD_DEPS) requirements-dev.txt
 	$(VPY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
 venv: $(DEPS)
 
 # Builds the extension and installs the package into the virtualenv.
-install: $(DEPS)
+install: $(BUILD_DEPS)
 	PATH=$(abspath $(VBIN)):$$PATH $(VPY) -m pip install -q --no-build-isolation .
 	touch $(INSTALLED)
 
@@ -39,7 +52,7 @@ install: $(DEPS)
 INSTALLED := $(VENV)/.install-stamp
 PKG_SOURCES := $(shell find meson.build meson_options.txt pyproject.toml include src python \
                  -type f -not -path '*/__pycache__/*' 2>/dev/null)
-$(INSTALLED): $(DEPS) $(PKG_SOURCES)
+$(INSTALLED): $(BUILD_DEPS) $(PKG_SOURCES)
 	PATH=$(abspath $(VBIN)):$$PATH $(VPY) -m pip install -q --no-build-isolation .
 	touch $@
 
@@ -52,7 +65,7 @@ build-c: $(DEPS)
 test-c: build-c
 	PATH=$(abspath $(VBIN)):$$PATH $(MESON) test -C build/ctest --print-errorlogs
 
-test-python: install
+test-python: $(DEPS) install
 	$(VPY) -m pytest -q
 
 # The C tests again with only the portable reference kernels (no fast
@@ -79,13 +92,18 @@ demo: $(INSTALLED)
 	$(VPY) examples/train_mlp_cpu_friendly.py
 
 # The layout algebra walk-through that the demo used to be.
-layout-demo: install
+layout-demo: $(INSTALLED)
 	$(VPY) examples/layout_demo.py
 
-# Benchmarks beside NumPy and PyTorch (the CPU build of torch comes from
-# the package index like everything else; only benchmarks need it).
-bench: install
-	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
+# Benchmarks beside NumPy and PyTorch, with whichever peers the virtualenv
+# has (`make bench-peers` installs them: PyTorch's CPU build, not the
+# multi-gigabyte GPU one a plain `pip install torch` gives on Linux).
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+bench-peers: $(DEPS)
+	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0 \
+		--extra-index-url $(TORCH_CPU_INDEX)
+
+bench: $(DEPS) $(INSTALLED)
 	$(VPY) bench/bench_layout.py
 	$(VPY) bench/bench_ops.py
 	$(VPY) bench/bench_einops.py
