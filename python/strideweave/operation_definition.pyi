@@ -28,14 +28,28 @@ __all__ = [
     "define_operation",
 ]
 
-class ProviderContractError(RuntimeError): ...
+class ProviderContractError(RuntimeError):
+    """A reference, VJP or provider broke the contract of its invocation.
+
+    Examples:
+        >>> issubclass(ProviderContractError, RuntimeError)
+        True
+    """
 
 class OperandKind(StrEnum):
+    """What an operand is: a Tensor, a weak scalar, or a structural value.
+
+    Examples:
+        >>> OperandKind("weak_scalar") is OperandKind.WEAK_SCALAR
+        True
+    """
+
     TENSOR = "tensor"
     WEAK_SCALAR = "weak_scalar"
     STRUCTURAL = "structural"
 
 class _Marker:
+    """A named singleton (REQUIRED, NON_DIFFERENTIABLE)."""
     def __init__(self, name: str) -> None: ...
     def __reduce__(self) -> str: ...
 
@@ -44,6 +58,24 @@ NON_DIFFERENTIABLE: Any
 
 @dataclasses.dataclass(frozen=True)
 class OperandSpec:
+    """One operand of a schema.
+
+    Args:
+        name: a Python identifier.
+        kind: an OperandKind.
+        differentiable: whether gradients flow to it (Tensor operands only).
+
+    Raises:
+        TypeError: a kind that is not an OperandKind, a non-bool
+            differentiable.
+        ValueError: a name that is not an identifier; differentiable on a
+            non-Tensor kind.
+
+    Examples:
+        >>> OperandSpec("factor", OperandKind.STRUCTURAL).differentiable
+        False
+    """
+
     name: str
     kind: OperandKind
     differentiable: bool = False
@@ -51,12 +83,39 @@ class OperandSpec:
 
 @dataclasses.dataclass(frozen=True)
 class OptionSpec:
+    """One keyword option of a schema.
+
+    Args:
+        name: a Python identifier.
+        default: its default, or REQUIRED.
+
+    Examples:
+        >>> OptionSpec("factor", 2.0).default
+        2.0
+    """
+
     name: str
     default: Any = ...
     def __post_init__(self) -> None: ...
 
 @dataclasses.dataclass(frozen=True, init=False)
 class OperationSchema:
+    """The operands and options of an operation.
+
+    Args:
+        operands: an iterable of OperandSpec, consumed once; not empty.
+        options: an iterable of OptionSpec, consumed once.
+
+    Raises:
+        TypeError: an entry of the wrong type.
+        ValueError: no operands; a name repeated among operands and options.
+
+    Examples:
+        >>> s = OperationSchema([OperandSpec("x", OperandKind.TENSOR, True)])
+        >>> [o.name for o in s.operands], s.options
+        (['x'], ())
+    """
+
     operands: tuple[OperandSpec, ...]
     options: tuple[OptionSpec, ...]
     def __init__(
@@ -65,6 +124,24 @@ class OperationSchema:
 
 @dataclasses.dataclass(frozen=True)
 class ResultSpec:
+    """One declared result of an invocation.
+
+    Args:
+        dtype: the result's DType.
+        shape: its Shape; the layout must have it.
+        layout: its Layout.
+        alias_of: None for a fresh allocation, or the index of the Tensor
+            operand returned as the identical object.
+        atol: the absolute tolerance of comparisons with the reference.
+        rtol: the relative tolerance.
+
+    Examples:
+        >>> from strideweave import Layout, Shape, Stride
+        >>> l = Layout(Shape([2]), Stride([1]))
+        >>> ResultSpec(DType.Float32, l.shape, l).alias_of is None
+        True
+    """
+
     dtype: DType
     shape: Shape
     layout: Layout
@@ -75,6 +152,21 @@ class ResultSpec:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class BoundOperationCall:
+    """A call bound to its definition's schema (made by ``bind``).
+
+    Attributes:
+        definition: the OperationDefinition.
+        operands: the operands, in schema order.
+        options: a read-only mapping of every option, defaults filled in.
+        operand_kinds: the OperandKind of each operand.
+
+    Examples:
+        >>> from strideweave.operation_definition import _operation_definition
+        >>> call = _operation_definition("relu").bind(_example_tensor())
+        >>> call.operand_kinds
+        (<OperandKind.TENSOR: 'tensor'>,)
+    """
+
     definition: OperationDefinition
     operands: tuple[Any, ...]
     options: Mapping[str, Any]
@@ -84,6 +176,30 @@ OperationCall = BoundOperationCall
 
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class ResolvedInvocation:
+    """What a definition's resolve states about one bound call.
+
+    Args:
+        call: the BoundOperationCall it resolves.
+        plan: an OperationPlan whose operation and operand roles match the
+            call (its Tensor and weak-scalar operands, in order).
+        results: a non-empty iterable of ResultSpec, consumed once.
+        mutated_operands: indices of Tensor operands the call writes.
+        saved_operands: indices of Tensor operands the VJP needs.
+        kernel_id: a non-empty str; None means the definition's name.
+
+    Raises:
+        TypeError: a field of the wrong type.
+        ValueError: a plan that does not match ("roles"), no results, bad
+            indices ("out-of-range", "Tensor operands", "unique"), an
+            empty kernel_id.
+
+    Examples:
+        >>> from strideweave.operation_definition import _operation_definition
+        >>> inv = _operation_definition("relu").resolve_call(_example_tensor())
+        >>> inv.name, inv.kernel_id, inv.saved_operands
+        ('relu', 'relu', (0,))
+    """
+
     call: BoundOperationCall
     plan: OperationPlan
     results: tuple[ResultSpec, ...]
@@ -100,16 +216,40 @@ class ResolvedInvocation:
         kernel_id: str | None = None,
     ) -> None: ...
     @property
-    def definition(self) -> OperationDefinition: ...
+    def definition(self) -> OperationDefinition:
+        """The OperationDefinition of the call."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The canonical operation name."""
     @property
-    def operands(self) -> tuple[Any, ...]: ...
+    def operands(self) -> tuple[Any, ...]:
+        """The normalized operands, in schema order."""
     @property
-    def options(self) -> Mapping[str, Any]: ...
+    def options(self) -> Mapping[str, Any]:
+        """The options, defaults filled in."""
 
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class VJPContext:
+    """What a VJP receives besides the cotangents.
+
+    Args:
+        invocation: the ResolvedInvocation of the forward call.
+        outputs: its results (an iterable, consumed once).
+        saved_operands: the saved Tensors, in the order of
+            ``invocation.saved_operands``.
+
+    Raises:
+        TypeError: an invocation that is not a ResolvedInvocation.
+        ValueError: saved tensors that do not follow the save recipe.
+
+    Examples:
+        >>> from strideweave.operation_definition import _operation_definition
+        >>> x = _example_tensor()
+        >>> inv = _operation_definition("relu").resolve_call(x)
+        >>> VJPContext(inv, (), (x,)).saved_operands[0] is x
+        True
+    """
+
     invocation: ResolvedInvocation
     outputs: tuple[Tensor, ...]
     saved_operands: tuple[Tensor, ...]
@@ -126,6 +266,18 @@ _BindHook = Callable[
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class OperationDefinition:
+    """A registered operation: its name, schema and callbacks.
+
+    Made by ``define_operation`` (or, for the six central definitions, by
+    the package). Callable: ``definition(*operands, **options)`` runs the
+    operation and returns a Tensor, or a tuple for several results.
+
+    Examples:
+        >>> from strideweave.operation_definition import _operation_definition
+        >>> _operation_definition("matmul").name
+        'matmul'
+    """
+
     name: str
     schema: OperationSchema
     resolve: Callable[[BoundOperationCall], ResolvedInvocation]
@@ -133,9 +285,31 @@ class OperationDefinition:
     vjp: Any
     _native_id: int | None = ...
     _bind_hook: _BindHook | None = ...
-    def bind(self, *operands: Any, **options: Any) -> BoundOperationCall: ...
-    def resolve_call(self, *operands: Any, **options: Any) -> ResolvedInvocation: ...
-    def __call__(self, *operands: Any, **options: Any) -> Any: ...
+    def bind(self, *operands: Any, **options: Any) -> BoundOperationCall:
+        """Binds a call to the schema.
+
+        Checks, in order: the operand count, the options (missing
+        required, unknown), the operand kinds.
+
+        Returns:
+            BoundOperationCall: the bound call.
+
+        Raises:
+            TypeError: for each failed check.
+        """
+    def resolve_call(self, *operands: Any, **options: Any) -> ResolvedInvocation:
+        """Binds the call and resolves it.
+
+        Returns:
+            ResolvedInvocation: what ``resolve`` returned, checked.
+
+        Raises:
+            TypeError: a binding error, or a resolve that returned no
+                ResolvedInvocation.
+            ValueError: an invocation built on a different bound call.
+        """
+    def __call__(self, *operands: Any, **options: Any) -> Any:
+        """Runs the operation: a Tensor, or a tuple for several results."""
 
 def define_operation(
     name: str,
@@ -143,13 +317,73 @@ def define_operation(
     resolve: Callable[[BoundOperationCall], ResolvedInvocation],
     reference: Callable[[ResolvedInvocation], Any] | None = None,
     vjp: Any = ...,
-) -> OperationDefinition: ...
-def _operation_definition(name: str) -> OperationDefinition: ...
-def _differentiable_indices(invocation: ResolvedInvocation) -> tuple[int, ...]: ...
-def _execute_reference(invocation: ResolvedInvocation) -> tuple[Tensor, ...]: ...
+) -> OperationDefinition:
+    """Registers an operation definition in the library's registry.
+
+    Args:
+        name: dot-namespaced identifier segments ("acme.scale"); the first
+            segment may be neither ``strideweave`` nor a built-in name.
+        schema: its OperationSchema.
+        resolve: ``resolve(call) -> ResolvedInvocation``.
+        reference: ``reference(invocation) -> Tensor | tuple[Tensor, ...]``,
+            or None.
+        vjp: ``vjp(context, cotangents) -> tuple[Tensor | None, ...]`` (one
+            entry per differentiable operand), or NON_DIFFERENTIABLE. It
+            must be given explicitly.
+
+    Returns:
+        OperationDefinition: the immutable, callable definition.
+
+    Raises:
+        TypeError: arguments of the wrong type.
+        ValueError: a name that is not namespaced or is reserved, a vjp
+            not supplied explicitly, a name already defined.
+
+    Examples:
+        >>> from strideweave.operation_definition import _operation_definition
+        >>> _operation_definition("add").vjp is not NON_DIFFERENTIABLE
+        True
+    """
+
+def _operation_definition(name: str) -> OperationDefinition:
+    """The registered definition of name; LookupError when there is none."""
+
+def _differentiable_indices(invocation: ResolvedInvocation) -> tuple[int, ...]:
+    """The operand indices that take gradients: schema-differentiable
+    Tensor operands, in operand order.
+    """
+
+def _execute_reference(invocation: ResolvedInvocation) -> tuple[Tensor, ...]:
+    """Runs the reference of an invocation and checks its results.
+
+    Returns:
+        tuple[Tensor, ...]: one Tensor per declared result.
+
+    Raises:
+        UnsupportedOperationPlan: the definition has no reference.
+        TypeError: a result that is not a Tensor.
+        ProviderContractError: no results, a wrong count, dtype or layout,
+            or a broken alias.
+    """
+
 def _call_vjp(
     context: VJPContext, cotangents: Iterable[Tensor | None]
-) -> tuple[Tensor | None, ...]: ...
+) -> tuple[Tensor | None, ...]:
+    """Calls a definition's VJP and checks what it returns.
+
+    Args:
+        context: the VJPContext.
+        cotangents: one Tensor or None per result.
+
+    Returns:
+        tuple: one Tensor or None per differentiable operand.
+
+    Raises:
+        ValueError: not one cotangent per result; a wrong length or shape.
+        RuntimeError: a NON_DIFFERENTIABLE definition ("no VJP").
+        TypeError: an entry that is not a Tensor or None; a wrong dtype.
+    """
+
 def _install_builtin(
     name: str,
     operands: tuple[OperandSpec, ...],
@@ -158,4 +392,5 @@ def _install_builtin(
     reference: Callable[[ResolvedInvocation], Any],
     vjp: Any,
     bind_hook: _BindHook | None = None,
-) -> OperationDefinition: ...
+) -> OperationDefinition:
+    """Installs one central definition of a built-in operation."""

@@ -370,3 +370,18 @@ def test_docstring_examples_run():
         runner.run(test)
     assert examples > 150
     assert runner.failures == 0
+
+
+def test_stubs_carry_the_runtime_docstrings():
+    # Editors read the stubs: tools/stub_docs.py copies every runtime
+    # docstring into them, and this keeps the copies current.
+    import importlib.util
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "stub_docs.py"
+    if not tool.exists():
+        pytest.skip("not a source checkout")
+    spec = importlib.util.spec_from_file_location("stub_docs", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0

@@ -9,5 +9,8 @@ __all__: list[str]
 
 _BUILT_INS: tuple[type[CPU], type[Generic], type[FileBacked], type[BlockDeviceCarrier]]
 
-def _declare_built_in_capabilities(cls: type) -> None: ...
-def _initialize_built_in_capabilities() -> None: ...
+def _declare_built_in_capabilities(cls: type) -> None:
+    """Refuses to declare a shipped set again, or for another class."""
+
+def _initialize_built_in_capabilities() -> None:
+    """Observes the shipped classes; calling it again changes nothing."""

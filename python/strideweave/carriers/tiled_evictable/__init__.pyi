@@ -22,10 +22,32 @@ from strideweave.carriers.tiled_evictable.values import (
 from strideweave.tensor import Tensor
 
 @final
-class AwaitProjection(AwaitResult[Tensor]): ...
+class AwaitProjection(AwaitResult[Tensor]):
+    """The handle of one TiledEvictable projection; wait() returns the compact Tensor.
+
+    Returns:
+        AwaitProjection: not constructible from Python.
+
+    Examples:
+        >>> from strideweave.carriers.tiled_evictable import AwaitProjection
+        >>> from strideweave.carriers.move import AwaitResult
+        >>> issubclass(AwaitProjection, AwaitResult)
+        True
+    """
 
 @final
-class AwaitResidency(AwaitResult[None]): ...
+class AwaitResidency(AwaitResult[None]):
+    """The handle of one promote_async or evict_async call; wait() returns None.
+
+    Returns:
+        AwaitResidency: not constructible from Python.
+
+    Examples:
+        >>> from strideweave.carriers.tiled_evictable import AwaitResidency
+        >>> AwaitResidency()
+        Traceback (most recent call last):
+        TypeError: cannot create 'strideweave.carriers.tiled_evictable.AwaitResidency' instances
+    """
 
 __all__ = [
     "AwaitProjection",
