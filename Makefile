@@ -93,7 +93,7 @@ demo: $(INSTALLED)
 
 # The layout algebra walk-through that the demo used to be.
 layout-demo: $(INSTALLED)
-	$(VPY) examples/layout_demo.py
+	$(VPY) examples/layout_demo.py build/layout-demo
 
 # Benchmarks beside NumPy and PyTorch, with whichever peers the virtualenv
 # has (`make bench-peers` installs them: PyTorch's CPU build, not the

@@ -5,12 +5,16 @@ CuTe's notation ``shape:stride``; parentheses nest modes, and an integer
 index is split over the modes first-mode-fastest. The demo builds a
 hierarchical layout, divides it into tiles, shows which tile and which
 offset every element of a small matrix lands in, and ends with a complement
-and two products.
+and two products. The tilings and the products are also drawn, as SVG files
+in the folder given as the first argument (default: layout-demo-pictures).
 """
 
+import sys
 import textwrap
+from pathlib import Path
 
 from strideweave import Layout, Shape, Stride
+from strideweave.viz import layout_svg
 
 
 def layout(shape: list, stride: list) -> Layout:
@@ -33,7 +37,7 @@ def print_grids(titles: list[str], grids: list[list[list[str]]]) -> None:
         line([" ".join(cell.rjust(width) for cell in grid[r]) for grid in grids])
 
 
-def show_tiling(matrix: Layout, rows: int, tiler: list[Layout]) -> None:
+def show_tiling(matrix: Layout, rows: int, tiler: list[Layout]) -> Layout:
     """Prints, for each element (row, col), its tile and its offset in the tile."""
     cols = matrix.size // rows
     zipped = matrix.zipped_divide(tiler)
@@ -49,6 +53,7 @@ def show_tiling(matrix: Layout, rows: int, tiler: list[Layout]) -> None:
             offset_of[m % rows][m // rows] = str(e)
     print(f"{matrix} divided by [{', '.join(map(str, tiler))}] -> {zipped}")
     print_grids(["tile of each element", "offset inside its tile"], [tile_of, offset_of])
+    return zipped
 
 
 def main() -> None:
@@ -67,9 +72,9 @@ def main() -> None:
     # then strided ones that take every other row and every other column.
     matrix = layout([8, 6], [1, 8])
     print()
-    show_tiling(matrix, 8, [Layout.leaf(4, 1), Layout.leaf(3, 1)])
+    contiguous = show_tiling(matrix, 8, [Layout.leaf(4, 1), Layout.leaf(3, 1)])
     print()
-    show_tiling(matrix, 8, [Layout.leaf(4, 2), Layout.leaf(3, 2)])
+    strided = show_tiling(matrix, 8, [Layout.leaf(4, 2), Layout.leaf(3, 2)])
 
     b = Layout.leaf(4, 2)
     c = b.complement(24)
@@ -88,6 +93,21 @@ def main() -> None:
         ["blocked: index of (r,c)", "raked: index of (r,c)"],
         [[[str(p([r, c])) for c in range(6)] for r in range(4)] for p in (blocked, raked)],
     )
+
+    # The pictures: a tiling's columns are its tiles (the matrix indices each
+    # one holds), a product's cells the indices its grid maps to.
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("layout-demo-pictures")
+    folder.mkdir(parents=True, exist_ok=True)
+    pictures = {
+        "A.svg": layout_svg(a),
+        "contiguous_tiles.svg": layout_svg(contiguous, color_by="tile"),
+        "strided_tiles.svg": layout_svg(strided, color_by="tile"),
+        "blocked_product.svg": layout_svg(blocked),
+        "raked_product.svg": layout_svg(raked),
+    }
+    for name, svg in pictures.items():
+        (folder / name).write_text(svg, encoding="utf-8")
+    print(f"\npictures in {folder}/: {', '.join(pictures)}")
 
     try:
         Layout.leaf(12, 1).divide(Layout.leaf(5, 1))

@@ -2649,6 +2649,15 @@ Examples:
     >>> Layout.get_index(Layout.leaf(4, 3), 2)
     6
 """,
+    "Layout._repr_svg_": """_repr_svg_($self, /)
+--
+
+The layout's index map as an SVG picture, for Jupyter (strideweave.viz.layout_svg), or None
+for a rank above 2 or more than viz.REPR_LIMIT elements.
+
+Returns:
+    str | None: the SVG document.
+""",
     "Layout.index": """index($self, key, /)
 --
 
@@ -3904,6 +3913,15 @@ Examples:
     >>> (w * x).backward()
     >>> w.grad[0], x.requires_grad
     (3.0, False)
+""",
+    "Tensor._repr_html_": """_repr_html_($self, /)
+--
+
+The tensor for Jupyter: its repr, and the picture of its layout (strideweave.viz) when the
+layout has rank 1 or 2 and at most viz.REPR_LIMIT elements.
+
+Returns:
+    str: HTML.
 """,
     "Tensor.requires_grad_": """requires_grad_($self, /, requires_grad=True)
 --

@@ -262,6 +262,13 @@ class Tensor:
             >>> t.tolist()
             [0.0, 4.0]
         """
+    def _repr_html_(self) -> str:
+        """The tensor for Jupyter: its repr, and the picture of its layout (strideweave.viz) when the
+        layout has rank 1 or 2 and at most viz.REPR_LIMIT elements.
+
+        Returns:
+            str: HTML.
+        """
     def detach(self) -> Tensor:
         """A new leaf over the same carrier, offset and layout: no autograd context, so
         gradients stop here; writes through either are seen by both.

@@ -1913,7 +1913,29 @@ static PyType_Spec stride_spec = {
 
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
+PyObject *swpy_call_viz(const char *fn, PyObject *arg) {
+    PyObject *mod = PyImport_ImportModule("strideweave.viz");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *f = PyObject_GetAttrString(mod, fn);
+    Py_DECREF(mod);
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallOneArg(f, arg);
+    Py_DECREF(f);
+    return r;
+}
+
+/* Layout._repr_svg_: the picture of strideweave.viz, for Jupyter. */
+static PyObject *layout_repr_svg(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return swpy_call_viz("_repr_svg", self);
+}
+
 static PyMethodDef layout_methods[] = {
+    {"_repr_svg_", layout_repr_svg, METH_NOARGS, NULL},
     {"index", layout_index, METH_O, NULL},
     {"get_index", FASTCALL(layout_get_index), METH_FASTCALL | METH_CLASS, NULL},
     {"empty", layout_empty, METH_NOARGS | METH_CLASS, NULL},

@@ -45,4 +45,9 @@ int swpy_idtree_recipe(swpy_state *st, rbuf *b, PyObject *tree, int keep_ids,
 PyObject *swpy_idtree_to_tree(swpy_state *st, const int32_t *recipe,
                               int32_t ntok);
 
+/* Calls fn of the pure-Python module strideweave.viz with one argument
+ * (a new reference, or NULL with an exception): the pictures that
+ * Layout._repr_svg_ and Tensor._repr_html_ show. */
+PyObject *swpy_call_viz(const char *fn, PyObject *arg);
+
 #endif /* SWPY_LAYOUT_H */

@@ -335,6 +335,12 @@ static PyObject *tensor_requires_grad_(PyObject *self, PyObject *const *args,
     return Py_NewRef(self);
 }
 
+/* Tensor._repr_html_: the repr and the layout's picture, for Jupyter. */
+static PyObject *tensor_repr_html(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return swpy_call_viz("_repr_html", self);
+}
+
 static PyObject *tensor_carrier_type(PyObject *self, PyObject *unused) {
     if (swpy_tensor_of(self) == NULL) {
         return NULL;
@@ -1340,6 +1346,7 @@ static PyMethodDef tensor_methods[] = {
     {"tolist", tensor_tolist, METH_NOARGS, NULL},
     {"numpy", tensor_numpy, METH_NOARGS, NULL},
     {"detach", tensor_detach, METH_NOARGS, NULL},
+    {"_repr_html_", tensor_repr_html, METH_NOARGS, NULL},
     {"clone", tensor_clone, METH_NOARGS, NULL},
     {"get", tensor_get, METH_O, NULL},
     {"set", (PyCFunction)(void (*)(void))tensor_set, METH_FASTCALL, NULL},

@@ -580,6 +580,13 @@ class Layout:
         """A new Layout equal to this one."""
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling support: rebuilds an equal value."""
+    def _repr_svg_(self) -> str | None:
+        """The layout's index map as an SVG picture, for Jupyter (strideweave.viz.layout_svg), or None
+        for a rank above 2 or more than viz.REPR_LIMIT elements.
+
+        Returns:
+            str | None: the SVG document.
+        """
     def index(self, key: _Key, /) -> int:
         """The index of a logical element; layout(key) is the same.
 
