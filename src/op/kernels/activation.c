@@ -223,8 +223,8 @@ static SW_ALWAYS_INLINE void act_run(sw_kact op, int64_t n, float *o,
         o[j * so] = act_f32(op, x[j * sx]);
 }
 
-static sw_status act_loop(int64_t n, void *const *ptr, const int64_t *step,
-                          void *vctx) {
+SW_KCLONES static sw_status act_loop(int64_t n, void *const *ptr,
+                                     const int64_t *step, void *vctx) {
     sw_kact op = *(const sw_kact *)vctx;
     float *o = ptr[0];
     const float *x = ptr[1];
@@ -428,8 +428,8 @@ static SW_ALWAYS_INLINE void grad_run(sw_kact op, int has_y, int64_t n,
         o[j * so] = act_grad_f32(op, g[j * sg], x[j * sx], y[j * sy], has_y);
 }
 
-static sw_status grad_loop(int64_t n, void *const *ptr, const int64_t *step,
-                           void *vctx) {
+SW_KCLONES static sw_status grad_loop(int64_t n, void *const *ptr,
+                                      const int64_t *step, void *vctx) {
     const grad_ctx *c = vctx;
     int hy = c->has_y;
     float *o = ptr[0];

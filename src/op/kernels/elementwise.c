@@ -181,8 +181,8 @@ static SW_ALWAYS_INLINE void elem_f32_run(int op, int64_t n, float *o,
         o[j * so] = elem_f32(op, a[j * sa], b[j * sb], c[j * sc], s);
 }
 
-static sw_status elem_f32_loop(int64_t n, void *const *ptr, const int64_t *step,
-                               void *vctx) {
+SW_KCLONES static sw_status elem_f32_loop(int64_t n, void *const *ptr,
+                                          const int64_t *step, void *vctx) {
     const elem_ctx *x = vctx;
     int32_t arity = sw_kelem_arity(x->op);
     float *o = ptr[0];

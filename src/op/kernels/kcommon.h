@@ -67,6 +67,22 @@
 #endif
 
 /*
+ * SW_KCLONES on a loop function compiles it for AVX-512, AVX2 and the
+ * baseline, the one to run chosen once by the loader (an ifunc): the
+ * contiguous loops then work on 16 or 8 floats per instruction where the
+ * baseline's SSE2 takes 4, which is what limits runs the caches hold.
+ * Every clone computes the same IEEE operations per element, unfused (ISO
+ * C mode contracts nothing), so the results are the same bits. Elsewhere,
+ * and in the reference build, it is empty.
+ */
+#if SW_KERNELS_FAST && defined(__GNUC__) && defined(__x86_64__) &&             \
+    defined(__linux__) && !defined(__clang__)
+#define SW_KCLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SW_KCLONES
+#endif
+
+/*
  * The elements of the whole walk that the calling thread is running a
  * chunk of (0 outside chunked walks). A chunk's runs are short, but
  * whether the output is worth keeping in cache depends on the whole
