@@ -259,7 +259,12 @@ ADAPT(py_make, make_body,
 
 PyObject *swpy_call_layer(const char *fn, PyObject *a, PyObject *b,
                           PyObject *c) {
-    PyObject *mod = PyImport_ImportModule("strideweave.carriers.extension");
+    return swpy_call_in("strideweave.carriers.extension", fn, a, b, c);
+}
+
+PyObject *swpy_call_in(const char *module, const char *fn, PyObject *a,
+                       PyObject *b, PyObject *c) {
+    PyObject *mod = PyImport_ImportModule(module);
     if (mod == NULL) {
         return NULL;
     }

@@ -26,6 +26,7 @@
 #endif
 
 #include "errors.h"
+#include "py_extension.h"
 #include "recipe.h"
 #include "strideweave/layout.h"
 
@@ -1914,18 +1915,7 @@ static PyType_Spec stride_spec = {
 #define KW(f) ((PyCFunction)(void (*)(void))(f))
 
 PyObject *swpy_call_viz(const char *fn, PyObject *arg) {
-    PyObject *mod = PyImport_ImportModule("strideweave.viz");
-    if (mod == NULL) {
-        return NULL;
-    }
-    PyObject *f = PyObject_GetAttrString(mod, fn);
-    Py_DECREF(mod);
-    if (f == NULL) {
-        return NULL;
-    }
-    PyObject *r = PyObject_CallOneArg(f, arg);
-    Py_DECREF(f);
-    return r;
+    return swpy_call_in("strideweave.viz", fn, arg, NULL, NULL);
 }
 
 /* Layout._repr_svg_: the picture of strideweave.viz, for Jupyter. */

@@ -17,6 +17,10 @@ int swpy_carrier_defined_init(PyObject *self, PyObject *args, PyObject *kwds);
 
 /* strideweave.carriers.extension.<fn>(a, b, c) (c or b and c may be
  * NULL): the Python layer's half of a provider callback. */
+/* fn of the pure-Python module named module, called with the leading
+ * non-NULL ones of a, b, c (a new reference, or NULL with an exception). */
+PyObject *swpy_call_in(const char *module, const char *fn, PyObject *a,
+                       PyObject *b, PyObject *c);
 PyObject *swpy_call_layer(const char *fn, PyObject *a, PyObject *b,
                           PyObject *c);
 
