@@ -32,6 +32,7 @@ Timing never decides a test; this is a report.
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 
@@ -44,6 +45,13 @@ except ImportError:  # pragma: no cover - depends on the environment
     torch = None
 
 N = 2048  # 2048 x 2048 = 4M elements
+
+# The machine's limits the scaling tables compare with (the development
+# machine: 2 cores with AVX-512 at about 4.1 GHz, 32 float32 FMA lanes per
+# cycle each; both cores streaming from memory). Override with the
+# environment variables SW_PEAK_GFLOPS and SW_PEAK_GBS elsewhere.
+PEAK_GFLOPS = float(os.environ.get("SW_PEAK_GFLOPS", 478))
+PEAK_GBS = float(os.environ.get("SW_PEAK_GBS", 52))
 
 
 def best(fn, repeat=7, number=3):
@@ -172,10 +180,16 @@ def thread_rows():
     return rows
 
 
+# Bytes each op moves per element (Float32 operands and result), for the
+# bandwidth columns: reads and writes, the sum reading only.
+BYTES_PER_ELEMENT = {"add": 12, "mul": 12, "relu": 8, "exp": 8, "sum": 4}
+
+
 def print_thread_rows(rows):
     print(
         f"\n{'op':5} {'n':>10} {'ours 1t':>9} {'ours 2t':>9} {'numpy':>9} {'torch 1t':>9} "
-        f"{'torch 2t':>9}   (ms)  {'2t/1t':>6} {'vs np':>6} {'vs torch 2t':>11}"
+        f"{'torch 2t':>9}   (ms)  {'2t/1t':>6} {'vs np':>6} {'vs torch 2t':>11} "
+        f"{'GB/s 2t':>8} {'of peak':>8}"
     )
     for op, n, t in rows:
         tt1 = t.get("torch1")
@@ -185,12 +199,16 @@ def print_thread_rows(rows):
             return f"{x * 1e3:9.3f}" if x is not None else f"{'-':>9}"
 
         vs_torch = f"{tt2 / t['ours2']:10.2f}x" if tt2 is not None else f"{'-':>11}"
+        gbs = BYTES_PER_ELEMENT[op] * n / t["ours2"] / 1e9
         print(
             f"{op:5} {n:10.1e} {ms(t['ours1'])} {ms(t['ours2'])} {ms(t['numpy'])} {ms(tt1)} "
             f"{ms(tt2)}        {t['ours1'] / t['ours2']:5.2f}x {t['numpy'] / t['ours2']:5.2f}x "
-            f"{vs_torch}"
+            f"{vs_torch} {gbs:8.1f} {gbs / PEAK_GBS:8.2f}"
         )
-    print("(ratios: 2t/1t is our speed-up; vs np and vs torch 2t are peer time / ours at 2t)")
+    print(
+        "(ratios: 2t/1t is our speed-up; vs np and vs torch 2t are peer time / ours at 2t;"
+        " GB/s of the memory's peak: sizes the caches hold pass it)"
+    )
 
 
 # The largest error over all float32 inputs, in ULP, of each activation
@@ -249,13 +267,6 @@ def matmul_row():
     t_np = best(lambda: a @ b.T, repeat=5, number=2)
     return t_ours, t_np
 
-
-# The machine's limits the scaling tables compare with (the development
-# machine: 2 cores with AVX-512 at about 4.1 GHz, 32 float32 FMA lanes per
-# cycle each; both cores streaming from memory). Override with the
-# environment variables SW_PEAK_GFLOPS and SW_PEAK_GBS elsewhere.
-PEAK_GFLOPS = float(__import__("os").environ.get("SW_PEAK_GFLOPS", 478))
-PEAK_GBS = float(__import__("os").environ.get("SW_PEAK_GBS", 52))
 
 SCALE_SIZES = (1_000, 10_000, 100_000, 1_000_000, 4_000_000, 16_000_000)
 MATMUL_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -372,14 +383,14 @@ def main():
     print_thread_rows(thread_rows())
     print(
         f"\n{'op':8} {'n':>8} {'ours ms':>9} {'numpy ms':>9} {'torch ms':>9} "
-        f"{'ours/numpy':>11} {'ours/torch':>11} {'ULP bound':>10}"
+        f"{'ours/numpy':>11} {'ours/torch':>11} {'ULP bound':>10} {'GB/s':>7}"
     )
     for op, n, t_ours, t_np, t_torch in activation_rows():
         torch_ms = f"{t_torch * 1e3:9.3f}" if t_torch else f"{'-':>9}"
         ratio = f"{t_torch / t_ours:10.2f}x" if t_torch else f"{'-':>11}"
         print(
             f"{op:8} {n:8d} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {torch_ms} "
-            f"{t_np / t_ours:10.2f}x {ratio} {ULP_BOUND[op]:10.2f}"
+            f"{t_np / t_ours:10.2f}x {ratio} {ULP_BOUND[op]:10.2f} {8 * n / t_ours / 1e9:7.1f}"
         )
     print_scaling(*scaling_rows())
     t_ours, t_np = matmul_row()
