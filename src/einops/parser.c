@@ -84,7 +84,7 @@ static void names_put(names *t, uint64_t pos, const char *s, int32_t len,
 }
 
 static void names_add(names *t, const char *s, int32_t len, int32_t id) {
-    uint64_t pos;
+    uint64_t pos = 0; /* set by names_find when the name is absent */
     if (names_find(t, s, len, &pos) < 0)
         names_put(t, pos, s, len, id);
 }
