@@ -192,7 +192,7 @@ static sw_status parse_ref(const sw_einops_token *tok, int64_t b, int64_t e,
     for (int64_t i = b; i < e && !st; ++i) {
         const sw_einops_token *t = &tok[i];
         if (t->kind == SW_EINOPS_SYMBOL) {
-            uint64_t pos;
+            uint64_t pos = 0;
             int32_t len = (int32_t)t->length;
             if (names_find(&r->syms, t->value, len, &pos) >= 0) {
                 st = sw_fail(SW_EVALUE,

@@ -437,8 +437,11 @@ static void check_ecase(const ecase *c, const char *layout, int64_t offset) {
     char *hit = calloc((size_t)cos + 1, 1);
     if (hit == NULL)
         bail_out("out of memory");
-    for (int64_t i = 0; i < n; i++)
-        hit[phys(r, i)] = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = phys(r, i);
+        if (p >= 0 && p <= cos)
+            hit[p] = 1;
+    }
     for (int64_t p = 0; p < cos && badh < 0; p++)
         if (!hit[p] && slotd(rc, p) != 0.0)
             badh = p;
