@@ -73,10 +73,11 @@
  * baseline's SSE2 takes 4, which is what limits runs the caches hold.
  * Every clone computes the same IEEE operations per element, unfused (ISO
  * C mode contracts nothing), so the results are the same bits. Elsewhere,
- * and in the reference build, it is empty.
+ * in the reference build and under ThreadSanitizer (whose runtime is not
+ * up yet when the loader runs a resolver), it is empty.
  */
 #if SW_KERNELS_FAST && defined(__GNUC__) && defined(__x86_64__) &&             \
-    defined(__linux__) && !defined(__clang__)
+    defined(__linux__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define SW_KCLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SW_KCLONES
