@@ -9,7 +9,6 @@
  * definition-backed carrier's dispatch asks on every operation.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -301,17 +300,19 @@ static sw_status resolve_plan(int32_t op_id, int32_t n,
 
 /* Successful resolutions of calls whose operands are all tensors of one
  * dtype, without an accumulator option, per (operation, dtype). An entry
- * is written once, under memo_lock, before its ready flag is published;
- * readers take it after an acquire load of the flag. The operand count
- * is part of the answer and is compared, so a call with another count
- * resolves (and fails) in full. */
+ * goes from empty to writing (one thread wins the exchange; the others
+ * simply do not remember) to ready, published with a release store that
+ * readers acquire: no lock, so nothing to repair in a forked child. The
+ * operand count is part of the answer and is compared, so a call with
+ * another count resolves (and fails) in full. */
+enum { MEMO_EMPTY, MEMO_WRITING, MEMO_READY };
+
 typedef struct plan_memo {
-    atomic_int ready;
+    atomic_int state;
     sw_op_plan plan;
 } plan_memo;
 
 static plan_memo memo[SW_OP_BUILTIN_COUNT][SW_DTYPE_COUNT];
-static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The memo entry of a call, or NULL when the call is of another shape. */
 static plan_memo *memo_of(int32_t op_id, int32_t n, const sw_plan_input *inputs,
@@ -332,7 +333,8 @@ sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
                              const sw_plan_input *inputs, sw_dtype accumulator,
                              sw_op_plan *out) {
     plan_memo *m = memo_of(op_id, n, inputs, accumulator);
-    if (m && out && atomic_load_explicit(&m->ready, memory_order_acquire) &&
+    if (m && out &&
+        atomic_load_explicit(&m->state, memory_order_acquire) == MEMO_READY &&
         m->plan.noperands == n) {
         *out = m->plan;
         return SW_OK;
@@ -340,12 +342,13 @@ sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
     sw_status st = resolve_plan(op_id, n, inputs, accumulator, out);
     if (st || !m)
         return st;
-    pthread_mutex_lock(&memo_lock);
-    if (!atomic_load_explicit(&m->ready, memory_order_relaxed)) {
+    int empty = MEMO_EMPTY;
+    if (atomic_compare_exchange_strong_explicit(&m->state, &empty, MEMO_WRITING,
+                                                memory_order_acquire,
+                                                memory_order_relaxed)) {
         m->plan = *out;
-        atomic_store_explicit(&m->ready, 1, memory_order_release);
+        atomic_store_explicit(&m->state, MEMO_READY, memory_order_release);
     }
-    pthread_mutex_unlock(&memo_lock);
     return SW_OK;
 }
 
