@@ -257,7 +257,7 @@ SW_API int sw_tensor_retains_grad(const sw_tensor *t);
  * changed on a leaf tensor ...") and for 1 on a tensor of another dtype
  * ("only tensors of a differentiable dtype ... can require gradients").
  */
-SW_API sw_status sw_tensor_set_requires_grad(sw_tensor *t, int requires);
+SW_API sw_status sw_tensor_set_requires_grad(sw_tensor *t, int on);
 
 /*
  * Reverse-mode differentiation from t. gradient may be NULL only for an

@@ -100,7 +100,7 @@ int sw_tensor_retains_grad(const sw_tensor *t) {
     return t->retain_grad;
 }
 
-sw_status sw_tensor_set_requires_grad(sw_tensor *t, int requires) {
+sw_status sw_tensor_set_requires_grad(sw_tensor *t, int on) {
     if (!t)
         return sw_fail(SW_ETYPE, "tensor must be a Tensor");
     if (t->ctx)
@@ -108,27 +108,28 @@ sw_status sw_tensor_set_requires_grad(sw_tensor *t, int requires) {
                        "requires_grad can only be changed on a leaf tensor "
                        "(one that no recorded operation made); detach() "
                        "gives a leaf over the same storage");
-    if (requires && (t->planes ||
-                     !sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier))))
+    if (on && (t->planes ||
+               !sw_dtype_is_differentiable(sw_carrier_dtype(t->carrier))))
         return sw_fail(SW_ERUNTIME,
                        "only tensors of a differentiable dtype (Float32, "
                        "Floating) can require gradients");
-    t->constant = !
-                      requires;
+    t->constant = !on;
     return SW_OK;
 }
 
-int sw_args_have_constant(int32_t n, const sw_arg *args) {
-    for (int32_t i = 0; i < n; ++i)
-        if (args[i].kind == SW_ARG_TENSOR && args[i].as.tensor &&
-            args[i].as.tensor->constant)
-            return 1;
-    return 0;
-}
-
-void sw_tensor_make_constant(sw_tensor *t) {
-    if (t && !t->ctx)
-        t->constant = 1;
+void sw_constant_results(int32_t nargs, const sw_arg *args, int32_t n,
+                         sw_tensor *const *results) {
+    if (!sw_grad_enabled())
+        return;
+    int constant = 0;
+    for (int32_t i = 0; i < nargs && !constant; ++i)
+        constant = args[i].kind == SW_ARG_TENSOR && args[i].as.tensor &&
+                   args[i].as.tensor->constant;
+    for (int32_t k = 0; constant && k < n; ++k) {
+        sw_tensor *t = results[k];
+        if (t && !t->ctx && sw_tensor_is_differentiable(t))
+            t->constant = 1;
+    }
 }
 
 /* ----------------------------------------------------- gradient arithmetic */

@@ -979,12 +979,8 @@ sw_status sw_op_call(int32_t id, int32_t noperands, const sw_arg *operands,
         st = run_reference(r, &call, &res, got);
     if (!st && graph)
         st = attach_nodes(r, &call, &res, got);
-    if (!st && !diff_present && sw_grad_enabled() &&
-        sw_args_have_constant(call.noperands, call.operands))
-        for (int32_t k = 0; k < n; ++k)
-            if (res.results[k].alias_of < 0 && got[k] &&
-                sw_tensor_is_differentiable(got[k]))
-                sw_tensor_make_constant(got[k]);
+    if (!st && !diff_present)
+        sw_constant_results(call.noperands, call.operands, n, got);
     sw_resolution_clear(&res);
     if (st) {
         for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)

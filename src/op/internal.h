@@ -94,10 +94,14 @@ sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);
  * nesting kept). Anything else fails with SW_EVALUE "Tensor layouts must
  * match".
  */
-/* Whether a tensor argument is a constant (sw_tensor_set_requires_grad),
- * and the mark a result of such arguments gets (a leaf only). */
-int sw_args_have_constant(int32_t n, const sw_arg *args);
-void sw_tensor_make_constant(sw_tensor *t);
+/* The one rule for results of an execution that recorded no node: while
+ * grad mode is on, when a tensor argument is a constant
+ * (sw_tensor_set_requires_grad), the differentiable leaf results become
+ * constants too. (Results of recorded executions are never constants;
+ * an argument returned as a result is already what it is, since no
+ * argument was differentiable.) */
+void sw_constant_results(int32_t nargs, const sw_arg *args, int32_t n,
+                         sw_tensor *const *results);
 
 sw_status sw_elementwise_layout(const sw_layout *a, const sw_layout *b,
                                 sw_layout **out);

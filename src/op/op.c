@@ -243,10 +243,8 @@ static sw_status forward_body(sw_op *op, int32_t nargs, const sw_arg *args,
     st = run_forward(op, nargs, args, &r);
     if (st)
         return st;
-    /* Computed from constants alone (nothing recorded): a constant. */
-    if (!store && sw_grad_enabled() && sw_args_have_constant(nargs, args) &&
-        sw_tensor_is_differentiable(r))
-        sw_tensor_make_constant(r);
+    if (!store)
+        sw_constant_results(nargs, args, 1, &r);
     if (store && sw_tensor_is_differentiable(r)) {
         /* A result that is one of its own inputs would hold itself through
          * the operation; it stays a leaf instead. */
