@@ -260,6 +260,28 @@ SW_API int sw_tensor_retains_grad(const sw_tensor *t);
 SW_API sw_status sw_tensor_set_requires_grad(sw_tensor *t, int on);
 
 /*
+ * Gradient hooks: fn(t, ctx) runs each time a reverse pass has finished
+ * adding into t's .grad (a leaf, or a tensor that retains grad): for a
+ * leaf that is when the pass has no further contribution for it, so its
+ * gradient is final for that pass (PyTorch's post-accumulate-grad hook).
+ * Hooks run in the order they were added, on the thread running the
+ * pass, while t's gradient is locked against other passes (a hook may
+ * read and write t's .grad, and must not wait for another pass that
+ * accumulates into t). A hook that fails stops the pass with its status.
+ * *id (may be NULL) receives a handle for sw_tensor_remove_grad_hook,
+ * after which fn is never called again for this hook: removal waits for
+ * a running call of it. release (may be NULL) runs on ctx when the hook
+ * is removed or t is destroyed. SW_ETYPE "grad hook needs a function";
+ * not_differentiable's SW_ERUNTIME for tensors that cannot have a grad.
+ */
+typedef sw_status (*sw_grad_hook_fn)(sw_tensor *t, void *ctx);
+SW_API sw_status sw_tensor_add_grad_hook(sw_tensor *t, sw_grad_hook_fn fn,
+                                         void *ctx, void (*release)(void *),
+                                         int64_t *id);
+/* SW_EKEY "no grad hook with this id" when t has none. */
+SW_API sw_status sw_tensor_remove_grad_hook(sw_tensor *t, int64_t id);
+
+/*
  * Reverse-mode differentiation from t. gradient may be NULL only for an
  * exact scalar (one flat top-level mode of extent 1). The pass is
  * iterative: discovery counts each distinct differentiable input's

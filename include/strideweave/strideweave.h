@@ -28,5 +28,6 @@
 #include "strideweave/tiled.h"
 #include "strideweave/opencl.h"
 #include "strideweave/softmax.h"
+#include "strideweave/distributed.h"
 
 #endif /* STRIDEWEAVE_H */

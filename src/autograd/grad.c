@@ -132,6 +132,85 @@ void sw_constant_results(int32_t nargs, const sw_arg *args, int32_t n,
     }
 }
 
+/* ------------------------------------------------------------ grad hooks */
+
+typedef struct sw_grad_hook {
+    struct sw_grad_hook *next;
+    sw_grad_hook_fn fn;
+    void *ctx;
+    void (*release)(void *);
+    int64_t id;
+} sw_grad_hook;
+
+static atomic_int_fast64_t next_hook_id = 1;
+
+sw_status sw_tensor_add_grad_hook(sw_tensor *t, sw_grad_hook_fn fn, void *ctx,
+                                  void (*release)(void *), int64_t *id) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "grad hook needs a tensor");
+    if (!fn)
+        return sw_fail(SW_ETYPE, "grad hook needs a function");
+    if (!sw_tensor_is_differentiable(t))
+        return not_differentiable("grad hook");
+    sw_grad_hook *h = sw_malloc(sizeof *h);
+    if (!h)
+        return sw_oom();
+    h->next = NULL;
+    h->fn = fn;
+    h->ctx = ctx;
+    h->release = release;
+    h->id = atomic_fetch_add(&next_hook_id, 1);
+    pthread_mutex_t *lock = grad_lock_of(t);
+    pthread_mutex_lock(lock);
+    sw_grad_hook **tail = &t->hooks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = h;
+    pthread_mutex_unlock(lock);
+    if (id)
+        *id = h->id;
+    return SW_OK;
+}
+
+sw_status sw_tensor_remove_grad_hook(sw_tensor *t, int64_t id) {
+    if (!t)
+        return sw_fail(SW_ETYPE, "grad hook needs a tensor");
+    pthread_mutex_t *lock = grad_lock_of(t);
+    pthread_mutex_lock(lock);
+    sw_grad_hook **p = &t->hooks;
+    while (*p && (*p)->id != id)
+        p = &(*p)->next;
+    sw_grad_hook *h = *p;
+    if (h)
+        *p = h->next;
+    pthread_mutex_unlock(lock);
+    if (!h)
+        return sw_fail(SW_EKEY, "no grad hook with this id");
+    if (h->release)
+        h->release(h->ctx);
+    sw_free(h);
+    return SW_OK;
+}
+
+void sw_grad_hooks_free(sw_tensor *t) {
+    /* The last reference is gone: no pass can run a hook of t. */
+    for (sw_grad_hook *h = t->hooks, *next; h; h = next) {
+        next = h->next;
+        if (h->release)
+            h->release(h->ctx);
+        sw_free(h);
+    }
+    t->hooks = NULL;
+}
+
+/* Runs t's hooks; the caller holds t's gradient lock. */
+static sw_status run_grad_hooks(sw_tensor *t) {
+    sw_status st = SW_OK;
+    for (sw_grad_hook *h = t->hooks; h && !st; h = h->next)
+        st = h->fn(t, h->ctx);
+    return st;
+}
+
 /* ----------------------------------------------------- gradient arithmetic */
 
 /* A fresh tensor like `like` (its carrier's class and dtype, `layout`)
@@ -243,6 +322,8 @@ static sw_status accumulate_grad(sw_tensor *t, sw_tensor *g) {
                                     t->grad->layout, 0);
         sw_tensor_unref(sum);
     }
+    if (!st)
+        st = run_grad_hooks(t);
     pthread_mutex_unlock(lock);
     return st;
 }

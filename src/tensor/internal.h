@@ -40,6 +40,9 @@ struct sw_tensor {
     /* A constant for autograd (sw_tensor_set_requires_grad(t, 0)): not
      * differentiable whatever its dtype. */
     int constant;
+    /* Gradient hooks (sw_tensor_add_grad_hook), changed and run under
+     * t's gradient lock; NULL for none. */
+    struct sw_grad_hook *hooks;
     /* The tensor lives in its carrier's block (the room of
      * sw_carrier_offer_tensor_room) and goes with the carrier, not by
      * itself. */
@@ -48,6 +51,9 @@ struct sw_tensor {
 
 /* The bytes of a carrier's room for its first tensor. */
 #define SW_TENSOR_ROOM sizeof(struct sw_tensor)
+
+/* Frees t's gradient hooks (tensor destruction). */
+void sw_grad_hooks_free(sw_tensor *t);
 
 /* The gate of sw_tensor_require_single, with the common case inline. */
 sw_status sw_tensor_refuse_multi(const sw_tensor *t, sw_entry entry);

@@ -6,6 +6,7 @@
 #include "layout/internal.h"
 #include "op/kernels/kernels.h"
 #include "strideweave/evictable.h"
+#include "strideweave/opencl.h"
 #include "tensor/internal.h"
 
 static void tensor_destroy(sw_object *o) {
@@ -13,6 +14,7 @@ static void tensor_destroy(sw_object *o) {
     sw_carrier *c = t->carrier;
     sw_op_unref(t->ctx);
     sw_tensor_unref(t->grad);
+    sw_grad_hooks_free(t);
     sw_layout_unref(t->layout);
     sw_planes_free(t->planes);
     /* Last: a tensor in its carrier's block may go with the carrier (the
@@ -45,6 +47,7 @@ static void init_tensor(sw_tensor *t, sw_carrier *carrier, int64_t offset,
     t->grad = NULL;
     t->retain_grad = 0;
     t->constant = 0;
+    t->hooks = NULL;
     t->in_carrier = in_carrier;
 }
 
@@ -268,6 +271,10 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
         !sw_add_ok(base, mapping->cosize, &end) || end > sw_carrier_size(c))
         return sw_fail(SW_EVALUE,
                        "scatter mapping exceeds destination carrier size");
+    /* OpenCL's own scatter is one confirmed write (a kernel for an OpenCL
+     * source), atomic, and bumps the version once. */
+    if (sw_carrier_is_opencl(c))
+        return sw_opencl_scatter(c, src, onto, mapping, mapping_offset);
     if (bulk) {
         if (mapping->nleaf > 64)
             return sw_fail(SW_ENOTIMPL, "scatter supports at most 64 leaves");

@@ -255,7 +255,8 @@ static int module_exec(PyObject *module) {
         swpy_profile_init(module, st) < 0 || swpy_policy_init(module, st) < 0 ||
         swpy_definition_init(module, st) < 0 ||
         swpy_extension_init(module, st) < 0 ||
-        swpy_kernels_init(module, st) < 0 || swpy_tiled_init(module, st) < 0) {
+        swpy_kernels_init(module, st) < 0 || swpy_tiled_init(module, st) < 0 ||
+        swpy_distributed_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddStringConstant(module, "c_version", sw_version()) < 0) {

@@ -10,6 +10,8 @@
 int swpy_kernels_init(PyObject *module, swpy_state *st);
 /* The TiledEvictable functions (tiled.c). */
 int swpy_tiled_init(PyObject *module, swpy_state *st);
+/* strideweave.distributed's native functions (distributed.c). */
+int swpy_distributed_init(PyObject *module, swpy_state *st);
 
 /* Python patterns adapted into library patterns: the adapters' contexts
  * (which live as long as the definition or pack) and the declarations to
