@@ -108,6 +108,32 @@ SW_API sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
                                    const sw_layout *mapping,
                                    int64_t mapping_offset);
 
+/*
+ * Operations. The OpenCL carrier runs the computing built-in operations of
+ * the CPU carrier with the same argument rules, result layouts, dtypes and
+ * capability set (Float32 and Int32; Bool refused): add, sub,
+ * elementwise_mul, div, mul and pow by a scalar, the activations, reduce,
+ * matmul and batched_matmul, with their backward passes; the layout
+ * operations are views that run nothing. Operands must be OpenCL
+ * tensors on one device; results are fresh OpenCL carriers on it.
+ *
+ * Each operation runs an OpenCL C kernel generated from the operation,
+ * the dtypes and the iteration plan of its operands (strides and extents
+ * included, so strided, hierarchical and broadcast layouts need no copy),
+ * compiled at its first use and kept in a per-process cache keyed by the
+ * generated source. A launch returns once the kernel is enqueued: host
+ * reads, moves and sw_opencl_synchronize wait for it. Int32 operations
+ * that can overflow (add, sub, elementwise_mul, mul, pow, reduce, matmul)
+ * wait for their kernel to report overflow as SW_EOVERFLOW, as the CPU's
+ * do. Errors of kernel compilation or launch are SW_ERUNTIME.
+ *
+ * sw_opencl_kernel_stats: the cache's entries, the kernels compiled and
+ * the kernels launched since the process started (any argument may be
+ * NULL). For tests and benchmarks.
+ */
+SW_API void sw_opencl_kernel_stats(int64_t *entries, int64_t *compiled,
+                                   int64_t *launched);
+
 /* The exact bulk move classes, registered for their pairs. */
 SW_API const sw_move_class *sw_move_cpu_to_opencl(void);
 SW_API const sw_move_class *sw_move_opencl_to_cpu(void);
@@ -117,14 +143,16 @@ SW_API const sw_move_class *sw_move_opencl_to_opencl(void);
  * Fault injection for tests: after sw_debug_opencl_fail(stage, n), n more
  * calls at that stage succeed and the next one fails as the runtime would
  * (SW_ERUNTIME "... failed (injected)"); then the hook is off again.
- * SW_OPENCL_STAGE_NONE turns it off. Stages: enqueueing a command, waiting
- * for events, mapping a buffer.
+ * SW_OPENCL_STAGE_NONE turns it off. Stages: enqueueing a command
+ * (kernel launches included), waiting for events, mapping a buffer,
+ * compiling a generated kernel.
  */
 typedef enum sw_opencl_stage {
     SW_OPENCL_STAGE_NONE = 0,
     SW_OPENCL_STAGE_ENQUEUE = 1,
     SW_OPENCL_STAGE_WAIT = 2,
-    SW_OPENCL_STAGE_MAP = 3
+    SW_OPENCL_STAGE_MAP = 3,
+    SW_OPENCL_STAGE_COMPILE = 4
 } sw_opencl_stage;
 
 SW_API void sw_debug_opencl_fail(sw_opencl_stage stage, int64_t after);

@@ -416,11 +416,18 @@ def _debug_opencl_fail(stage: str, after: int, /) -> None:
     as the runtime would ('... failed (injected)'); then the hook is off.
 
     Args:
-        stage: 'enqueue', 'wait', 'map', or 'none' (off).
+        stage: 'enqueue', 'wait', 'map', 'compile', or 'none' (off).
         after: calls at that stage that still succeed.
 
     Returns:
         None.
+    """
+
+def _opencl_kernel_stats() -> tuple[int, int, int]:
+    """The OpenCL kernel cache's counters, for tests and benchmarks.
+
+    Returns:
+        (entries cached now, kernels compiled, kernels launched) since the process started.
     """
 
 def _file_remove_temporaries() -> None:

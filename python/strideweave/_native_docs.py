@@ -4731,7 +4731,7 @@ Fault injection for the OpenCL runtime: after more calls at stage succeed, the n
 as the runtime would ('... failed (injected)'); then the hook is off.
 
 Args:
-    stage: 'enqueue', 'wait', 'map', or 'none' (off).
+    stage: 'enqueue', 'wait', 'map', 'compile', or 'none' (off).
     after: calls at that stage that still succeed.
 
 Returns:

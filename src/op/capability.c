@@ -22,6 +22,7 @@
 #include "strideweave/blockdev.h"
 #include "strideweave/capability.h"
 #include "strideweave/evictable.h"
+#include "strideweave/opencl.h"
 
 /* ---------------------------------------------------------- descriptors */
 
@@ -418,7 +419,7 @@ static int64_t nentries, capacity;
 static int is_shipped(const void *cls) {
     return cls == sw_cpu_class() || cls == sw_generic_class() ||
            cls == sw_file_class() || cls == sw_evictable_class() ||
-           cls == sw_blockdev_class();
+           cls == sw_blockdev_class() || cls == sw_opencl_class();
 }
 
 /* The index of cls, or -(insertion point) - 1. Under the lock. */
@@ -464,7 +465,9 @@ static sw_status make_shipped(const void *cls, cap_entry *e) {
     e->state = SW_CAPS_SHIPPED;
     e->items = NULL;
     e->count = 0;
-    if (cls == sw_cpu_class())
+    /* OpenCL runs every operation the CPU runs, with its rules
+     * (carrier/opencl/ops.c): the same plans. */
+    if (cls == sw_cpu_class() || cls == sw_opencl_class())
         return generate(cpu, 2, &e->items, &e->count);
     if (cls == sw_generic_class())
         return generate(generic, 2, &e->items, &e->count);

@@ -322,6 +322,101 @@ static void test_async(void) {
     sw_carrier_unref(dev);
 }
 
+/* Runs built-in op on the given arguments through the carrier of the
+ * first one; the result or NULL. */
+static sw_tensor *run_op(const char *name, int32_t nargs, const sw_arg *args) {
+    sw_op *op = NULL;
+    sw_tensor *r = NULL;
+    if (sw_carrier_dispatch_op(sw_tensor_carrier(args[0].as.tensor), name,
+                               &op) == SW_OK)
+        (void)sw_op_forward(op, nargs, args, &r);
+    sw_op_unref(op);
+    return r;
+}
+
+static double tget(sw_tensor *t, int64_t i) {
+    sw_value v;
+    if (!t || sw_tensor_get(t, i, &v) != SW_OK)
+        return -999.0;
+    return v.kind == SW_VALUE_F64 ? v.as.f : (double)v.as.i;
+}
+
+static void test_operations(void) {
+    /* Six values 0..5 on the device, read through two layouts. */
+    sw_carrier *c = NULL;
+    (void)sw_opencl_new(6, SW_DTYPE_FLOAT32, 1, 0, -1, &c);
+    for (int64_t i = 0; i < 6; ++i) {
+        sw_value v = {.kind = SW_VALUE_F64, .as.f = (double)i};
+        (void)sw_carrier_set(c, i, &v);
+    }
+    sw_tensor *a = tensor_over(c, 0, "(2,3):(1,2)");
+    sw_tensor *b = tensor_over(c, 0, "(2,3):(3,1)");
+    sw_arg ab[2] = {sw_arg_tensor(a), sw_arg_tensor(b)};
+    int64_t compiled0 = 0, compiled1 = 0, launched0 = 0, launched1 = 0;
+    sw_opencl_kernel_stats(NULL, &compiled0, &launched0);
+    sw_tensor *sum = run_op("add", 2, ab);
+    /* a(i, j) = 2j + i, b(i, j) = 3i + j: the logical order is i fastest. */
+    ok(sum && sw_carrier_is_opencl(sw_tensor_carrier(sum)) &&
+           tget(sum, 0) == 0.0 && tget(sum, 1) == 4.0 &&
+           tget(sum, 5) == 5.0 + 5.0,
+       "add of a compact and a transposed layout runs on the device");
+    sw_tensor *again = run_op("add", 2, ab);
+    sw_opencl_kernel_stats(NULL, &compiled1, &launched1);
+    ok(compiled1 == compiled0 + 1 && launched1 == launched0 + 2,
+       "one compile for two launches of one specialisation");
+    sw_tensor *prod = run_op("matmul", 2, ab);
+    /* C[i, j] = sum_k a(i, k) b(j, k). */
+    ok(prod && tget(prod, 0) == 0 * 0 + 2 * 1 + 4 * 2 &&
+           tget(prod, 3) == 1 * 3 + 3 * 4 + 5 * 5,
+       "matmul on the device");
+    sw_arg one = sw_arg_tensor(a);
+    sw_tensor *red = run_op("reduce", 1, &one);
+    ok(red && tget(red, 0) == 0 + 2 + 4 && tget(red, 1) == 1 + 3 + 5,
+       "reduce on the device");
+    sw_tensor *ex = run_op("exp", 1, &one);
+    ok(ex && tget(ex, 2) > 7.389 && tget(ex, 2) < 7.390, "exp on the device");
+
+    /* Int32 overflow is reported by the call that caused it. */
+    sw_carrier *ic = NULL;
+    (void)sw_opencl_new(1, SW_DTYPE_INT32, 1, 0, -1, &ic);
+    sw_value big = {.kind = SW_VALUE_I64, .as.i = (int64_t)1 << 30};
+    (void)sw_carrier_set(ic, 0, &big);
+    sw_tensor *it = tensor_over(ic, 0, "1:1");
+    sw_arg ii[2] = {sw_arg_tensor(it), sw_arg_tensor(it)};
+    sw_op *op = NULL;
+    sw_tensor *r = NULL;
+    sw_status st = sw_carrier_dispatch_op(ic, "add", &op);
+    if (!st)
+        st = sw_op_forward(op, 2, ii, &r);
+    is_int(st, SW_EOVERFLOW, "Int32 overflow: %s", sw_errmsg());
+    ok(r == NULL, "no result on overflow");
+    sw_op_unref(op);
+    sw_clear_error();
+
+    /* Bool and unknown operations are refused. */
+    sw_carrier *bc = NULL;
+    (void)sw_opencl_new(1, SW_DTYPE_BOOL, 1, 0, -1, &bc);
+    sw_tensor *bt = tensor_over(bc, 0, "1:1");
+    sw_arg bb[2] = {sw_arg_tensor(bt), sw_arg_tensor(bt)};
+    op = NULL;
+    st = sw_carrier_dispatch_op(bc, "add", &op);
+    if (!st)
+        st = sw_op_forward(op, 2, bb, &r);
+    is_int(st, SW_ETYPE, "Bool refused: %s", sw_errmsg());
+    sw_op_unref(op);
+    op = NULL;
+    is_int(sw_carrier_dispatch_op(bc, "no_such_op", &op), SW_ENOTIMPL,
+           "an unknown operation is refused: %s", sw_errmsg());
+    sw_clear_error();
+
+    sw_tensor *list[] = {a, b, sum, again, prod, red, ex, it, bt};
+    for (size_t i = 0; i < sizeof list / sizeof *list; ++i)
+        sw_tensor_unref(list[i]);
+    sw_carrier_unref(bc);
+    sw_carrier_unref(ic);
+    sw_carrier_unref(c);
+}
+
 int main(void) {
     int64_t base = sw_debug_live_allocs();
     test_validation();
@@ -344,6 +439,7 @@ int main(void) {
     test_moves();
     test_move_faults();
     test_async();
+    test_operations();
     sw_move_wait_idle();
     leak_check(base, "the whole program");
     return done_testing();

@@ -50,8 +50,9 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
 - Structural views (permute, rearrange) share the storage and compile
   nothing: ``test_layout_views_share_storage``.
 
-Not built (see docs/COMPATIBILITY.md, OpenCL): computing operations on OpenCL
-carriers, TiledEvictable over OpenCL, the device interval in profiling.
+Operations on OpenCL tensors (generated kernels, their cache, autograd) are
+tested in test_opencl_ops.py. Not built (see docs/COMPATIBILITY.md, OpenCL):
+TiledEvictable over OpenCL, the device interval in profiling.
 """
 
 import os
@@ -408,5 +409,5 @@ def test_layout_views_share_storage(runtime):
     assert r.carrier is c and values(r) == values(p)
     c[2] = 9.0
     assert values(p)[1] == 9.0  # a view, not a copy
-    with pytest.raises(NotImplementedError, match="OpenCL carrier does not support operation"):
-        sw.add(t, t)
+    # Computing operations run kernels (tests/python/test_opencl_ops.py).
+    assert values(sw.add(p, p)) == [0.0, 18.0, 8.0, 2.0, 6.0, 10.0]

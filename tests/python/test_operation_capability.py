@@ -296,7 +296,16 @@ def test_shipped_sets():
     assert capabilities_for_carrier_class(sw.Evictable) == ()
     assert built_ins.__all__ == []
     assert sw.Evictable not in built_ins._BUILT_INS
-    assert built_ins._BUILT_INS == (sw.CPU, sw.Generic, sw.FileBacked, sw.BlockDeviceCarrier)
+    assert built_ins._BUILT_INS == (
+        sw.CPU,
+        sw.Generic,
+        sw.FileBacked,
+        sw.BlockDeviceCarrier,
+        sw.OpenCL,
+    )
+    # OpenCL runs the CPU's operations: the same shipped plans, no runtime needed.
+    assert capabilities_for_carrier_class(sw.OpenCL) == capabilities_for_carrier_class(sw.CPU)
+    assert _native._class_state(sw.OpenCL) == 4
     for cls in built_ins._BUILT_INS:
         with pytest.raises(RuntimeError, match="already declared"):
             built_ins._declare_built_in_capabilities(cls)

@@ -226,13 +226,23 @@ static PyObject *debug_opencl_fail(PyObject *module, PyObject *args) {
         s = SW_OPENCL_STAGE_WAIT;
     } else if (strcmp(stage, "map") == 0) {
         s = SW_OPENCL_STAGE_MAP;
+    } else if (strcmp(stage, "compile") == 0) {
+        s = SW_OPENCL_STAGE_COMPILE;
     } else {
         PyErr_SetString(PyExc_ValueError, "stage must be 'none', 'enqueue', "
-                                          "'wait' or 'map'");
+                                          "'wait', 'map' or 'compile'");
         return NULL;
     }
     sw_debug_opencl_fail(s, after);
     Py_RETURN_NONE;
+}
+
+/* The kernel cache's counters: (entries, compiled, launched). */
+static PyObject *opencl_kernel_stats(PyObject *module, PyObject *unused) {
+    int64_t entries = 0, compiled = 0, launched = 0;
+    sw_opencl_kernel_stats(&entries, &compiled, &launched);
+    return Py_BuildValue("(LLL)", (long long)entries, (long long)compiled,
+                         (long long)launched);
 }
 
 /* ------------------------------------------------------------ type spec */
@@ -269,6 +279,7 @@ static PyGetSetDef opencl_getset[] = {
 static PyMethodDef opencl_functions[] = {
     {"opencl_devices", opencl_devices, METH_NOARGS, NULL},
     {"_debug_opencl_fail", debug_opencl_fail, METH_VARARGS, NULL},
+    {"_opencl_kernel_stats", opencl_kernel_stats, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

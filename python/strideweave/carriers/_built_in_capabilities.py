@@ -1,7 +1,8 @@
 """The shipped backends' capability sets (private).
 
-The library declares and seals the sets of CPU and Generic (every plan they
-execute) and FileBacked and BlockDeviceCarrier (empty) itself; Evictable has no class-level set.
+The library declares and seals the sets of CPU, Generic and OpenCL (every plan
+they execute; OpenCL's are the CPU's) and FileBacked and BlockDeviceCarrier
+(empty) itself; Evictable has no class-level set.
 Nothing here declares anything new: :func:`_initialize_built_in_capabilities`
 only observes the shipped classes, so that their sets are sealed and
 converted whichever module is imported first.
@@ -11,11 +12,12 @@ from strideweave.carriers.block_device import BlockDeviceCarrier
 from strideweave.carriers.cpu import CPU
 from strideweave.carriers.file_backed import FileBacked
 from strideweave.carriers.generic import Generic
+from strideweave.carriers.opencl import OpenCL
 
 __all__: list[str] = []
 
 # The classes with a class-level declaration (Evictable has none).
-_BUILT_INS = (CPU, Generic, FileBacked, BlockDeviceCarrier)
+_BUILT_INS = (CPU, Generic, FileBacked, BlockDeviceCarrier, OpenCL)
 
 
 def _declare_built_in_capabilities(cls: type) -> None:

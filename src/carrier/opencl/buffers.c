@@ -277,15 +277,12 @@ static sw_status opencl_new_like(sw_carrier *c, int64_t n,
     return SW_OK;
 }
 
-/* The layout operations (views over the same buffer, which compile
- * nothing); computing operations are not built for OpenCL yet. */
+/* The computing built-ins run generated kernels (ops.c); the layout
+ * operations are views over the same buffer, which compile nothing. */
 static sw_status opencl_dispatch(sw_carrier *c, const sw_op_info *op,
                                  struct sw_op **out) {
-    if (op->flags & SW_OPF_LAYOUT)
-        return sw_shared_op_new_info(op, out);
-    return sw_fail(SW_ENOTIMPL,
-                   "OpenCL carrier does not support operation '%s' yet",
-                   op->name);
+    (void)c;
+    return sw_opencl_op_new(op, out);
 }
 
 const sw_carrier_class sw_opencl_carrier_class = {
@@ -417,6 +414,17 @@ sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
         st = sw_fail(SW_EVALUE, "mapping_offset must be non-negative");
         goto done;
     }
+    /* An OpenCL source on the same device is copied by a kernel. */
+    int handled = 0;
+    st = sw_opencl_scatter_device(c, src, onto, mapping,
+                                  onto->offset + mapping_offset, &handled);
+    if (handled) {
+        if (!st)
+            st = sw_carrier_bump_version(c);
+        goto done;
+    }
+    if (st)
+        goto done;
     host = sw_malloc(n * item > 0 ? (size_t)(n * item) : 1);
     old = sw_malloc(n * item > 0 ? (size_t)(n * item) : 1);
     if (!host || !old) {

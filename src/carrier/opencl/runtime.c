@@ -66,6 +66,14 @@ static int resolve(void *lib, const char **missing) {
         E(GetEventProfilingInfo),
         E(Flush),
         E(Finish),
+        E(CreateProgramWithSource),
+        E(BuildProgram),
+        E(GetProgramBuildInfo),
+        E(ReleaseProgram),
+        E(CreateKernel),
+        E(ReleaseKernel),
+        E(SetKernelArg),
+        E(EnqueueNDRangeKernel),
 #undef E
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; ++i) {
@@ -287,6 +295,15 @@ sw_status sw_cl_wait(cl_uint n, const cl_event *events, const char *what) {
     if (err != SW_CL_SUCCESS)
         return sw_cl_fail(what, err);
     return SW_OK;
+}
+
+sw_status sw_cl_finish(sw_cl_device *d, const char *what) {
+    if (sw_cl_injected(SW_OPENCL_STAGE_WAIT)) {
+        (void)sw_cl.Finish(d->queue);
+        return sw_cl_fail_injected(what);
+    }
+    cl_int err = sw_cl.Finish(d->queue);
+    return err == SW_CL_SUCCESS ? SW_OK : sw_cl_fail(what, err);
 }
 
 void sw_cl_release_events(cl_uint n, cl_event *events) {
