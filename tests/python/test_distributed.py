@@ -172,13 +172,16 @@ if n > 1:
     try:
         dist.all_reduce(bad)
     except ValueError as e:
-        assert "the processes disagree" in str(e) and "rank 0: all_reduce(Float32 3, sum)" in str(e), e
+        text = str(e)
+        assert "the processes disagree" in text, text
+        assert "rank 0: all_reduce(Float32 3, sum)" in text, text
     else:
         raise AssertionError("no error")
 
 # refusals at submission, before any communication.
 try:
-    dist.all_reduce(sw.Tensor(sw.CPU(2, dtype=sw.DType.Int32), 0, sw.Layout(sw.Shape(2), sw.Stride(1))), "mean")
+    ints = sw.Tensor(sw.CPU(2, dtype=sw.DType.Int32), 0, sw.Layout(sw.Shape(2), sw.Stride(1)))
+    dist.all_reduce(ints, "mean")
 except TypeError as e:
     assert "mean needs a Float32 tensor" in str(e)
 else:
@@ -279,7 +282,7 @@ def test_data_parallel_equals_one_process_on_the_whole_batch(n, tmp_path):
         # Every process holds the same parameters, bit for bit.
         assert res["params"] == results[0]["params"]
         assert res["losses"] == pytest.approx(losses, rel=2e-5, abs=1e-6)
-        for mine, ref in zip(res["params"], params):
+        for mine, ref in zip(res["params"], params, strict=True):
             assert mine == pytest.approx(ref, rel=2e-5, abs=1e-6)
     assert losses[-1] < losses[0]
 
