@@ -12,13 +12,13 @@ MESON  := $(VBIN)/meson
 NINJA  := $(VBIN)/ninja
 
 C_SOURCES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-PY_SOURCES := python tests/python tests/fuzz bench examples tools
+PY_SOURCES := python tests/python tests/typing tests/fuzz bench examples tools
 
 SAN_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1 \
            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all venv install build-c test test-c test-python test-reference test-ulp demo layout-demo \
-        bench bench-peers sanitize tsan format format-check lint stubtest check clean
+        bench bench-peers sanitize tsan format format-check lint stubtest typecheck docs check clean
 
 all: test
 
@@ -186,8 +186,28 @@ stubtest: install
 	cd /tmp && $(abspath $(VPY)) -m mypy.stubtest strideweave \
 		--allowlist $(abspath python/stubtest-allowlist.txt)
 
+# A user's typed script (tests/typing/user_script.py) checked by pyright in
+# strict mode against the installed package's stubs, as an editor sees it:
+# a value typed Any or a wrong type fails. basedpyright is pyright with
+# Node.js from PyPI.
+typecheck: $(DEPS) $(INSTALLED)
+	$(VBIN)/basedpyright --pythonpath $(abspath $(VPY)) -p tests/typing/pyrightconfig.json
+
+# The documentation site (mkdocs.yml; sources in docs/, the API pages made
+# from the stubs, docstrings and C headers by tools/docs_site.py) into
+# build/docs. Strict: a warning fails the build, and so does a Python
+# example of a page that does not do what the page says (every one runs).
+DOCS_DEPS := $(VENV)/.docs-deps-stamp
+$(DOCS_DEPS): $(BUILD_DEPS) requirements-docs.txt
+	$(VPY) -m pip install -q -r requirements-docs.txt
+	touch $@
+
+docs: $(DOCS_DEPS) $(INSTALLED)
+	$(VBIN)/mkdocs build --strict --quiet
+	@echo "documentation in build/docs (open build/docs/index.html)"
+
 # What CI runs after the test command.
-check: test-reference sanitize tsan format-check lint stubtest
+check: test-reference sanitize tsan format-check lint stubtest docs typecheck
 
 # The libFuzzer target of the layout command strings (tests/fuzz/), built
 # with clang under AddressSanitizer and UndefinedBehaviorSanitizer from the

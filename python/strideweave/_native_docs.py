@@ -4137,7 +4137,7 @@ Examples:
 --
 
 The values as nested lists by top-level modes: mode 0 is the outermost list,
-so t.tolist()[i][j] == t[i, j].
+so ``t.tolist()[i][j] == t[i, j]``.
 
 Returns:
     list: nested lists of the carrier's values (one level per mode).

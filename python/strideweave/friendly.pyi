@@ -259,7 +259,7 @@ def mean(tensor: Tensor) -> Tensor:
         3.0
     """
 
-def item(tensor: Tensor) -> Any:
+def item(tensor: Tensor) -> float | int | bool:
     """The single value of a one-element tensor.
 
     Args:

@@ -2,12 +2,14 @@
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from strideweave.carriers.base import Carrier
 
 __all__ = ["Profiler", "ProfilerAggregate", "ProfilerEvent", "profile"]
 
+@dataclass(frozen=True, slots=True)
 class ProfilerEvent:
     """One recorded execution of a dispatched operation, or one half of a move.
 
@@ -36,69 +38,19 @@ class ProfilerEvent:
         (0, None, 'exp', True)
     """
 
-    __slots__ = (
-        "id",
-        "parent_id",
-        "name",
-        "carrier_type",
-        "implementation_type",
-        "input_shapes",
-        "start_time_ns",
-        "duration_ns",
-        "self_time_ns",
-        "thread_id",
-        "succeeded",
-    )
-    __match_args__ = (
-        "id",
-        "parent_id",
-        "name",
-        "carrier_type",
-        "implementation_type",
-        "input_shapes",
-        "start_time_ns",
-        "duration_ns",
-        "self_time_ns",
-        "thread_id",
-        "succeeded",
-    )
-    @property
-    def id(self) -> int: ...
-    @property
-    def parent_id(self) -> int | None: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def carrier_type(self) -> type: ...
-    @property
-    def implementation_type(self) -> type: ...
-    @property
-    def input_shapes(self) -> tuple[Any, ...] | None: ...
-    @property
-    def start_time_ns(self) -> int: ...
-    @property
-    def duration_ns(self) -> int: ...
-    @property
-    def self_time_ns(self) -> int: ...
-    @property
-    def thread_id(self) -> int: ...
-    @property
-    def succeeded(self) -> bool: ...
-    def __init__(
-        self,
-        id: int,
-        parent_id: int | None,
-        name: str,
-        carrier_type: type,
-        implementation_type: type,
-        input_shapes: tuple[Any, ...] | None,
-        start_time_ns: int,
-        duration_ns: int,
-        self_time_ns: int,
-        thread_id: int,
-        succeeded: bool,
-    ) -> None: ...
+    id: int
+    parent_id: int | None
+    name: str
+    carrier_type: type
+    implementation_type: type
+    input_shapes: tuple[Any, ...] | None
+    start_time_ns: int
+    duration_ns: int
+    self_time_ns: int
+    thread_id: int
+    succeeded: bool
 
+@dataclass(frozen=True, slots=True)
 class ProfilerAggregate:
     """The executions of one operation name on one carrier class (and shapes).
 
@@ -124,58 +76,15 @@ class ProfilerAggregate:
         ('exp', True, 2)
     """
 
-    __slots__ = (
-        "name",
-        "carrier_type",
-        "input_shapes",
-        "count",
-        "total_time_ns",
-        "self_total_time_ns",
-        "mean_time_ns",
-        "min_time_ns",
-        "max_time_ns",
-    )
-    __match_args__ = (
-        "name",
-        "carrier_type",
-        "input_shapes",
-        "count",
-        "total_time_ns",
-        "self_total_time_ns",
-        "mean_time_ns",
-        "min_time_ns",
-        "max_time_ns",
-    )
-    @property
-    def name(self) -> str: ...
-    @property
-    def carrier_type(self) -> type: ...
-    @property
-    def input_shapes(self) -> tuple[Any, ...] | None: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def total_time_ns(self) -> int: ...
-    @property
-    def self_total_time_ns(self) -> int: ...
-    @property
-    def mean_time_ns(self) -> float: ...
-    @property
-    def min_time_ns(self) -> int: ...
-    @property
-    def max_time_ns(self) -> int: ...
-    def __init__(
-        self,
-        name: str,
-        carrier_type: type,
-        input_shapes: tuple[Any, ...] | None,
-        count: int,
-        total_time_ns: int,
-        self_total_time_ns: int,
-        mean_time_ns: float,
-        min_time_ns: int,
-        max_time_ns: int,
-    ) -> None: ...
+    name: str
+    carrier_type: type
+    input_shapes: tuple[Any, ...] | None
+    count: int
+    total_time_ns: int
+    self_total_time_ns: int
+    mean_time_ns: float
+    min_time_ns: int
+    max_time_ns: int
 
 class Profiler:
     """A single-use context manager recording dispatched operation executions.

@@ -1,7 +1,7 @@
 """Tensors: a carrier, an offset and a layout."""
 
 from collections.abc import Sequence
-from typing import Any, SupportsIndex, TypeAlias
+from typing import Any, SupportsIndex, TypeAlias, overload
 
 from typing_extensions import CapsuleType, disjoint_base
 
@@ -16,6 +16,15 @@ __all__ = ["Tensor"]
 
 # A tensor key: a logical index, or a (nested) tuple/list coordinate.
 _Key: TypeAlias = int | Sequence[Any]
+# A key naming one element: a logical index or a (nested) coordinate of ints.
+_Coordinate: TypeAlias = int | tuple[_Coordinate, ...] | list[_Coordinate]
+# A key with a slice in it, at any level: a view (one entry per top-level mode).
+_ViewPart: TypeAlias = int | slice | tuple[_ViewPart, ...] | list[_ViewPart]
+_ViewKey: TypeAlias = slice | tuple[_ViewPart, ...] | list[_ViewPart]
+# The value of one element: a float for Float32 and Floating, an int for
+# Int32, a bool for Bool. The elements of a Generic carrier of DType.Any are
+# whatever objects were stored, which this type does not describe: cast them.
+_Element: TypeAlias = float | int | bool
 
 class TensorIndexError(IndexError, ValueError):
     """An element key outside a tensor's domain: both IndexError and ValueError."""
@@ -165,7 +174,7 @@ class Tensor:
             >>> Tensor(CPU(6), 0, Layout(Shape(2, 3), Stride(1, 2))).numel()
             6
         """
-    def item(self) -> Any:
+    def item(self) -> _Element:
         """The single value of a one-element tensor.
 
         Returns:
@@ -180,7 +189,7 @@ class Tensor:
         """
     def tolist(self) -> Any:
         """The values as nested lists by top-level modes: mode 0 is the outermost list,
-        so t.tolist()[i][j] == t[i, j].
+        so ``t.tolist()[i][j] == t[i, j]``.
 
         Returns:
             list: nested lists of the carrier's values (one level per mode).
@@ -218,7 +227,7 @@ class Tensor:
             >>> c.tolist(), c.carrier is t.carrier
             ([1.0, 2.0], False)
         """
-    def get(self, key: int | Sequence[Any], /) -> Any:
+    def get(self, key: int | Sequence[Any], /) -> _Element:
         """One element read by Python's indexing rules, beside t[key] (which keeps the
         reference's): a negative coordinate counts from its mode's end (a negative
         int key from the tensor's end), and more coordinates than modes, at any
@@ -603,7 +612,12 @@ class Tensor:
             >>> Tensor(CPU(2), 0, Layout(Shape(2), Stride(1))).__dlpack_device__()
             (1, 0)
         """
-    def __getitem__(self, key: _Key, /) -> Any:
-        """Return self[key]."""
+    # A key of ints names an element; a key with a slice anywhere is a view.
+    # Every key of ints also fits the view key's type, so mypy calls the two
+    # overlapping; the first, the element, is what the runtime gives for them.
+    @overload
+    def __getitem__(self, key: _Coordinate, /) -> _Element: ...  # type: ignore[overload-overlap]
+    @overload
+    def __getitem__(self, key: _ViewKey, /) -> Tensor: ...
     def __setitem__(self, key: _Key, value: Any, /) -> None:
         """Set self[key] to value."""

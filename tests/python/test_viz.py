@@ -2,7 +2,9 @@
 with its index and coloured by index or tile, hierarchical modes grouped,
 the Jupyter hooks, and the argument checks. The SVG is read back as XML;
 where rsvg-convert is installed it is also rendered, and the colours of the
-rendered cells are checked."""
+rendered cells are checked; a real browser (headless Chromium) renders it
+too, and the colour of every cell's pixels is checked against the layout
+(in CI, STRIDEWEAVE_REQUIRE_BROWSER makes a missing browser a failure)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import strideweave as sw
+from helpers_browser import chromium_or_skip, hex_rgb, read_png, screenshot_svg
 from strideweave.viz import PALETTE, REPR_LIMIT, layout_svg
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -103,7 +106,7 @@ def test_rendered_picture_has_the_colours(tmp_path):
     subprocess.run(
         ["rsvg-convert", str(tmp_path / "p.svg"), "-o", str(tmp_path / "p.png")], check=True
     )
-    pixels = _read_png(tmp_path / "p.png")
+    pixels = read_png(tmp_path / "p.png")
     for r in range(2):
         for c in range(3):
             # The centre-left of each cell, clear of its label.
@@ -113,43 +116,57 @@ def test_rendered_picture_has_the_colours(tmp_path):
             assert pixels[y][x][:3] == rgb, (r, c)
 
 
-def _read_png(path):
-    """The RGBA rows of a non-interlaced 8-bit RGBA PNG (what rsvg writes)."""
-    import struct
-    import zlib
+def _cell_colours(pixels, layout, cell):
+    """The rendered colour of each cell (r, c): the pixels of a small patch
+    left of the label, which must all agree."""
+    rank2 = layout.rank == 2
+    rows, cols = (layout[0].size, layout[1].size) if rank2 else (1, layout.size)
+    out = {}
+    for r in range(rows):
+        for c in range(cols):
+            x0, y0 = cell + c * cell, cell + r * cell  # the margin is one cell
+            patch = {
+                pixels[y][x][:3]
+                for y in range(y0 + cell // 2 - 2, y0 + cell // 2 + 3)
+                for x in range(x0 + 4, x0 + 8)
+            }
+            assert len(patch) == 1, f"cell ({r}, {c}) is not one flat colour: {sorted(patch)}"
+            out[(r, c)] = patch.pop()
+    return out
 
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks, header = 8, b"", None
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            chunks += body
-        pos += 12 + length
-    width, height, depth, colour = header[0], header[1], header[2], header[3]
-    assert depth == 8 and colour == 6
-    raw, stride, rows, prev = zlib.decompress(chunks), width * 4, [], bytearray(width * 4)
-    for y in range(height):
-        kind, line = (
-            raw[y * (stride + 1)],
-            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
-        )
-        for i in range(stride):
-            a = line[i - 4] if i >= 4 else 0
-            b, c = prev[i], prev[i - 4] if i >= 4 else 0
-            if kind == 1:
-                line[i] = (line[i] + a) & 255
-            elif kind == 2:
-                line[i] = (line[i] + b) & 255
-            elif kind == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x * 4 : x * 4 + 4]) for x in range(width)])
-        prev = line
-    return rows
+
+def _close(got, want):
+    return all(abs(g - w) <= 2 for g, w in zip(got, want, strict=True))
+
+
+def test_pictures_in_a_browser(tmp_path):
+    browser = chromium_or_skip()
+    cell = 40
+    # Tiles: a 8 x 6 column-major matrix cut into 4 x 3 blocks, one colour per
+    # tile (mode 1), every tile its own colour.
+    tiled = L([8, 6], [1, 8]).zipped_divide([sw.Layout.leaf(4, 1), sw.Layout.leaf(3, 1)])
+    # Values: a layout with repeats (stride 0), where equal indices share a colour.
+    repeats = L([3, [2, 2]], [1, [0, 3]])
+    for layout, color_by in ((tiled, "tile"), (repeats, "index")):
+        svg = layout_svg(layout, color_by=color_by, cell=cell)
+        root = ET.fromstring(svg)
+        width, height = int(root.get("width")), int(root.get("height"))
+        folder = tmp_path / color_by
+        folder.mkdir()
+        pixels = read_png(screenshot_svg(browser, svg, width, height, folder))
+        assert len(pixels) >= height and len(pixels[0]) >= width, "the screenshot is too small"
+        colours = _cell_colours(pixels, layout, cell)
+        groups = {}
+        for (r, c), rgb in colours.items():
+            key = c if color_by == "tile" else layout((r, c))
+            want = PALETTE[key % len(PALETTE)]
+            assert _close(rgb, hex_rgb(want)), f"{layout} cell ({r}, {c}): {rgb}, not {want}"
+            groups.setdefault(key, set()).add(rgb)
+        # Cells of one tile (one index) share one colour; different tiles differ.
+        assert all(len(g) == 1 for g in groups.values()), groups
+        firsts = [next(iter(g)) for g in groups.values()]
+        if color_by == "tile":
+            assert len(groups) == 4 and len(set(firsts)) == 4
+        else:
+            assert sorted(groups) == sorted({layout(i) for i in range(layout.size)})
+            assert len(set(firsts)) == len(groups)

@@ -181,8 +181,12 @@ class StorageProvider:
     ``read``, ``write`` and ``allocate`` run.
 
     Args:
-        supports_dtype, physical_size, allocate, release, read, write: the
-            callbacks.
+        supports_dtype: whether the class stores a dtype.
+        physical_size: the number of slots of a carrier.
+        allocate: gives a carrier its slots.
+        release: frees a carrier's slots.
+        read: the value of one slot.
+        write: stores the value of one slot.
         elementwise_fallback: whether moves between this class and another
             definition-backed class that also allows it may copy element by
             element when no transfer route serves them.

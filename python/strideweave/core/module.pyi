@@ -1,12 +1,20 @@
 """Modules and parameters: PyTorch-like structure over tensors."""
 
-from typing import Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from strideweave.carriers.base import Carrier
 from strideweave.core.layout import Layout
 from strideweave.tensor import Tensor
 
 __all__ = ["Module", "Parameter"]
+
+_P = ParamSpec("_P")
+_R_co = TypeVar("_R_co", covariant=True)
+
+# What calling a module sees: its own forward's parameters and result, so
+# that model(x) has the type forward gives (Tensor for the nn modules).
+class _Forward(Protocol[_P, _R_co]):
+    def forward(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
 
 class Parameter(Tensor):
     """A tensor that a Module registers as one of its parameters.
@@ -166,7 +174,7 @@ class Module:
             ...
             NotImplementedError: Module subclasses must implement forward
         """
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self: _Forward[_P, _R_co], *args: _P.args, **kwargs: _P.kwargs) -> _R_co:
         """Calls ``forward`` with the same arguments (there are no hooks).
 
         Args:
