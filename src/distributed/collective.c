@@ -259,6 +259,7 @@ static int is_direct(const sw_tensor *t, const sw_layout *canonical) {
     return 1;
 }
 
+#if SW_HAVE_MPI
 static sw_status copy4(int64_t n, void *const *ptr, const int64_t *step,
                        void *ctx) {
     (void)ctx;
@@ -284,6 +285,8 @@ static sw_status copy_elements(void *dst, const sw_layout *dl, int64_t doff,
     int64_t elsize[2] = {4, 4};
     return sw_kwalk(2, ops, offs, base, elsize, 0, 1u, 1, copy4, NULL);
 }
+
+#endif /* SW_HAVE_MPI */
 
 static sw_status check_tensor(const char *who, const sw_tensor *t) {
     if (!t)
@@ -330,6 +333,7 @@ static sw_status check_reduce(const char *who, sw_dist_reduce op, sw_dtype dt) {
     return SW_OK;
 }
 
+#if SW_HAVE_MPI
 /* Takes the operand's carrier for the work: pinned, and owned as a move
  * owns its participants, with the communication thread allowed to write.
  * A second taking of the same carrier (an operand both read and written)
@@ -353,6 +357,7 @@ static void give_back(operand *o) {
     sw_carrier_unpin(o->t->carrier);
     o->marked = 0;
 }
+#endif /* SW_HAVE_MPI */
 
 /* ------------------------------------------------------------- the wire */
 
