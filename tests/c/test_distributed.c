@@ -6,6 +6,7 @@
  * report failures on stderr and through their exit status.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -293,6 +294,66 @@ static void test_agreement(void) {
     sw_tensor_unref(t);
 }
 
+/* Several threads submitting at once (a job of one, where the order of
+ * the calls cannot differ between processes): the queue, the completions
+ * and the carriers' ownership under ThreadSanitizer. */
+typedef struct submitter {
+    sw_tensor *t;
+    int failures;
+} submitter;
+
+static void *submit_many(void *arg) {
+    submitter *s = arg;
+    for (int k = 0; k < 50; ++k) {
+        sw_dist_work *w = NULL;
+        if (sw_dist_all_reduce(s->t, SW_DIST_MAX, &w) || sw_dist_work_wait(w)) {
+            s->failures++;
+            sw_clear_error();
+        }
+        sw_dist_work_unref(w);
+        /* Between collectives the tensor is ours to write. */
+        sw_value v = sw_value_f64(k);
+        if (sw_tensor_set(s->t, 0, &v)) {
+            s->failures++;
+            sw_clear_error();
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    if (world != 1) {
+        ok(1, "threads submit concurrently only in a job of one (skipped)");
+        return;
+    }
+    pthread_t th[3];
+    submitter s[3];
+    for (int i = 0; i < 3; ++i) {
+        s[i].t = cpu_tensor("64:1", SW_DTYPE_FLOAT32, 64);
+        s[i].failures = 0;
+        pthread_create(&th[i], NULL, submit_many, &s[i]);
+    }
+    /* Meanwhile, a write to a tensor some collective may own is either
+     * refused with the ownership message or done between collectives. */
+    for (int k = 0; k < 200; ++k) {
+        sw_value v = sw_value_f64(1);
+        sw_status st = sw_tensor_set(s[0].t, 1, &v);
+        if (st) {
+            ok(strstr(sw_errmsg(), "owned by a pending move") != NULL,
+               "a refused write names the owner: %s", sw_errmsg());
+            sw_clear_error();
+            break;
+        }
+    }
+    int failures = 0;
+    for (int i = 0; i < 3; ++i) {
+        pthread_join(th[i], NULL);
+        failures += s[i].failures;
+        sw_tensor_unref(s[i].t);
+    }
+    is_int(failures, 0, "150 collectives from three threads");
+}
+
 static void test_ddp(void) {
     /* Two parameters; rank r starts from r (the broadcast fixes that). */
     sw_tensor *w = cpu_tensor("(3,2):(1,3)", SW_DTYPE_FLOAT32, 6);
@@ -386,6 +447,7 @@ int main(void) {
     test_gather_scatter();
     test_async();
     test_agreement();
+    test_threads();
     test_ddp();
     leak_check(base, "distributed");
     expect_ok(sw_dist_finalize(), "finalize");
