@@ -8,9 +8,14 @@ What is measured:
   same bytes between two CPU buffers (NumPy's ``copyto``, or ctypes'
   ``memmove`` without NumPy). On PoCL a device buffer is host memory, so a
   round trip is two copies and its ratio to one memcpy is about 0.5 at
-  best; on a GPU it is bounded by the bus.
+  best; on a GPU it is bounded by the bus. Each repeat moves a fresh
+  source into fresh carriers, as a program would. Two sources: one whose
+  values were written (``written``, what a program moves), and one that was
+  never written (``untouched``: zero pages, which read faster than memory).
 * each direction's own bandwidth, and the submission time of
   ``move_async`` (the host returns before the device copy completes).
+* ``reduce`` of a 1 x 4M float32 tensor (a sum over all elements) on
+  OpenCL against the CPU carrier.
 
 * ``matmul`` of two 1024 x 1024 float32 tensors on OpenCL (the generated
   kernel, waited for with ``synchronize``) against the same call on CPU
@@ -22,7 +27,7 @@ What is measured:
 The device is the default one (``STRIDEWEAVE_OPENCL_DEVICE`` selects
 another). Timing never decides a test.
 
-Usage: python bench/bench_opencl.py [size_in_MiB]  (default 256)
+Usage: python bench/bench_opencl.py [size_in_MiB [repeats]]  (256, 5)
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import time
+from collections.abc import Callable
 
 import strideweave as sw
 from strideweave import CPU, Layout, OpenCL, Shape, Stride, Tensor
@@ -46,17 +52,18 @@ def best(fn, repeats: int = 3) -> float:
     return min(times)
 
 
-def memcpy_seconds(nbytes: int) -> float:
+def memcpy_fn(nbytes: int) -> Callable[[], object]:
+    """One memcpy of nbytes between two CPU buffers already written."""
     try:
         import numpy as np
 
         a = np.ones(nbytes // 4, dtype=np.float32)
-        b = np.empty_like(a)
-        return best(lambda: np.copyto(b, a))
+        b = np.ones_like(a)
+        return lambda: np.copyto(b, a)
     except ImportError:
-        a = ctypes.create_string_buffer(nbytes)
+        a = ctypes.create_string_buffer(b"\1" * nbytes, nbytes)
         b = ctypes.create_string_buffer(nbytes)
-        return best(lambda: ctypes.memmove(b, a, nbytes))
+        return lambda: ctypes.memmove(b, a, nbytes)
 
 
 def bench_ops() -> None:
@@ -93,6 +100,19 @@ def bench_ops() -> None:
         f"add 4M:       CPU {cpu_t * 1e3:7.3f} ms  OpenCL {dev_t * 1e3:7.3f} ms  "
         f"ratio {cpu_t / dev_t:.2f} (target 0.5)"
     )
+    row = Layout(Shape([1, m]), Stride([0, 1]))
+    r_cpu, r_dev = Tensor(x_cpu.carrier, 0, row), Tensor(x_dev.carrier, 0, row)
+
+    def dev_reduce() -> None:
+        sw.reduce(r_dev).carrier.synchronize()
+
+    dev_reduce()
+    cpu_t = best(lambda: sw.reduce(r_cpu), 20)
+    dev_t = best(dev_reduce, 20)
+    print(
+        f"reduce 4M:    CPU {cpu_t * 1e3:7.3f} ms  OpenCL {dev_t * 1e3:7.3f} ms  "
+        f"ratio {cpu_t / dev_t:.2f}"
+    )
 
 
 def main() -> None:
@@ -106,32 +126,64 @@ def main() -> None:
     n = size_mib * MiB // 4
     nbytes = n * 4
     layout = Layout(Shape([n]), Stride([1]))
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 
-    up_times, down_times, submit_times = [], [], []
-    for _ in range(3):
+    def source(written: bool) -> Tensor:
         src = Tensor(CPU(n), 0, layout)
-        dev = OpenCL(n, empty=True)
-        host = CPU(n, empty=True)
-        t0 = time.perf_counter()
-        handle = sw.move_async(src, dev)
-        t1 = time.perf_counter()
-        on_device = handle.wait()
-        t2 = time.perf_counter()
-        sw.move(on_device, host)
-        t3 = time.perf_counter()
-        submit_times.append(t1 - t0)
-        up_times.append(t2 - t0)
-        down_times.append(t3 - t2)
-    up, down = min(up_times), min(down_times)
-    copy = memcpy_seconds(nbytes)
+        if written:
+            try:
+                import numpy as np
+
+                np.from_dlpack(src)[:] = 1.5  # the CPU storage, written in place
+            except ImportError:
+                src = sw.add(src, src)  # a result: storage the kernel wrote
+        return src
+
+    memcpy = memcpy_fn(nbytes)
+    copies: list[float] = []
     gbs = nbytes / 1e9
-    print(f"size: {size_mib} MiB of float32")
+    # The memcpy and the two sources alternate, so that all three see the
+    # same machine (a shared one varies from second to second).
+    times: dict[bool, tuple[list[float], list[float], list[float]]] = {
+        True: ([], [], []),
+        False: ([], [], []),
+    }
+    for _ in range(repeats):
+        c0 = time.perf_counter()
+        memcpy()
+        copies.append(time.perf_counter() - c0)
+        for written in (True, False):
+            src = source(written)
+            dev = OpenCL(n, empty=True)
+            host = CPU(n, empty=True)
+            t0 = time.perf_counter()
+            handle = sw.move_async(src, dev)
+            t1 = time.perf_counter()
+            on_device = handle.wait()
+            t2 = time.perf_counter()
+            sw.move(on_device, host)
+            t3 = time.perf_counter()
+            submit, up, down = times[written]
+            submit.append(t1 - t0)
+            up.append(t2 - t0)
+            down.append(t3 - t2)
+    copy = min(copies)
+    print(f"size: {size_mib} MiB of float32, best of {repeats}")
     print(f"memcpy:            {gbs / copy:8.2f} GB/s")
-    submit_ms = min(submit_times) * 1e3
-    print(f"CPU -> OpenCL:     {gbs / up:8.2f} GB/s  (move_async submits in {submit_ms:.2f} ms)")
-    print(f"OpenCL -> CPU:     {gbs / down:8.2f} GB/s")
-    ratio = copy / (up + down)
-    print(f"round trip:    {gbs / (up + down):8.2f} GB/s  ratio to memcpy {ratio:.2f} (target 0.5)")
+    for written in (True, False):
+        submit, up_t, down_t = times[written]
+        up, down = min(up_t), min(down_t)
+        trip = min(u + d for u, d in zip(up_t, down_t, strict=True))
+        name = "written" if written else "untouched"
+        print(f"{name} source:")
+        submit_ms = min(submit) * 1e3
+        print(
+            f"  CPU -> OpenCL:   {gbs / up:8.2f} GB/s  (move_async submits in {submit_ms:.2f} ms)"
+        )
+        print(f"  OpenCL -> CPU:   {gbs / down:8.2f} GB/s")
+        print(
+            f"  round trip:  {gbs / trip:8.2f} GB/s  ratio to memcpy {copy / trip:.2f} (target 0.5)"
+        )
     bench_ops()
 
 

@@ -134,6 +134,22 @@ SW_API sw_status sw_opencl_scatter(sw_carrier *c, const sw_tensor *src,
 SW_API void sw_opencl_kernel_stats(int64_t *entries, int64_t *compiled,
                                    int64_t *launched);
 
+/*
+ * Buffers of at least 2 MiB on a CPU device (PoCL) are host memory of the
+ * library's own, and a released one's memory is kept (at most four
+ * blocks, 512 MiB in all, the most recent first) for the next buffer of
+ * the same size rounded up to 2 MiB: its pages are already faulted in, so
+ * a move into OpenCL or a large result writes at the speed of a copy. A
+ * reused block's old contents are overwritten (zeroed unless empty).
+ * sw_opencl_empty_cache frees every kept block; buffers in use are not
+ * affected. sw_opencl_buffer_stats: the blocks kept now, their bytes, and
+ * the buffers made over a kept block since the process started (any
+ * argument may be NULL). Neither call needs the runtime or fails.
+ */
+SW_API void sw_opencl_empty_cache(void);
+SW_API void sw_opencl_buffer_stats(int64_t *cached_blocks,
+                                   int64_t *cached_bytes, int64_t *reused);
+
 /* The exact bulk move classes, registered for their pairs. */
 SW_API const sw_move_class *sw_move_cpu_to_opencl(void);
 SW_API const sw_move_class *sw_move_opencl_to_cpu(void);

@@ -322,6 +322,92 @@ static void test_async(void) {
     sw_carrier_unref(dev);
 }
 
+/* Whether the default device is a CPU device (PoCL): its large buffers
+ * are host blocks that the library keeps for reuse. */
+static int default_is_cpu(void) {
+    for (int64_t i = 0; i < sw_opencl_device_count(); ++i) {
+        sw_opencl_device_desc d;
+        if (sw_opencl_device_info(i, &d) == SW_OK && d.is_default)
+            return strcmp(d.type, "CPU") == 0;
+    }
+    return 0;
+}
+
+/* Makes and drops an OpenCL carrier of n Float32 elements (empty: its
+ * memory is never touched). */
+static void churn(int64_t n) {
+    sw_carrier *c = NULL;
+    if (sw_opencl_new(n, SW_DTYPE_FLOAT32, 1, 1, -1, &c) == SW_OK)
+        sw_carrier_unref(c);
+}
+
+/*
+ * The kept host blocks of a CPU device. Runs before any other test makes
+ * a buffer of 2 MiB or more, and uses carriers that no command ever
+ * touched, so that each buffer is gone (and its block back) when the
+ * carrier is dropped. That a reused block reads zero is checked from
+ * Python (test_reused_device_memory_is_overwritten).
+ */
+static void test_buffer_cache(void) {
+    const int64_t mib = (int64_t)1 << 20;
+    int64_t blocks = -1, bytes = -1, reused = -1, reused2 = -1;
+    sw_opencl_empty_cache();
+    sw_opencl_buffer_stats(&blocks, &bytes, &reused);
+    ok(blocks == 0 && bytes == 0, "empty_cache keeps no block");
+    sw_opencl_buffer_stats(NULL, NULL, NULL); /* every argument optional */
+    int cpu = default_is_cpu();
+
+    /* A released 4 MiB carrier's block is kept, and the next carrier of
+     * that size takes it. */
+    int64_t n = mib; /* Float32 elements: 4 MiB */
+    churn(n);
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    if (cpu)
+        ok(blocks == 1 && bytes == 4 * mib,
+           "a released 4 MiB buffer keeps its block (%lld, %lld bytes)",
+           (long long)blocks, (long long)bytes);
+    else
+        ok(blocks == 0, "a device's own buffers are not kept");
+    sw_carrier *b = NULL;
+    (void)sw_opencl_new(n, SW_DTYPE_FLOAT32, 1, 1, -1, &b);
+    sw_opencl_buffer_stats(&blocks, NULL, &reused2);
+    ok(b && reused2 == reused + (cpu ? 1 : 0) && blocks == 0,
+       "the next buffer of that size takes the block");
+    sw_carrier_unref(b);
+
+    /* Sizes are rounded up to 2 MiB: 4 MiB + 4 bytes is another size;
+     * below 2 MiB nothing is kept. */
+    churn(n + 1);
+    churn(n / 4);
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    ok(!cpu || (blocks == 2 && bytes == 10 * mib),
+       "6 MiB and 4 MiB blocks kept, 1 MiB not (%lld, %lld bytes)",
+       (long long)blocks, (long long)bytes);
+
+    /* At most four blocks, the oldest dropped first; at most 512 MiB. */
+    sw_opencl_empty_cache();
+    for (int i = 1; i <= 5; ++i)
+        churn(i * 2 * mib / 4); /* 2, 4, 6, 8, 10 MiB */
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    ok(!cpu || (blocks == 4 && bytes == 28 * mib),
+       "four blocks kept, the oldest (2 MiB) dropped");
+    churn(130 * mib / 4);
+    churn(132 * mib / 4);
+    churn(134 * mib / 4);
+    churn(136 * mib / 4); /* 532 MiB with the 10 MiB block: too many */
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    ok(!cpu || (blocks == 3 && bytes == (132 + 134 + 136) * mib),
+       "the oldest blocks dropped to stay within 512 MiB (%lld, %lld bytes)",
+       (long long)blocks, (long long)bytes);
+    churn(514 * mib / 4);
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    ok(!cpu || (blocks == 3 && bytes == (132 + 134 + 136) * mib),
+       "a block larger than 512 MiB is not kept");
+    sw_opencl_empty_cache();
+    sw_opencl_buffer_stats(&blocks, &bytes, NULL);
+    ok(blocks == 0 && bytes == 0, "empty_cache frees every kept block");
+}
+
 /* Runs built-in op on the given arguments through the carrier of the
  * first one; the result or NULL. */
 static sw_tensor *run_op(const char *name, int32_t nargs, const sw_arg *args) {
@@ -434,6 +520,7 @@ int main(void) {
     sw_opencl_device_desc d;
     if (sw_opencl_device_info(0, &d) == SW_OK)
         diag("device 0: %s / %s (%s)", d.platform, d.name, d.type);
+    test_buffer_cache();
     test_storage();
     test_scatter();
     test_moves();

@@ -36,7 +36,10 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
 - A move copies the exact physical span with holes, keeps the layout
   (stride 0 included), does not bump the destination version, releases the
   source; fresh OpenCL tails are zero, CPU tails untouched:
-  ``test_move_round_trip_over_random_layouts``, ``test_move_tails``.
+  ``test_move_round_trip_over_random_layouts``, ``test_move_tails``; large
+  moves (chunked host copies) and reused device memory (zeroed, tails
+  kept): ``test_large_moves_keep_every_chunk``,
+  ``test_reused_device_memory_is_overwritten``.
 - move_async returns a handle completed on the executor:
   ``test_move_async``.
 - Synchronisation failure at any stage (enqueue, map, wait) is atomic:
@@ -61,6 +64,7 @@ import sys
 
 import pytest
 import strideweave as sw
+import strideweave.friendly as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strideweave import CPU, DType, Evictable, FileBacked, Generic, OpenCL, Tensor, _native
@@ -332,6 +336,32 @@ def test_move_async(runtime):
     assert handle.wait() is moved
     back = sw.move_async(moved, CPU(n)).wait()
     assert back.carrier[n - 1] == 5.0
+
+
+def test_large_moves_keep_every_chunk(runtime):
+    # 10 MiB from an offset: the copy to CPU memory runs in 4 MiB chunks
+    # over the thread pool, the last one partial.
+    n = (10 << 20) // 4 + 5
+    src = Tensor(F.arange(n).carrier, 3, L([n - 3], [1]))
+    dev = sw.move(src, OpenCL(n))
+    back = sw.move(dev, CPU(n - 3))
+    chunk = (4 << 20) // 4
+    for i in (0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk, n - 5, n - 4):
+        assert back[i] == float(i + 3)
+
+
+def test_reused_device_memory_is_overwritten(runtime):
+    # Released buffers of 2 MiB and more keep their memory for the next
+    # buffer of that size: a new carrier still reads zero, and a move's
+    # fresh buffer still carries the destination's own tail.
+    n = 1 << 20
+    for _ in range(2):
+        sw.move(sw.move(F.full(n, value=7.0), OpenCL(n)), CPU(n))
+    dev = OpenCL(n)
+    assert dev[0] == 0.0 and dev[n - 1] == 0.0
+    moved = sw.move(F.full(n - 8, value=2.0), dev)
+    assert moved.carrier is dev and dev[n - 9] == 2.0
+    assert [dev[i] for i in range(n - 8, n)] == [0.0] * 8
 
 
 @pytest.mark.parametrize(

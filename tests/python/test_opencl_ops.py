@@ -21,14 +21,22 @@ Checklist (what is built, and its tests):
   ``test_scalar_against_cpu``.
 - Activations (exp, relu, sigmoid, tanh, gelu, silu, softplus, elu,
   leaky_relu): ``test_activation_against_cpu``.
-- reduce over the second mode: ``test_reduce_against_cpu``.
+- reduce over the second mode: ``test_reduce_against_cpu``; long summed
+  modes (the two-pass parallel form) against CPU and exact sums,
+  deterministic, with Int32 range checks and injected failures:
+  ``test_reduce_long_rows``, ``test_reduce_is_deterministic``,
+  ``test_reduce_long_rows_int32_range``, ``test_reduce_long_rows_failures``.
 - matmul and batched_matmul (tiled kernel, edges not multiples of the
   tile): ``test_matmul_against_cpu``, ``test_batched_matmul_against_cpu``,
   ``test_matmul_large_tiles``.
 - Int32 overflow reported as the CPU reports it:
   ``test_int32_overflow_is_reported``.
 - Gradients of every operation equal the CPU ones, on OpenCL:
-  ``test_gradients_against_cpu``, ``test_matmul_gradients_against_cpu``.
+  ``test_gradients_against_cpu``, ``test_matmul_gradients_against_cpu``;
+  gradients of composed expressions (every activation family, the four
+  binary ops, mul and pow by a scalar, matmul, reduce over short and long
+  rows) against central finite differences of the same expression in
+  float64 on the host: ``test_gradients_against_finite_differences``.
 - Refusals: Bool, mixed carriers, wrong modes, unknown operations:
   ``test_refusals``.
 - Asynchronous launch, one compile per specialisation, views compile
@@ -276,6 +284,102 @@ def test_reduce_huge_broadcast(runtime):
             sw.reduce(t)
 
 
+# A summed mode of more than 4096 elements runs the two-pass reduction:
+# fixed parts summed by work groups, then each row's partials in order.
+LONG_ROWS = [
+    # One row of 4097 (two parts, the second of one element); three
+    # strided rows of 70000 (18 parts, the last short, most of its lanes
+    # empty); a hierarchical summed mode with permuted strides; a summed
+    # mode with a broadcast leaf; one row of 300000 (parts longer than
+    # 4096, at an offset).
+    (L([1, 4097], [0, 1]), 0),
+    (L([3, 70000], [1, 3]), 2),
+    (L([2, [100, 60]], [6000, [1, 100]]), 1),
+    (L([2, [5000, 3]], [1, [2, 0]]), 0),
+    (L([1, 300000], [0, 1]), 3),
+]
+
+
+def exact_row_sums(layout, offset, slots):
+    """Each row's sum over the second mode, in float64 on the host."""
+    rows = layout[0].size
+    index = np.array([offset + layout(i) for i in range(layout.size)])
+    return slots[index].reshape(-1, rows).sum(axis=0)
+
+
+@pytest.mark.parametrize(("layout", "offset"), LONG_ROWS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reduce_long_rows(runtime, layout, offset, dtype):
+    rng = np.random.default_rng(7)
+    values = slot_values(layout, offset, rng, dtype)
+    c, o = pair(layout, offset, values, dtype)
+    agree(sw.reduce(c), sw.reduce(o), rtol=1e-5, atol=1e-3)
+    got = logical(sw.reduce(o))  # (a move to CPU releases what it reads)
+    want = exact_row_sums(layout, offset, np.asarray(values, dtype=np.float64))
+    if dtype == DType.Int32:
+        assert got == [int(v) for v in want]
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+
+
+def test_reduce_is_deterministic(runtime):
+    # The parts and the order of every addition are fixed: the same sum,
+    # bit for bit, on every run (values of mixed signs and magnitudes, so
+    # that another order would round differently).
+    n = 1 << 20
+    layout = L([1, n], [0, 1])
+    rng = np.random.default_rng(11)
+    values = (rng.standard_normal(n) * np.exp(rng.uniform(-8, 8, n))).tolist()
+    _, o = pair(layout, 0, values)
+    r = sw.reduce(o)
+    launched = _native._opencl_kernel_stats()[2]
+    first = logical(r)
+    r = sw.reduce(o)
+    assert _native._opencl_kernel_stats()[2] == launched + 2  # two passes
+    assert logical(r) == first
+    for _ in range(5):
+        assert logical(sw.reduce(o)) == first
+    want = math.fsum(float(np.float32(v)) for v in values)
+    assert first[0] == pytest.approx(want, rel=1e-4, abs=1e-3)
+
+
+def test_reduce_long_rows_int32_range(runtime):
+    big = 2**20
+    # 5000 elements of 2**20: every part fits int32, the sum does not.
+    c, o = pair(L([1, 5000], [0, 1]), 0, [big] * 5000, DType.Int32)
+    for t in (c, o):
+        with pytest.raises(OverflowError, match="integer accumulation overflowed"):
+            sw.reduce(t)
+    # Parts out of int32 range whose sum is in range: exact, as on CPU.
+    values = [2**30] * 4096 + [-(2**30)] * 4096 + [5]
+    c, o = pair(L([1, 8193], [0, 1]), 0, values, DType.Int32)
+    agree(sw.reduce(c), sw.reduce(o))
+    assert logical(sw.reduce(o)) == [5]
+    # A broadcast leaf multiplies an in-range sum out of range.
+    c, o = pair(L([1, [4097, 2**20]], [0, [1, 0]]), 0, [1] * 4097, DType.Int32)
+    for t in (c, o):
+        with pytest.raises(OverflowError, match="integer accumulation overflowed"):
+            sw.reduce(t)
+
+
+@pytest.mark.parametrize(
+    ("stage", "after", "n"),
+    [("enqueue", 0, 12305), ("enqueue", 1, 12306), ("compile", 0, 12307), ("compile", 1, 16389)],
+)
+def test_reduce_long_rows_failures(runtime, no_faults, stage, after, n):
+    # Either pass failing (to launch, or to compile: each n is a shape no
+    # other test uses) raises and leaves the operand as it was; the next
+    # call works.
+    layout = L([1, n], [0, 1])
+    _, o = pair(layout, 0, [1.0] * n)
+    version = o.carrier.version
+    _native._debug_opencl_fail(stage, after)
+    with pytest.raises(RuntimeError, match="injected"):
+        sw.reduce(o)
+    assert o.carrier.version == version and list(o.carrier)[:3] == [1.0] * 3
+    assert logical(sw.reduce(o)) == [float(n)]
+
+
 # ------------------------------------------------------------- matmul
 
 
@@ -435,6 +539,115 @@ def test_matmul_gradients_against_cpu(runtime, batched):
         return sw.matmul(a, b)
 
     backward_both(f, (ca, cb), (xa, xb), rng)
+
+
+# -------------------------------------- gradients by finite differences
+
+
+def host_matrix(layout, offset, slots):
+    """A rank-2 tensor's logical values as an (m, k) float64 array."""
+    vals = np.array([slots[offset + layout(i)] for i in range(layout.size)], dtype=np.float64)
+    return vals.reshape(-1, layout[0].size).T
+
+
+def host_logical(t):
+    """An OpenCL tensor's logical values as an array of its mode extents
+    (rank 1 or 2), through a move to CPU."""
+    vals = np.asarray(logical(t), dtype=np.float64)
+    if len(t.layout) == 1:
+        return vals
+    return vals.reshape(-1, t.layout[0].size).T
+
+
+def np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def np_softplus(x):
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
+
+
+def np_gelu(x):
+    from math import erf, sqrt
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / sqrt(2.0)))
+
+
+# name: (device expression, the same in float64 on the host, operands as
+# (layout, offset, positive)); every expression ends in a reduce or a
+# matmul of two-mode tensors, so the output is small.
+FD_CASES = {
+    "reduce(tanh(a) * a)": (
+        lambda a: sw.reduce(sw.elementwise_mul(sw.tanh(a), a)),
+        lambda a: (np.tanh(a) * a).sum(axis=1),
+        [(L([3, 5], [5, 1]), 2, False)],
+    ),
+    "reduce(sigmoid(a + b) / b)": (
+        lambda a, b: sw.reduce(sw.div(sw.sigmoid(sw.add(a, b)), b)),
+        lambda a, b: (np_sigmoid(a + b) / b).sum(axis=1),
+        [(L([4, 3], [1, 4]), 0, False), (L([4, [3]], [3, [1]]), 1, True)],
+    ),
+    "reduce(matmul(exp(0.5 a), b ** 2))": (
+        lambda a, b: sw.reduce(sw.matmul(sw.exp(sw.mul(a, 0.5)), sw.pow(b, 2.0))),
+        lambda a, b: (np.exp(0.5 * a) @ (b**2).T).sum(axis=1),
+        [(L([3, 4], [4, 1]), 0, False), (L([[2, 2], 4], [[1, 8], 2]), 1, False)],
+    ),
+    "reduce(silu(a) - softplus(-1.5 b) + gelu(a - b))": (
+        lambda a, b: sw.reduce(
+            sw.add(sw.sub(sw.silu(a), sw.softplus(sw.mul(b, -1.5))), sw.gelu(sw.sub(a, b)))
+        ),
+        lambda a, b: (a * np_sigmoid(a) - np_softplus(-1.5 * b) + np_gelu(a - b)).sum(axis=1),
+        [(L([2, 5], [1, 2]), 0, False), (L([2, 5], [5, 1]), 3, False)],
+    ),
+    # A long summed mode: the forward runs the two-pass reduction.
+    "reduce(tanh(a)) over 4500": (
+        lambda a: sw.reduce(sw.tanh(a)),
+        lambda a: np.tanh(a).sum(axis=1),
+        [(L([2, 4500], [1, 2]), 0, False)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FD_CASES))
+def test_gradients_against_finite_differences(runtime, name):
+    device_f, host_f, specs = FD_CASES[name]
+    rng = np.random.default_rng(5)
+    dev_args, host_args = [], []
+    for layout, offset, positive in specs:
+        v = rng.uniform(-1.5, 1.5, size=offset + layout.cosize)
+        if positive:
+            v = np.abs(v) + 0.5
+        v = v.astype(np.float32).astype(np.float64)  # what the device holds
+        host_args.append(host_matrix(layout, offset, v))
+        dev_args.append(Tensor(OpenCL(0).new_like(v.tolist()), offset, layout))
+    out = device_f(*dev_args)
+    np.testing.assert_allclose(
+        host_logical(device_f(*dev_args)), host_f(*host_args), rtol=1e-4, atol=1e-4
+    )
+    g_slots = rng.uniform(-1.0, 1.0, size=out.layout.cosize).astype(np.float32)
+    g = Tensor(OpenCL(0).new_like(g_slots.tolist()), 0, out.layout)
+    g_logical = np.array([g_slots[out.layout(i)] for i in range(out.layout.size)], dtype=np.float64)
+    out.backward(g)
+
+    def loss(args):
+        return float(np.dot(g_logical, host_f(*args).reshape(-1, order="F")))
+
+    h = 1e-6
+    for k, t in enumerate(dev_args):
+        assert type(t.grad.carrier) is OpenCL and t.grad.layout == t.layout
+        got = host_logical(t.grad)
+        want = np.zeros_like(host_args[k])
+        # Every element of the small operands; 40 of the long one.
+        cells = [(r, c) for r in range(want.shape[0]) for c in range(want.shape[1])]
+        if len(cells) > 40:
+            cells = [cells[i] for i in rng.choice(len(cells), 40, replace=False)]
+        for r, c in cells:
+            up = [a.copy() for a in host_args]
+            down = [a.copy() for a in host_args]
+            up[k][r, c] += h
+            down[k][r, c] -= h
+            want[r, c] = (loss(up) - loss(down)) / (2 * h)
+            assert got[r, c] == pytest.approx(want[r, c], rel=2e-3, abs=2e-4), (name, k, r, c)
 
 
 def test_grad_accumulates_on_device(runtime):

@@ -45,43 +45,157 @@ void sw_opencl_swap_buffer(sw_carrier *c, cl_mem mem) {
         (void)sw_cl.ReleaseMemObject(old);
 }
 
-/* Host memory behind a CPU device's buffer, freed with the buffer. */
-static void free_host_block(cl_mem m, void *block) {
+/*
+ * Host blocks of CPU-device buffers. A fresh block faults its pages in at
+ * the first write: the kernel zeroes each page (2 MiB at a time with
+ * transparent huge pages, when it does not first stall compacting memory
+ * for them), which costs as much as the copy into it. So a released
+ * buffer's block is kept for the next buffer of the same rounded size: a
+ * move into OpenCL or a large kernel's result then writes memory that is
+ * already there. At most BLOCK_SLOTS blocks and BLOCK_BYTES bytes are
+ * kept, the most recent first; sw_opencl_empty_cache hands them back.
+ *
+ * The lock is a leaf: nothing else is taken under it. Blocks come back
+ * through the buffer's destructor callback, on whichever thread drops the
+ * last reference to the buffer (a runtime thread, for one that a command
+ * still held), once the runtime no longer uses the memory.
+ */
+#define BLOCK_HUGE ((size_t)2 << 20)
+#define BLOCK_SLOTS 4
+#define BLOCK_BYTES ((size_t)512 << 20)
+
+typedef struct host_block {
+    void *data;
+    size_t size; /* a multiple of BLOCK_HUGE */
+} host_block;
+
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_block *blocks[BLOCK_SLOTS]; /* blocks[0] the most recent */
+static int blocks_count;
+static size_t blocks_bytes;
+static int64_t blocks_reused;
+
+static void block_free(host_block *b) {
+    if (b) {
+        free(b->data);
+        free(b);
+    }
+}
+
+/* A kept block of exactly size bytes, taken out of the cache; NULL for
+ * none. */
+static host_block *block_take(size_t size) {
+    host_block *b = NULL;
+    pthread_mutex_lock(&blocks_lock);
+    for (int i = 0; i < blocks_count; ++i) {
+        if (blocks[i]->size != size)
+            continue;
+        b = blocks[i];
+        memmove(&blocks[i], &blocks[i + 1],
+                (size_t)(blocks_count - i - 1) * sizeof *blocks);
+        --blocks_count;
+        blocks_bytes -= size;
+        ++blocks_reused;
+        break;
+    }
+    pthread_mutex_unlock(&blocks_lock);
+    return b;
+}
+
+/* Keeps b as the most recent block, dropping the oldest ones that no
+ * longer fit; frees b itself when it is larger than the whole cache. */
+static void block_put(host_block *b) {
+    host_block *drop[BLOCK_SLOTS];
+    int ndrop = 0;
+    if (b->size > BLOCK_BYTES) {
+        block_free(b);
+        return;
+    }
+    pthread_mutex_lock(&blocks_lock);
+    while (blocks_count > 0 && (blocks_count == BLOCK_SLOTS ||
+                                blocks_bytes + b->size > BLOCK_BYTES)) {
+        host_block *old = blocks[--blocks_count];
+        blocks_bytes -= old->size;
+        drop[ndrop++] = old;
+    }
+    memmove(&blocks[1], &blocks[0], (size_t)blocks_count * sizeof *blocks);
+    blocks[0] = b;
+    ++blocks_count;
+    blocks_bytes += b->size;
+    pthread_mutex_unlock(&blocks_lock);
+    for (int i = 0; i < ndrop; ++i)
+        block_free(drop[i]);
+}
+
+void sw_opencl_empty_cache(void) {
+    host_block *drop[BLOCK_SLOTS];
+    pthread_mutex_lock(&blocks_lock);
+    int n = blocks_count;
+    memcpy(drop, blocks, (size_t)n * sizeof *blocks);
+    blocks_count = 0;
+    blocks_bytes = 0;
+    pthread_mutex_unlock(&blocks_lock);
+    for (int i = 0; i < n; ++i)
+        block_free(drop[i]);
+}
+
+void sw_opencl_buffer_stats(int64_t *cached_blocks, int64_t *cached_bytes,
+                            int64_t *reused) {
+    pthread_mutex_lock(&blocks_lock);
+    if (cached_blocks)
+        *cached_blocks = blocks_count;
+    if (cached_bytes)
+        *cached_bytes = (int64_t)blocks_bytes;
+    if (reused)
+        *reused = blocks_reused;
+    pthread_mutex_unlock(&blocks_lock);
+}
+
+/* The destructor callback of a buffer over a host block. */
+static void return_host_block(cl_mem m, void *block) {
     (void)m;
-    free(block);
+    block_put(block);
 }
 
 /*
- * A CPU device's buffers are host memory anyway: they are made over our
- * own block, 2 MiB aligned with transparent huge pages asked for, so that
- * a fresh buffer faults in 2 MiB at a time (which otherwise costs more
- * than the copy into it). NULL when that is not possible.
+ * A CPU device's buffers are host memory anyway: from bytes = 2 MiB on
+ * they are made over a block of our own, 2 MiB aligned with transparent
+ * huge pages asked for, kept for reuse once released (above). NULL when
+ * that is not possible (the runtime then allocates).
  */
 static cl_mem host_backed(sw_cl_device *d, int64_t bytes) {
-    const size_t huge = (size_t)2 << 20;
-    if (!(d->type & SW_CL_DEVICE_TYPE_CPU) || bytes < (int64_t)huge)
+    if (!(d->type & SW_CL_DEVICE_TYPE_CPU) || bytes < (int64_t)BLOCK_HUGE)
         return NULL;
-    void *block = NULL;
-    size_t size = ((size_t)bytes + huge - 1) & ~(huge - 1);
-    if (posix_memalign(&block, huge, size) != 0)
-        return NULL;
+    size_t size = ((size_t)bytes + BLOCK_HUGE - 1) & ~(BLOCK_HUGE - 1);
+    host_block *b = block_take(size);
+    if (!b) {
+        b = malloc(sizeof *b);
+        if (!b)
+            return NULL;
+        b->size = size;
+        b->data = NULL;
+        if (posix_memalign(&b->data, BLOCK_HUGE, size) != 0) {
+            free(b);
+            return NULL;
+        }
 #ifdef MADV_HUGEPAGE
-    (void)madvise(block, size, MADV_HUGEPAGE);
+        (void)madvise(b->data, size, MADV_HUGEPAGE);
 #endif
+    }
     cl_int err = SW_CL_SUCCESS;
     cl_mem m = sw_cl.CreateBuffer(d->context,
                                   SW_CL_MEM_READ_WRITE | SW_CL_MEM_USE_HOST_PTR,
-                                  (size_t)bytes, block, &err);
+                                  (size_t)bytes, b->data, &err);
     if (!m) {
-        free(block);
+        block_put(b);
         return NULL;
     }
-    if (sw_cl.SetMemObjectDestructorCallback(m, free_host_block, block) !=
+    if (sw_cl.SetMemObjectDestructorCallback(m, return_host_block, b) !=
         SW_CL_SUCCESS) {
-        /* Without the callback the block could not be freed in time. */
+        /* Without the callback the block could not come back in time. */
         (void)sw_cl.ReleaseMemObject(m);
         (void)sw_cl.Finish(d->queue);
-        free(block);
+        block_free(b);
         return NULL;
     }
     return m;

@@ -48,6 +48,7 @@ typedef intptr_t cl_context_properties;
 #define SW_CL_PLATFORM_NOT_FOUND_KHR (-1001)
 #define SW_CL_PLATFORM_NAME 0x0902
 #define SW_CL_DEVICE_TYPE 0x1000
+#define SW_CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define SW_CL_DEVICE_GLOBAL_MEM_SIZE 0x101F
 #define SW_CL_DEVICE_NAME 0x102B
 #define SW_CL_DEVICE_SINGLE_FP_CONFIG 0x101B
@@ -134,6 +135,7 @@ typedef struct sw_cl_device {
     cl_device_id id;
     cl_bitfield type;
     cl_ulong global_mem;
+    size_t max_group; /* the largest work group (0 when unknown) */
     char name[128];
     char platform_name[128];
     pthread_mutex_t lock;

@@ -14,8 +14,11 @@
  *    output and its inputs, after shared repeats are dropped; operands
  *    without a common refinement (or with more modes than a plan holds)
  *    each decompose the logical index over their own leaves instead;
- *  - a row sum (sw_clk_reduce): one work item per output element, which
- *    walks the summed mode's leaves in nested loops;
+ *  - a row sum (sw_clk_reduce): for a short summed mode one work item
+ *    per output element, which walks the summed mode's leaves in nested
+ *    loops; for a long one two passes, partial sums of fixed parts by
+ *    work groups then one work item per output adding them in order (see
+ *    reduce_parallel);
  *  - a matrix product (sw_clk_gemm): Float32 by 64 x 64 tiles staged
  *    through local memory, each work item accumulating a 4 x 4 block;
  *    Int32 one work item per output, accumulated exactly in 64 bits.
@@ -831,6 +834,202 @@ static void gen_sum_loops(sb *b, const flat *f, const char *acc_type) {
 
 static const char accumulation_msg[] = "OpenCL integer accumulation overflowed";
 
+/*
+ * The parallel form of the row sum. A row whose summed mode has more than
+ * RED_PART_MIN elements is cut into P parts of len elements each (the
+ * last one shorter), a partition that depends on that length alone:
+ *
+ *   len = RED_LANES * ceil(max(RED_PART_MIN, ceil(K / RED_PARTS_MAX))
+ *                          / RED_LANES),  P = ceil(K / len)
+ *
+ * Pass one runs a work group of RED_LANES work items per (row, part):
+ * lane l takes the l-th of RED_LANES equal stretches of the part (the
+ * last ones shorter or empty) and adds element u of every run of RED_ILP
+ * neighbours into its own sum u, in order (independent sums that a CPU
+ * device adds as one vector; the last, shorter run likewise), then its
+ * RED_ILP sums pairwise; the lanes' sums are then added pairwise in local
+ * memory, halving the count each step, into the part's partial sum. Pass
+ * two, one work item per row, adds the row's P partials in order, applies
+ * the broadcast multiplier and stores. Every addition has a fixed place
+ * in that tree, whatever the device's scheduling, so a sum is the same
+ * from run to run (Float32 partials in float, Int32 ones exact in 64
+ * bits). On PoCL, few large parts run fastest (two cores; each part's
+ * lanes become vector lanes), hence RED_PARTS_MAX.
+ */
+#define RED_LANES 64
+#define RED_PART_MIN 4096
+#define RED_PARTS_MAX 64
+#define RED_ILP 8 /* the sums of a lane, added pairwise at its end */
+_Static_assert(RED_ILP == 8, "gen_reduce_parts adds eight lane sums");
+
+/* Source storing acc (the row's sum) at o[p0], after the broadcast
+ * multiplier and, for Int32, the range checks. Closes the kernel. */
+static void gen_reduce_store(sb *b, int integer, int64_t repeat) {
+    if (integer) {
+        sb_add(b, "  if (acc < INT_MIN || acc > INT_MAX) { flag[0] = 1; "
+                  "acc = 0; }\n");
+        if (repeat > 1) {
+            /* The sum fits int32 here, so acc * repeat is exact in 64
+             * bits whenever repeat < 2**32. */
+            if (repeat >= ((int64_t)1 << 32))
+                sb_add(b, "  if (acc != 0) flag[0] = 1;\n");
+            else
+                sb_add(b,
+                       "  acc *= %" PRId64 "L;\n"
+                       "  if (acc < INT_MIN || acc > INT_MAX) flag[0] = 1;\n",
+                       repeat);
+        }
+        sb_add(b, "  o[p0] = (int)acc;\n}\n");
+    } else {
+        if (repeat > 1)
+            sb_add(b, "  acc *= (float)%" PRId64 "L;\n", repeat);
+        sb_add(b, "  o[p0] = acc;\n}\n");
+    }
+}
+
+/* Source of pass one: the partial sums of every (row, part) of x. */
+static sw_status gen_reduce_parts(sb *b, sw_dtype dt, const char *acc_type,
+                                  sw_plan_leaves out, sw_plan_leaves rows,
+                                  const flat *cf, int64_t k, int64_t len,
+                                  int64_t parts, int64_t *adjust) {
+    sb_add(b,
+           "#pragma OPENCL FP_CONTRACT OFF\n"
+           "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\n"
+           "void sw_kernel(__global const %s *x, long x_off, "
+           "__global %s *part) {\n"
+           "  __local %s lanes[%d];\n"
+           "  long g = (long)get_group_id(0);\n"
+           "  int l = (int)get_local_id(0);\n"
+           "  long idx = g / %" PRId64 "L;\n"
+           "  long lo = (g %% %" PRId64 "L) * %" PRId64 "L;\n"
+           "  long hi = min(lo + %" PRId64 "L, %" PRId64 "L);\n"
+           "  long c = 0;\n"
+           "  long p0 = 0, p1 = x_off;\n",
+           RED_LANES, cl_type(dt), acc_type, acc_type, RED_LANES, parts, parts,
+           len, len, k);
+    sw_plan_leaves two[2] = {out, rows};
+    sw_status st = gen_visit(b, 2, two, adjust);
+    if (st)
+        return st;
+    sb_add(b,
+           "  long m = (hi - lo + %d) / %d;\n"
+           "  long j = min(lo + l * m, hi), e = min(j + m, hi);\n"
+           "  %s a[%d];\n"
+           "  for (int u = 0; u < %d; ++u) a[u] = 0;\n"
+           "  for (; j + %d <= e; j += %d) {\n"
+           "  #pragma unroll\n"
+           "  for (int u = 0; u < %d; ++u) {\n"
+           "  long i = j + u;\n"
+           "  long q = p1;\n",
+           RED_LANES - 1, RED_LANES, acc_type, RED_ILP, RED_ILP, RED_ILP,
+           RED_ILP, RED_ILP);
+    gen_decompose(b, cf, "i", "q");
+    sb_add(b,
+           "  a[u] += (%s)x[q];\n  }\n  }\n"
+           "  for (int u = 0; j < e; ++j, ++u) {\n"
+           "  long i = j;\n"
+           "  long q = p1;\n",
+           acc_type);
+    gen_decompose(b, cf, "i", "q");
+    sb_add(b, "  a[u] += (%s)x[q];\n  }\n", acc_type);
+    sb_add(b,
+           "  %s acc = ((a[0] + a[1]) + (a[2] + a[3])) + "
+           "((a[4] + a[5]) + (a[6] + a[7]));\n",
+           acc_type);
+    sb_add(b,
+           "  lanes[l] = acc;\n"
+           "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "  for (int h = %d; h > 0; h >>= 1) {\n"
+           "  if (l < h) lanes[l] += lanes[l + h];\n"
+           "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "  }\n"
+           "  if (l == 0) part[g] = lanes[0];\n"
+           "}\n",
+           RED_LANES / 2);
+    return SW_OK;
+}
+
+/* Source of pass two: each row's partials, added in order, stored. */
+static sw_status gen_reduce_rows(sb *b, sw_dtype dt, const char *acc_type,
+                                 sw_plan_leaves out, sw_plan_leaves rows,
+                                 int64_t parts, int integer, int64_t repeat,
+                                 int64_t *adjust) {
+    sb_add(b,
+           "#pragma OPENCL FP_CONTRACT OFF\n"
+           "__kernel void sw_kernel(__global %s *o, long o_off, "
+           "__global const %s *part, __global int *flag) {\n"
+           "  long idx = (long)get_global_id(0);\n"
+           "  __global const %s *mine = part + idx * %" PRId64 "L;\n"
+           "  long c = 0;\n"
+           "  long p0 = o_off, p1 = 0;\n",
+           cl_type(dt), acc_type, acc_type, parts);
+    sw_plan_leaves two[2] = {out, rows};
+    sw_status st = gen_visit(b, 2, two, adjust);
+    if (st)
+        return st;
+    sb_add(b,
+           "  %s acc = 0;\n"
+           "  for (long j = 0; j < %" PRId64 "L; ++j) acc += mine[j];\n",
+           acc_type, parts);
+    gen_reduce_store(b, integer, repeat);
+    return SW_OK;
+}
+
+/* Both passes: partials into a scratch buffer, then the rows. */
+static sw_status reduce_parallel(sw_cl_device *d, const sw_clk_operand *out,
+                                 const sw_clk_operand *x, sw_plan_leaves rows,
+                                 const flat *cf, int64_t k, int64_t repeat,
+                                 cl_mem flag, int *raised) {
+    sw_dtype ot = out->dtype;
+    int integer = ot == SW_DTYPE_INT32;
+    const char *acc_type = integer ? "long" : "float";
+    int64_t nrows = sw_plan_leaves_size(out->leaves);
+    int64_t len = (k + RED_PARTS_MAX - 1) / RED_PARTS_MAX;
+    if (len < RED_PART_MIN)
+        len = RED_PART_MIN;
+    len = (len + RED_LANES - 1) / RED_LANES * RED_LANES;
+    int64_t parts = (k + len - 1) / len;
+    int64_t groups, bytes;
+    if (!sw_mul_ok(nrows, parts, &groups) ||
+        !sw_mul_ok(groups, integer ? 8 : 4, &bytes) ||
+        groups > INT64_MAX / RED_LANES)
+        return sw_fail(SW_EOVERFLOW, "OpenCL reduce: too many partial sums");
+    int64_t adjust[SW_PLAN_MAX_OPS] = {0};
+    sb one = {0}, two = {0};
+    cl_mem part = NULL;
+    sw_status st = gen_reduce_parts(&one, ot, acc_type, out->leaves, rows, cf,
+                                    k, len, parts, adjust);
+    int64_t x_off = x->offset + adjust[1];
+    if (!st)
+        st = gen_reduce_rows(&two, ot, acc_type, out->leaves, rows, parts,
+                             integer, repeat, adjust);
+    int64_t o_off = out->offset + adjust[0];
+    if (!st)
+        st = sw_opencl_buffer_new(d, bytes, &part);
+    if (!st) {
+        karg a1[3] = {{sizeof(cl_mem), &x->mem},
+                      {sizeof(int64_t), &x_off},
+                      {sizeof(cl_mem), &part}};
+        size_t global = (size_t)(groups * RED_LANES), local = RED_LANES;
+        st = launch(d, &one, 3, a1, 1, &global, &local, NULL, NULL);
+    }
+    if (!st) {
+        cl_mem flag_arg = flag;
+        karg a2[4] = {{sizeof(cl_mem), &out->mem},
+                      {sizeof(int64_t), &o_off},
+                      {sizeof(cl_mem), &part},
+                      {sizeof(cl_mem), &flag_arg}};
+        size_t global = (size_t)nrows;
+        st = launch(d, &two, 4, a2, 1, &global, NULL, flag, raised);
+    }
+    /* Commands enqueued with the scratch buffer keep it until they end. */
+    if (part)
+        (void)sw_cl.ReleaseMemObject(part);
+    sb_free(&one);
+    sb_free(&two);
+    return st;
+}
+
 sw_status sw_clk_reduce(sw_cl_device *d, const sw_clk_operand *out,
                         const sw_clk_operand *x, sw_plan_leaves rows,
                         sw_plan_leaves cols) {
@@ -847,10 +1046,10 @@ sw_status sw_clk_reduce(sw_cl_device *d, const sw_clk_operand *out,
     /* Summed leaves along which x does not move add the same value again:
      * their extents multiply the sum instead (as the CPU kernel does). */
     flat cf;
-    int64_t repeat = 1;
+    int64_t repeat = 1, k = 1;
     {
         sw_plan_leaves kept = cols;
-        int64_t ext[SW_PLAN_MAX_LEAVES], str[SW_PLAN_MAX_LEAVES];
+        int64_t ext[SW_PLAN_MAX_LEAVES] = {0}, str[SW_PLAN_MAX_LEAVES] = {0};
         int32_t n = 0;
         for (int32_t i = 0; i < cols.nleaf && n < SW_PLAN_MAX_LEAVES; ++i) {
             if (cols.stride[i] == 0) {
@@ -859,6 +1058,7 @@ sw_status sw_clk_reduce(sw_cl_device *d, const sw_clk_operand *out,
             }
             ext[n] = cols.extent[i];
             str[n] = cols.stride[i];
+            k *= ext[n];
             ++n;
         }
         kept.nleaf = n;
@@ -867,61 +1067,45 @@ sw_status sw_clk_reduce(sw_cl_device *d, const sw_clk_operand *out,
         flatten(kept, &cf);
     }
     int integer = ot == SW_DTYPE_INT32;
-    const char *acc_type = integer ? "long" : "float";
-    sb b = {0};
-    sb_add(&b,
-           "#pragma OPENCL FP_CONTRACT OFF\n"
-           "__kernel void sw_kernel(__global %s *o, long o_off, "
-           "__global const %s *x, long x_off, __global int *flag) {\n"
-           "  long idx = (long)get_global_id(0);\n"
-           "  long c = 0;\n"
-           "  long p0 = o_off, p1 = x_off;\n",
-           cl_type(ot), cl_type(ot));
-    sw_plan_leaves two[2] = {out->leaves, rows};
-    int64_t adjust[SW_PLAN_MAX_OPS] = {0};
-    sw_status st = gen_visit(&b, 2, two, adjust);
-    if (st) {
-        sb_free(&b);
-        return st;
-    }
-    sb_add(&b, "  long px = p1;\n  %s acc = 0;\n", acc_type);
-    gen_sum_loops(&b, &cf, acc_type);
-    if (integer) {
-        sb_add(&b, "  if (acc < INT_MIN || acc > INT_MAX) { flag[0] = 1; "
-                   "acc = 0; }\n");
-        if (repeat > 1) {
-            /* The sum fits int32 here, so acc * repeat is exact in 64
-             * bits whenever repeat < 2**32. */
-            if (repeat >= ((int64_t)1 << 32))
-                sb_add(&b, "  if (acc != 0) flag[0] = 1;\n");
-            else
-                sb_add(&b,
-                       "  acc *= %" PRId64 "L;\n"
-                       "  if (acc < INT_MIN || acc > INT_MAX) flag[0] = 1;\n",
-                       repeat);
-        }
-        sb_add(&b, "  o[p0] = (int)acc;\n}\n");
-    } else {
-        if (repeat > 1)
-            sb_add(&b, "  acc *= (float)%" PRId64 "L;\n", repeat);
-        sb_add(&b, "  o[p0] = acc;\n}\n");
-    }
     cl_mem flag = NULL;
-    if (integer && (st = flag_new(d, &flag))) {
-        sb_free(&b);
+    sw_status st;
+    if (integer && (st = flag_new(d, &flag)))
         return st;
-    }
-    int64_t o_off = out->offset + adjust[0], x_off = x->offset + adjust[1];
-    cl_mem flag_arg = flag;
-    karg args[5] = {{sizeof(cl_mem), &out->mem},
-                    {sizeof(int64_t), &o_off},
-                    {sizeof(cl_mem), &x->mem},
-                    {sizeof(int64_t), &x_off},
-                    {sizeof(cl_mem), &flag_arg}};
-    size_t global = (size_t)sw_plan_leaves_size(out->leaves);
     int raised = 0;
-    st = launch(d, &b, 5, args, 1, &global, NULL, flag, &raised);
-    sb_free(&b);
+    if (k > RED_PART_MIN && d->max_group >= RED_LANES) {
+        st = reduce_parallel(d, out, x, rows, &cf, k, repeat, flag, &raised);
+    } else {
+        /* One work item per row walks the summed leaves in nested loops. */
+        const char *acc_type = integer ? "long" : "float";
+        sb b = {0};
+        sb_add(&b,
+               "#pragma OPENCL FP_CONTRACT OFF\n"
+               "__kernel void sw_kernel(__global %s *o, long o_off, "
+               "__global const %s *x, long x_off, __global int *flag) {\n"
+               "  long idx = (long)get_global_id(0);\n"
+               "  long c = 0;\n"
+               "  long p0 = o_off, p1 = x_off;\n",
+               cl_type(ot), cl_type(ot));
+        sw_plan_leaves two[2] = {out->leaves, rows};
+        int64_t adjust[SW_PLAN_MAX_OPS] = {0};
+        st = gen_visit(&b, 2, two, adjust);
+        if (!st) {
+            sb_add(&b, "  long px = p1;\n  %s acc = 0;\n", acc_type);
+            gen_sum_loops(&b, &cf, acc_type);
+            gen_reduce_store(&b, integer, repeat);
+            int64_t o_off = out->offset + adjust[0],
+                    x_off = x->offset + adjust[1];
+            cl_mem flag_arg = flag;
+            karg args[5] = {{sizeof(cl_mem), &out->mem},
+                            {sizeof(int64_t), &o_off},
+                            {sizeof(cl_mem), &x->mem},
+                            {sizeof(int64_t), &x_off},
+                            {sizeof(cl_mem), &flag_arg}};
+            size_t global = (size_t)sw_plan_leaves_size(out->leaves);
+            st = launch(d, &b, 5, args, 1, &global, NULL, flag, &raised);
+        }
+        sb_free(&b);
+    }
     if (flag)
         (void)sw_cl.ReleaseMemObject(flag);
     if (!st && raised)

@@ -125,6 +125,9 @@ static void list_devices(void) {
             (void)sw_cl.GetDeviceInfo(ids[d], SW_CL_DEVICE_GLOBAL_MEM_SIZE,
                                       sizeof dev->global_mem, &dev->global_mem,
                                       NULL);
+            (void)sw_cl.GetDeviceInfo(ids[d], SW_CL_DEVICE_MAX_WORK_GROUP_SIZE,
+                                      sizeof dev->max_group, &dev->max_group,
+                                      NULL);
             pthread_mutex_init(&dev->lock, NULL);
             ++device_count;
         }
