@@ -15,6 +15,11 @@ project tracks:
 * exp, tanh, sigmoid, gelu and silu on 4M compact Float32 elements: at
   least 1.0x PyTorch where possible (ours on one thread; PyTorch on its
   default threads), printed with the ULP bound of our function;
+* gelu and its backward (``torch.ops.aten.gelu_backward`` beside the
+  backward of our recorded gelu) at 1e5, 1e6 and 4e6 elements, both
+  frameworks at 1 and then 2 threads, the four candidates timed in turn,
+  each after a pause (so that no peer's spinning workers slow it) and one
+  untimed call (that wakes its own idle workers): at least 1.0x PyTorch;
 * the cost curves: add from 1e3 to 1.6e7 elements and matmul from 64 to
   4096, beside both peers, with the fraction of the machine's memory
   bandwidth and FLOP/s that ours reaches (``SW_PEAK_GBS``,
@@ -212,8 +217,11 @@ def print_thread_rows(rows):
 
 
 # The largest error over all float32 inputs, in ULP, of each activation
-# (src/op/kernels/vmath.h, docs/VMATH.md).
-ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 2.41, "gelu": 2.29, "silu": 3.40}
+# (src/op/kernels/vmath.h, docs/VMATH.md); gelu's gradient in ULP of
+# max(|gelu'(x)|, Phi(x)).
+GELU_ULP = 1.43
+GELU_GRAD_ULP = 2.25
+ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 2.41, "gelu": GELU_ULP, "silu": 3.40}
 
 
 def activation_rows_at(n: int):
@@ -253,6 +261,76 @@ def activation_rows_at(n: int):
 
 def activation_rows():
     return activation_rows_at(4_000_000) + activation_rows_at(1_000_000)
+
+
+GELU_SIZES = (100_000, 1_000_000, 4_000_000)
+
+
+def _sw_no_grad(fn, *args):
+    with sw.no_grad():
+        return fn(*args)
+
+
+def _torch_no_grad(fn, *args):
+    with torch.no_grad():
+        return fn(*args)
+
+
+def gelu_rows(rounds: int = 21):
+    """gelu forward and backward, ours beside PyTorch, at 1 and 2 threads:
+    (n, threads, {candidate: [seconds per call, one per round]})."""
+    rng = np.random.default_rng(5)
+    rows = []
+    before = sw.get_num_threads()
+    tbefore = torch.get_num_threads()
+    for n in GELU_SIZES:
+        a = (rng.standard_normal(n, dtype=np.float32) * 3).astype(np.float32)
+        g = rng.standard_normal(n, dtype=np.float32)
+        lay = layout([n], [1])
+        ta, tg = wrap(a, lay), wrap(g, lay)
+        op = sw.gelu(ta).autograd_ctx  # recorded: its backward is ours
+        xa, xg = torch.from_numpy(a), torch.from_numpy(g)
+        number = max(1, 1_000_000 // n)
+
+        cands = {
+            "ours": partial(_sw_no_grad, sw.gelu, ta),
+            "torch": partial(_torch_no_grad, torch.nn.functional.gelu, xa),
+            "ours bwd": partial(op.backward, tg),
+            "torch bwd": partial(torch.ops.aten.gelu_backward, xg, xa),
+        }
+        for k in (1, 2):
+            sw.set_num_threads(k)
+            torch.set_num_threads(k)
+            times = {c: [] for c in cands}
+            for _ in range(rounds):
+                for c, fn in cands.items():
+                    time.sleep(0.01)
+                    fn()  # wakes the candidate's idle workers
+                    times[c].append(best(fn, repeat=3, number=number))
+            rows.append((n, k, times))
+    sw.set_num_threads(before)
+    torch.set_num_threads(tbefore)
+    return rows
+
+
+def print_gelu_rows(rows):
+    print(
+        f"\ngelu beside PyTorch (best of the rounds, ms; ratio = torch / ours, median ratio in "
+        f"brackets; ULP bounds {GELU_ULP} forward, {GELU_GRAD_ULP} gradient)"
+    )
+    print(
+        f"{'n':>8} {'thr':>3} {'ours':>8} {'torch':>8} {'ratio':>14}   "
+        f"{'ours bwd':>8} {'torch bwd':>9} {'ratio':>14}"
+    )
+    for n, k, t in rows:
+        b = {c: min(v) for c, v in t.items()}
+        m = {c: float(np.median(v)) for c, v in t.items()}
+        f = f"{b['torch'] / b['ours']:5.2f}x ({m['torch'] / m['ours']:4.2f}x)"
+        bw = f"{b['torch bwd'] / b['ours bwd']:5.2f}x ({m['torch bwd'] / m['ours bwd']:4.2f}x)"
+        print(
+            f"{n:8d} {k:3d} {b['ours'] * 1e3:8.3f} {b['torch'] * 1e3:8.3f} {f:>14}   "
+            f"{b['ours bwd'] * 1e3:8.3f} {b['torch bwd'] * 1e3:9.3f} {bw:>14}"
+        )
 
 
 def matmul_row():
@@ -392,6 +470,8 @@ def main():
             f"{op:8} {n:8d} {t_ours * 1e3:9.3f} {t_np * 1e3:9.3f} {torch_ms} "
             f"{t_np / t_ours:10.2f}x {ratio} {ULP_BOUND[op]:10.2f} {8 * n / t_ours / 1e9:7.1f}"
         )
+    if torch is not None:
+        print_gelu_rows(gelu_rows())
     print_scaling(*scaling_rows())
     t_ours, t_np = matmul_row()
     print(

@@ -8,7 +8,8 @@ feeds. Coefficients are then rounded to float one at a time, lowest order
 first, refitting the remaining ones after each rounding so that the later
 coefficients absorb the rounding of the earlier ones. The script prints the
 C initialisers and the largest weighted error of each fit (in units of
-2**-24, the half-ULP scale of float) with the rounded coefficients.
+2**-24, the half-ULP scale of float) with the rounded coefficients; gelu's
+32-interval tables come out as the declarations of vmath_body.h.
 
 Run: python tools/vmath_fit.py
 """
@@ -43,8 +44,13 @@ def fit(t: np.ndarray, target: np.ndarray, weight: np.ndarray, degree: int):
     return coeffs, err
 
 
+def cfloat(v: float) -> str:
+    """v as a C float literal."""
+    return f"{v:.9g}f" if v != int(v) else f"{v:.1f}f"
+
+
 def show(name: str, coeffs: list[float], err: float) -> None:
-    body = ", ".join(f"{c:.9g}f" for c in coeffs)
+    body = ", ".join(cfloat(c) for c in coeffs)
     print(f"/* {name}: max weighted error {err:.4f} x 2^-24 */")
     print(f"{{{body}}}")
 
@@ -73,42 +79,117 @@ def log1p_fit() -> None:
     show("log1p Q(f), degree 8", *fit(f, target, weight, 8))
 
 
-def phi(x: np.ndarray) -> np.ndarray:
-    return np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
+def exp_short_fit() -> None:
+    # e^r - 1 = r + r^2 P(r) on |r| <= ln2/2 with slack, P of degree 4, for
+    # gelu (weighted relative to e^r, which multiplies the result).
+    r = nodes(-0.3467, 0.3467)
+    target = (np.exp(r) - 1 - r) / r**2
+    weight = r**2 / np.exp(r)
+    show("exp P(r), degree 4 (gelu)", *fit(r, target, weight, 4))
 
 
-def gelu_small_fit() -> None:
-    # gelu(x) = x/2 + x^2 P(x^2) on |x| <= 0.5, weighted by the negative side.
-    x = nodes(1e-4, 0.5)
-    target = (phi(x) - 0.5) / x
-    weight = x / phi(-x)
-    show("gelu small P(x^2), degree 3", *fit(x * x, target, weight, 3))
+def gelu_q(v: float) -> float:
+    """Q(a) = erfc(a/sqrt 2)/2 = Phi(-a), in double."""
+    return 0.5 * math.erfc(v / math.sqrt(2))
 
 
-GELU_EDGES = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0]
+def gelu_phi(v: float) -> float:
+    """The normal density phi(a) = e^(-a^2/2)/sqrt(2 pi), in double."""
+    return math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
 
 
-def gelu_tail_fit(degree: int) -> None:
-    # h(a) = erfc(a/sqrt2)/2 = exp(-a^2/2) H(a); H on each interval as a
-    # polynomial in u = a - c, c the interval's midpoint.
-    rows = []
+def fit_fixed_c0(t: np.ndarray, target: np.ndarray, weight: np.ndarray, degree: int, c0: float):
+    """As fit, with the constant term given."""
+    coeffs = [c0]
+    resid = target - c0
+    for k in range(1, degree + 1):
+        powers = np.stack([t**j for j in range(k, degree + 1)], axis=1)
+        sol, *_ = np.linalg.lstsq(powers * weight[:, None], resid * weight, rcond=None)
+        c = f32(sol[0])
+        coeffs.append(c)
+        resid = resid - c * t**k
+    err = np.max(np.abs(resid * weight)) / 2.0**-24
+    return coeffs, err
+
+
+# gelu's near range a = |x| <= GELU_NEAR is cut into 32 intervals, uniform
+# in a (a + GELU_B): interval j holds the a with round(s a (a + b)) = j.
+GELU_NEAR = 8.0
+GELU_FAR = 15.0
+GELU_B = 2.0
+GELU_S = f32((32 - 0.51) / (GELU_NEAR * (GELU_NEAR + GELU_B)))
+
+
+def gelu_intervals() -> list[tuple[float, float]]:
+    edges = []
+    for j in range(32):
+        t0, t1 = max(0.0, (j - 0.5) / GELU_S), (j + 0.5) / GELU_S
+        lo = (-GELU_B + math.sqrt(GELU_B**2 + 4 * t0)) / 2
+        hi = min(GELU_NEAR, (-GELU_B + math.sqrt(GELU_B**2 + 4 * t1)) / 2)
+        edges.append((lo, hi))
+    return edges
+
+
+def gelu_table(name: str, fn, scale, degree: int = 7) -> None:
+    """A degree-`degree` polynomial in u = a - c per interval for fn, with
+    error relative to scale(a). The centre c is the point near the middle
+    of the interval where fn(c) is closest to a float (so that the constant
+    term is fn(c) almost exactly); the interval is widened by 0.1% for the
+    rounding of the index. K(a) on the first interval has c = 0 and no
+    constant term (K(0) = 0, and u = a is exact)."""
+    rows: list[tuple[float, list[float]]] = []
     worst = 0.0
-    for lo, hi in zip(GELU_EDGES[:-1], GELU_EDGES[1:], strict=True):
-        c = (lo + hi) / 2
-        a = nodes(lo, hi)
-        target = np.array([0.5 * math.erfc(v / math.sqrt(2)) * math.exp(v * v / 2) for v in a])
-        coeffs, err = fit(a - c, target, 1 / target, degree)
+    for j, (lo, hi) in enumerate(gelu_intervals()):
+        w = hi - lo
+        a = nodes(max(0.0, lo - 0.001 * w), hi + 0.001 * w, 600)
+        target = np.array([fn(v) for v in a])
+        weight = 1 / np.array([scale(v) for v in a])
+        if j == 0 and name == "K":
+            coeffs, err = fit(a, target / a, a * weight, degree - 1)
+            c, coeffs = 0.0, [0.0, *coeffs]
+        else:
+            cands = [f32(v) for v in np.linspace(lo + 0.4 * w, lo + 0.6 * w, 2001)]
+            c = min(cands, key=lambda v: abs(f32(fn(v)) - fn(v)) / scale(v))
+            coeffs, err = fit_fixed_c0(a - c, target, weight, degree, f32(fn(c)))
         worst = max(worst, err)
         rows.append((c, coeffs))
-    print(f"/* gelu H(a - c), degree {degree}: max relative error {worst:.4f} x 2^-24 */")
-    print("centres", [c for c, _ in rows])
+    lname = name.lower()
+    print(f"/* gelu {name}(c + u), degree {degree}: max error {worst:.4f} x 2^-24 */")
+    print(f"static const float vm_gelu_{lname}c[32] = {{")
+    print(", ".join(cfloat(c) for c, _ in rows) + "};")
+    print(f"static const float vm_gelu_{lname}[{degree + 1} * 32] = {{")
     for k in range(degree + 1):
-        print("{" + ", ".join(f"{co[k]:.9g}f" for _, co in rows) + "},")
+        print(f"/* u^{k} */")
+        end = "," if k < degree else "};"
+        print(", ".join(cfloat(co[k]) for _, co in rows) + end)
+
+
+def gelu_fit() -> None:
+    print(f"/* gelu index: s = {GELU_S:.9g}f, s b = {f32(GELU_S * GELU_B):.9g}f */")
+    # K(a) = a Q(a), relative.
+    gelu_table("K", lambda v: v * gelu_q(v), lambda v: v * gelu_q(v))
+    # D(a) = Q(a) - a phi(a), relative to the larger of Q(a) and |D(a)| (D
+    # has a zero at a = 0.7518, where only that absolute accuracy is
+    # possible).
+    gelu_table(
+        "D",
+        lambda v: gelu_q(v) - v * gelu_phi(v),
+        lambda v: max(gelu_q(v), abs(gelu_q(v) - v * gelu_phi(v))),
+    )
+    # Beyond the near range (a in [8, 15], x < -8 only): K(a) = phi(a)
+    # R(v) and -D(a) = a phi(a) S(v) with v = 1/a^2, R = a Q/phi (1 - v + 3 v^2
+    # ...) and S = 1 - v R, both times 1/sqrt(2 pi); relative.
+    v = nodes(1 / (GELU_FAR * 1.001) ** 2, 1 / (GELU_NEAR * 0.999) ** 2, 400)
+    a = 1 / np.sqrt(v)
+    rr = np.array([x * gelu_q(x) / gelu_phi(x) for x in a]) / math.sqrt(2 * math.pi)
+    show("gelu far R(v), degree 4", *fit(v, rr, 1 / rr, 4))
+    ss = (1 - v * rr * math.sqrt(2 * math.pi)) / math.sqrt(2 * math.pi)
+    show("gelu far S(v), degree 4", *fit(v, ss, 1 / ss, 4))
 
 
 if __name__ == "__main__":
     exp_fit()
     tanh_fit()
     log1p_fit()
-    gelu_small_fit()
-    gelu_tail_fit(9)
+    exp_short_fit()
+    gelu_fit()

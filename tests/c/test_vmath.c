@@ -5,8 +5,8 @@
  * branches, saturate, overflow or underflow), all paths giving the same
  * bits, the special values, and the activation kernels giving exactly the
  * array functions' results on contiguous and strided layouts, forward
- * and backward. The exhaustive form of the ULP check is
- * test_vmath_ulp.c (`make test-ulp`).
+ * and backward. The sample includes gelu's gradient (vmath_ulp.h). The
+ * exhaustive form of the ULP check is test_vmath_ulp.c (`make test-ulp`).
  */
 #include <float.h>
 #include <math.h>
@@ -16,6 +16,7 @@
 
 #include "op/kernels/kernels.h"
 #include "strideweave/layout.h"
+#include "strideweave/threads.h"
 #include "tap.h"
 #include "vmath_ulp.h"
 
@@ -25,7 +26,7 @@
 static const float edges[] = {
     0.0f,   0x1p-126f, 0x1p-149f, 0.3466f, 0.5f,     0.5625f, 0.75f,
     0.881f, 1.0f,      1.5f,      2.0f,    3.0f,     4.0f,    6.0f,
-    8.0f,   9.01f,     12.0f,     14.3f,   15.99f,   16.0f,   17.33f,
+    8.0f,   9.01f,     12.0f,     14.3f,   14.5f,    16.0f,   17.33f,
     86.0f,  87.0f,     87.34f,    88.0f,   88.7228f, 89.0f,   103.97f,
     104.0f, 108.6f,    110.0f,    FLT_MAX, INFINITY};
 #define N_EDGES ((int)(sizeof edges / sizeof edges[0]))
@@ -55,22 +56,21 @@ static void test_ulp_sample(void) {
     sample s = {((uint64_t)1 << 32) / STRIDE};
     vu_measure(&run, sample_map, &s,
                s.strided + (uint64_t)N_EDGES * 2 * 2 * EDGE_SPAN);
-    for (int f = 0; f < SW_VMATH_COUNT; ++f)
+    for (int f = 0; f < VU_COUNT; ++f)
         for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
             if (!run.impl[p])
                 continue;
             const vu_stat *st = &run.stat[f][p];
             ok(st->max_err <= vu_bound[f],
-               "%s %s: sample within %.2f ULP (max %.4f at x = %a)",
-               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name, vu_bound[f],
-               st->max_err, (double)st->worst_x);
+               "%s %s: sample within %.2f ULP (max %.4f at x = %a)", vu_name(f),
+               run.impl[p]->name, vu_bound[f], st->max_err,
+               (double)st->worst_x);
             ok(st->max_sub <= vu_bound_sub[f],
                "%s %s: subnormal results within %.2f ULP (max %.4f)",
-               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name,
-               vu_bound_sub[f], st->max_sub);
+               vu_name(f), run.impl[p]->name, vu_bound_sub[f], st->max_sub);
             if (p > 0)
                 ok(st->mismatches == 0, "%s %s: the scalar path's bits",
-                   sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name);
+                   vu_name(f), run.impl[p]->name);
         }
     diag("paths: scalar%s%s", run.impl[1] ? ", avx2-fma" : "",
          run.impl[2] ? ", avx512" : "");
@@ -129,6 +129,20 @@ static void test_specials(void) {
         float t[2] = {9.1f, -20.0f}, yt[2];
         im->fwd[SW_VMATH_TANH](t, yt, 2);
         ok(yt[0] == 1.0f && yt[1] == -1.0f, "%s: tanh saturates to +-1",
+           im->name);
+        /* gelu is x from 5.5 on and -0 below -14.5; its gradient has the
+         * limits 1 and 0 and is 1/2 at both zeros. */
+        float gx[5] = {5.5f, 100.0f, FLT_MAX, -14.5f, -1e30f};
+        float gy[6], one[6] = {1, 1, 1, 1, 1, 1};
+        im->fwd[SW_VMATH_GELU](gx, gy, 5);
+        ok(gy[0] == 5.5f && gy[1] == 100.0f && gy[2] == FLT_MAX &&
+               same_bits(gy[3], -0.0f) && same_bits(gy[4], -0.0f) &&
+               same_bits(out[SW_VMATH_GELU][4], 0.0f),
+           "%s: gelu(x) = x for x >= 5.5, -0 below -14.5, +0 at +0", im->name);
+        im->grad[SW_VMATH_GELU](one, in, gy, 6);
+        ok(isnan(gy[0]) && isnan(gy[1]) && gy[2] == 1.0f && gy[3] == 0.0f &&
+               gy[4] == 0.5f && gy[5] == 0.5f,
+           "%s: gelu'(NaN) = NaN, gelu'(+-inf) = 1, 0, gelu'(+-0) = 1/2",
            im->name);
     }
 }
@@ -230,9 +244,62 @@ static void test_kernels_match(void) {
     free(got);
 }
 
+/*
+ * gelu takes its far path (x < -8) per vector, so which lanes share a
+ * vector must not matter: on 1000003 elements in [-16, 16) (a quarter of
+ * them far, at every offset), gelu and its gradient give the same bits at
+ * 1 and 2 threads (different chunks) and as the per-element form.
+ */
+static void test_gelu_threads(void) {
+    enum { N = 1000003 };
+    float *x = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
+    float *y1 = malloc(N * sizeof(float)), *y2 = malloc(N * sizeof(float));
+    sw_layout *l = NULL;
+    if (!ok(x && g && y1 && y2 && sw_layout_parse("1000003:1", &l) == SW_OK,
+            "gelu threads: buffers and layout"))
+        goto done;
+    uint32_t s = 12345u;
+    for (int i = 0; i < N; ++i) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)((double)(s >> 8) / 524288.0 - 16.0);
+        g[i] = 1.0f + (float)(i % 5) / 4.0f;
+    }
+    int before = sw_get_num_threads();
+    for (int back = 0; back < 2; ++back) {
+        float *y[2] = {y1, y2};
+        int good = 1;
+        for (int t = 0; t < 2; ++t) {
+            good &= sw_set_num_threads(t + 1) == SW_OK;
+            sw_status st =
+                back ? sw_kernel_activation_backward(SW_KACT_GELU,
+                                                     karg(y[t], l), karg(g, l),
+                                                     karg(x, l), NULL)
+                     : sw_kernel_activation(SW_KACT_GELU, karg(y[t], l),
+                                            karg(x, l));
+            good &= st == SW_OK;
+        }
+        good &= memcmp(y1, y2, N * sizeof(float)) == 0;
+        for (int i = 0; i < N; ++i) {
+            float one = back ? sw_vmath_grad1_f32(SW_VMATH_GELU, g[i], x[i])
+                             : sw_vmath_f32(SW_VMATH_GELU, x[i]);
+            good &= same_bits(one, y1[i]);
+        }
+        ok(good, "gelu%s: the same bits at 1 and 2 threads and per element",
+           back ? " backward" : "");
+    }
+    sw_set_num_threads(before);
+done:
+    sw_layout_unref(l);
+    free(x);
+    free(g);
+    free(y1);
+    free(y2);
+}
+
 int main(void) {
     test_ulp_sample();
     test_specials();
     test_kernels_match();
+    test_gelu_threads();
     return done_testing();
 }

@@ -1,16 +1,16 @@
 /*
  * The exhaustive accuracy check of the vmath functions: every one of the
- * 2**32 float32 bit patterns through every function on every path this
- * CPU has (scalar, AVX2, AVX-512), against the function in double
- * (vmath_ulp.h). Passes when every path keeps the bound vmath.h states
- * and all paths give the same bits. Prints one TAP line per function and
- * path with the largest error found and where. Run by `make test-ulp`
- * (minutes: see docs/VMATH.md), not by `meson test`, which runs the
- * sample of test_vmath.c instead.
+ * 2**32 float32 bit patterns through every function (and gelu's
+ * gradient) on every path this CPU has (scalar, AVX2, AVX-512), against
+ * the function in double (vmath_ulp.h). Passes when every path keeps the
+ * bound vmath.h states and all paths give the same bits. Prints one TAP
+ * line per function and path with the largest error found and where. Run
+ * by `make test-ulp` (minutes: see docs/VMATH.md), not by `meson test`,
+ * which runs the sample of test_vmath.c instead.
  *
  * An optional argument limits the run to every k-th bit pattern, for a
  * quicker look (test_vmath_ulp 97); a second one to some functions
- * (test_vmath_ulp 1 sigmoid,silu).
+ * (test_vmath_ulp 1 sigmoid,silu; gelu_grad names the gradient).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +32,8 @@ int main(int argc, char **argv) {
     timespec_get(&t0, TIME_UTC);
     static vu_run run;
     if (argc > 2)
-        for (int f = 0; f < SW_VMATH_COUNT; ++f) {
-            const char *name = sw_vmath_name((sw_vmath_fn)f);
+        for (int f = 0; f < VU_COUNT; ++f) {
+            const char *name = vu_name(f);
             const char *at = strstr(argv[2], name);
             size_t len = strlen(name);
             /* A whole name of the comma-separated list. */
@@ -47,23 +47,23 @@ int main(int argc, char **argv) {
     timespec_get(&t1, TIME_UTC);
     double secs = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    for (int f = 0; f < SW_VMATH_COUNT; ++f)
+    for (int f = 0; f < VU_COUNT; ++f)
         for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
             if (!run.impl[p] || (run.only && !(run.only & (1u << f))))
                 continue;
             const vu_stat *s = &run.stat[f][p];
             ok(s->max_err <= vu_bound[f],
                "%s %s: max %.4f ULP (bound %.2f) at x = %a (y = %a)",
-               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name, s->max_err,
-               vu_bound[f], (double)s->worst_x, (double)s->worst_y);
+               vu_name(f), run.impl[p]->name, s->max_err, vu_bound[f],
+               (double)s->worst_x, (double)s->worst_y);
             ok(s->max_sub <= vu_bound_sub[f],
                "%s %s: subnormal results max %.4f ULP (bound %.2f) at x = %a",
-               sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name, s->max_sub,
-               vu_bound_sub[f], (double)s->worst_sub_x);
+               vu_name(f), run.impl[p]->name, s->max_sub, vu_bound_sub[f],
+               (double)s->worst_sub_x);
             if (p > 0)
                 ok(s->mismatches == 0,
                    "%s %s: same bits as scalar (%llu differ, first x = %a)",
-                   sw_vmath_name((sw_vmath_fn)f), run.impl[p]->name,
+                   vu_name(f), run.impl[p]->name,
                    (unsigned long long)s->mismatches, (double)s->mismatch_x);
         }
     diag("%llu inputs per function on %d threads in %.1f s",

@@ -12,6 +12,12 @@
  * rounds to one) must match exactly. The paths must also agree bit for
  * bit (any NaN matching any NaN).
  *
+ * Besides the forward functions, the gradient of gelu is measured (g = 1
+ * through grad[SW_VMATH_GELU], the same code as any g): gelu'(x) = Phi(x)
+ * + x phi(x) crosses zero at x = -0.7518, where no relative accuracy is
+ * possible, so its error is in ULP of max(|gelu'(x)|, Phi(x)) (of the
+ * result itself except near that zero).
+ *
  * Work is split into blocks of VU_BLOCK consecutive indices taken from a
  * shared counter by VU_THREADS threads; index i maps to the bit pattern
  * map(i), so a sample is a map over a smaller range.
@@ -30,19 +36,27 @@
 #define VU_BLOCK 4096
 #define VU_THREADS 2
 
+/* The measured functions: the vmath ones, then gelu's gradient. */
+#define VU_GELU_GRAD SW_VMATH_COUNT
+#define VU_COUNT (SW_VMATH_COUNT + 1)
+
+static inline const char *vu_name(int f) {
+    return f == VU_GELU_GRAD ? "gelu_grad" : sw_vmath_name((sw_vmath_fn)f);
+}
+
 /*
  * The bounds each function must keep, in ULP, for results in the normal
  * range and for subnormal results: the exhaustive run's maxima rounded up
  * in the second decimal (vmath.h and docs/VMATH.md state the same).
  */
-static const double vu_bound[SW_VMATH_COUNT] = {
+static const double vu_bound[VU_COUNT] = {
     [SW_VMATH_EXP] = 0.61,  [SW_VMATH_TANH] = 0.78, [SW_VMATH_SIGMOID] = 2.41,
-    [SW_VMATH_GELU] = 2.29, [SW_VMATH_SILU] = 3.40, [SW_VMATH_SOFTPLUS] = 0.85,
-    [SW_VMATH_ELU] = 0.82};
-static const double vu_bound_sub[SW_VMATH_COUNT] = {
+    [SW_VMATH_GELU] = 1.43, [SW_VMATH_SILU] = 3.40, [SW_VMATH_SOFTPLUS] = 0.85,
+    [SW_VMATH_ELU] = 0.82,  [VU_GELU_GRAD] = 2.25};
+static const double vu_bound_sub[VU_COUNT] = {
     [SW_VMATH_EXP] = 0.76,  [SW_VMATH_TANH] = 0.0,  [SW_VMATH_SIGMOID] = 0.76,
-    [SW_VMATH_GELU] = 1.21, [SW_VMATH_SILU] = 1.31, [SW_VMATH_SOFTPLUS] = 0.76,
-    [SW_VMATH_ELU] = 0.0};
+    [SW_VMATH_GELU] = 1.08, [SW_VMATH_SILU] = 1.31, [SW_VMATH_SOFTPLUS] = 0.76,
+    [SW_VMATH_ELU] = 0.0,   [VU_GELU_GRAD] = 1.48};
 
 static inline double vu_sigmoid(double x) {
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
@@ -73,16 +87,27 @@ static inline double vu_ref(sw_vmath_fn fn, double x) {
     }
 }
 
-/* The error of y against ref in ULP; INFINITY for a wrong NaN or inf. */
-static inline double vu_err(float y, double ref) {
+/* gelu'(x) = Phi(x) + x phi(x) in double, and Phi(x) in *phi (the
+ * scale of its error), with the limits 0 and 1 at -inf and +inf. */
+static inline double vu_gelu_grad_ref(double x, double *phi) {
+    *phi = 0.5 * erfc(-x * 0.70710678118654752440);
+    if (isinf(x))
+        return x > 0 ? 1.0 : 0.0;
+    return *phi + x * exp(-0.5 * x * x) * 0.39894228040143267794;
+}
+
+/* The error of y against ref in ULP of scale (ulp the spacing of floats
+ * in the binade of |scale|, 2**-149 below 2**-126); INFINITY for a wrong
+ * NaN or inf. */
+static inline double vu_err_at(float y, double ref, double scale) {
     if (isnan(ref) || isnan(y))
         return isnan(ref) && isnan(y) ? 0.0 : INFINITY;
     float cr = (float)ref;
     if (isinf(cr) || isinf(y))
         return y == cr ? 0.0 : INFINITY;
-    /* |ref| in [2^e, 2^(e+1)): ulp 2^(e-23), read off the bits. */
+    /* |scale| in [2^e, 2^(e+1)): ulp 2^(e-23), read off the bits. */
     uint64_t bits;
-    memcpy(&bits, &ref, sizeof bits);
+    memcpy(&bits, &scale, sizeof bits);
     int e = (int)((bits >> 52) & 0x7ff) - 1023;
     double ulp = 0x1p-149;
     if (e >= -126) {
@@ -90,6 +115,11 @@ static inline double vu_err(float y, double ref) {
         memcpy(&ulp, &ub, sizeof ulp);
     }
     return fabs((double)y - ref) / ulp;
+}
+
+/* The error of y against ref in ULP of ref. */
+static inline double vu_err(float y, double ref) {
+    return vu_err_at(y, ref, ref);
 }
 
 static inline int vu_same(float a, float b) {
@@ -119,13 +149,15 @@ typedef struct vu_run {
     _Atomic uint64_t next;
     const sw_vmath_impl *impl[SW_VMATH_ISA_COUNT];
     pthread_mutex_t lock;
-    vu_stat stat[SW_VMATH_COUNT][SW_VMATH_ISA_COUNT];
+    vu_stat stat[VU_COUNT][SW_VMATH_ISA_COUNT];
 } vu_run;
 
 static void *vu_worker(void *arg) {
     vu_run *run = arg;
-    float x[VU_BLOCK], y[SW_VMATH_ISA_COUNT][VU_BLOCK];
-    vu_stat local[SW_VMATH_COUNT][SW_VMATH_ISA_COUNT];
+    float x[VU_BLOCK], y[SW_VMATH_ISA_COUNT][VU_BLOCK], one[VU_BLOCK];
+    for (int j = 0; j < VU_BLOCK; ++j)
+        one[j] = 1.0f;
+    vu_stat local[VU_COUNT][SW_VMATH_ISA_COUNT];
     memset(local, 0, sizeof local);
     for (;;) {
         uint64_t start = atomic_fetch_add(&run->next, VU_BLOCK);
@@ -137,14 +169,25 @@ static void *vu_worker(void *arg) {
             uint32_t bits = run->map(start + (uint64_t)j, run->ctx);
             memcpy(&x[j], &bits, sizeof bits);
         }
-        for (int f = 0; f < SW_VMATH_COUNT; ++f) {
+        for (int f = 0; f < VU_COUNT; ++f) {
             if (run->only && !(run->only & (1u << f)))
                 continue;
-            for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p)
-                if (run->impl[p])
+            for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
+                if (!run->impl[p])
+                    continue;
+                if (f == VU_GELU_GRAD)
+                    run->impl[p]->grad[SW_VMATH_GELU](one, x, y[p], n);
+                else
                     run->impl[p]->fwd[f](x, y[p], n);
+            }
             for (int64_t j = 0; j < n; ++j) {
-                double ref = vu_ref((sw_vmath_fn)f, x[j]);
+                double ref, scale;
+                if (f == VU_GELU_GRAD) {
+                    ref = vu_gelu_grad_ref(x[j], &scale);
+                    scale = fabs(ref) > scale ? ref : scale;
+                } else {
+                    ref = scale = vu_ref((sw_vmath_fn)f, x[j]);
+                }
                 double e0 = 0;
                 for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
                     if (!run->impl[p])
@@ -152,10 +195,10 @@ static void *vu_worker(void *arg) {
                     vu_stat *s = &local[f][p];
                     /* A path with the scalar path's bits has its error. */
                     int same = p > 0 && vu_same(y[p][j], y[0][j]);
-                    double e = same ? e0 : vu_err(y[p][j], ref);
+                    double e = same ? e0 : vu_err_at(y[p][j], ref, scale);
                     if (p == 0)
                         e0 = e;
-                    double a = fabs(ref);
+                    double a = fabs(scale);
                     if (a < 0x1p-126 && a > 0) {
                         if (e > s->max_sub) {
                             s->max_sub = e;
@@ -176,7 +219,7 @@ static void *vu_worker(void *arg) {
         }
     }
     pthread_mutex_lock(&run->lock);
-    for (int f = 0; f < SW_VMATH_COUNT; ++f)
+    for (int f = 0; f < VU_COUNT; ++f)
         for (int p = 0; p < SW_VMATH_ISA_COUNT; ++p) {
             vu_stat *d = &run->stat[f][p], *s = &local[f][p];
             if (s->max_err > d->max_err) {

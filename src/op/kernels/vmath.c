@@ -111,9 +111,6 @@ static inline vi vi_add(vi a, vi b) {
 static inline vi vi_sub(vi a, vi b) {
     return (int32_t)((uint32_t)a - (uint32_t)b);
 }
-static inline vi vi_min(vi a, vi b) {
-    return a < b ? a : b;
-}
 static inline vi vi_max(vi a, vi b) {
     return a > b ? a : b;
 }
@@ -125,11 +122,20 @@ static inline vi vi_sra1(vi a) {
 static inline vi vi_sll23(vi a) {
     return (int32_t)((uint32_t)a << 23);
 }
-static inline vi vi_srl22(vi a) {
-    return (int32_t)((uint32_t)a >> 22);
+static inline vf vf_lookup32(const float *t, vi i) {
+    return t[(uint32_t)i & 31u];
 }
-static inline vf vf_lookup8(const float *t, vi i) {
-    return t[i & 7];
+static inline int vm_any(vm m) {
+    return m;
+}
+static inline vm vf_signbit(vf a) {
+    return ((uint32_t)vf_bits(a) >> 31) != 0;
+}
+static inline vf vf_fms(vf a, vf b, vf c) {
+    return fmaf(a, b, -c);
+}
+static inline vf vf_fnms(vf a, vf b, vf c) {
+    return fmaf(-a, b, -c);
 }
 
 #include "op/kernels/vmath_body.h"

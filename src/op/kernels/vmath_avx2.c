@@ -108,9 +108,6 @@ static inline vi vi_add(vi a, vi b) {
 static inline vi vi_sub(vi a, vi b) {
     return _mm256_sub_epi32(a, b);
 }
-static inline vi vi_min(vi a, vi b) {
-    return _mm256_min_epi32(a, b);
-}
 static inline vi vi_max(vi a, vi b) {
     return _mm256_max_epi32(a, b);
 }
@@ -120,11 +117,29 @@ static inline vi vi_sra1(vi a) {
 static inline vi vi_sll23(vi a) {
     return _mm256_slli_epi32(a, 23);
 }
-static inline vi vi_srl22(vi a) {
-    return _mm256_srli_epi32(a, 22);
+/* Four eight-entry permutes, blended on bit 3 and then on bit 4. */
+static inline vf vf_lookup32(const float *t, vi i) {
+    vf m3 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28));
+    vf m4 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 27));
+    vf l0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(t), i);
+    vf l1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(t + 8), i);
+    vf l2 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(t + 16), i);
+    vf l3 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(t + 24), i);
+    return _mm256_blendv_ps(_mm256_blendv_ps(l0, l1, m3),
+                            _mm256_blendv_ps(l2, l3, m3), m4);
 }
-static inline vf vf_lookup8(const float *t, vi i) {
-    return _mm256_permutevar8x32_ps(_mm256_loadu_ps(t), i);
+static inline int vm_any(vm m) {
+    return _mm256_movemask_ps(m) != 0;
+}
+/* blendv reads only the sign bit of the mask: a itself is the mask. */
+static inline vm vf_signbit(vf a) {
+    return a;
+}
+static inline vf vf_fms(vf a, vf b, vf c) {
+    return _mm256_fmsub_ps(a, b, c);
+}
+static inline vf vf_fnms(vf a, vf b, vf c) {
+    return _mm256_fnmsub_ps(a, b, c);
 }
 
 #include "op/kernels/vmath_body.h"

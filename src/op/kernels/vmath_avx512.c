@@ -107,27 +107,39 @@ static inline vi vi_add(vi a, vi b) {
 static inline vi vi_sub(vi a, vi b) {
     return _mm512_sub_epi32(a, b);
 }
-static inline vi vi_min(vi a, vi b) {
-    return _mm512_min_epi32(a, b);
-}
 static inline vi vi_max(vi a, vi b) {
     return _mm512_max_epi32(a, b);
 }
 static inline vi vi_sll23(vi a) {
     return _mm512_slli_epi32(a, 23);
 }
-static inline vi vi_srl22(vi a) {
-    return _mm512_srli_epi32(a, 22);
+/* vpermt2ps reads the low five bits of each index, bit 4 choosing the
+ * second register. */
+static inline vf vf_lookup32(const float *t, vi i) {
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(t), i,
+                                  _mm512_loadu_ps(t + 16));
 }
-/* The eight entries sit in the low half; indices never exceed 7. */
-static inline vf vf_lookup8(const float *t, vi i) {
-    return _mm512_permutexvar_ps(i, _mm512_castps256_ps512(_mm256_loadu_ps(t)));
+static inline int vm_any(vm m) {
+    return m != 0;
+}
+static inline vm vf_signbit(vf a) {
+    return _mm512_cmplt_epi32_mask(vf_bits(a), _mm512_setzero_si512());
+}
+static inline vf vf_fms(vf a, vf b, vf c) {
+    return _mm512_fmsub_ps(a, b, c);
+}
+static inline vf vf_fnms(vf a, vf b, vf c) {
+    return _mm512_fnmsub_ps(a, b, c);
 }
 
-/* y * 2^n with one rounding, as the two products of the other paths. */
+/* y * 2^floor(e) with one rounding (vscalefps), as the two products of
+ * the other paths; e an integer here. */
 #define VM_HAVE_SCALE 1
+static inline vf vf_scalef(vf y, vf e) {
+    return _mm512_scalef_ps(y, e);
+}
 static inline vf vf_scale(vf y, vi n) {
-    return _mm512_scalef_ps(y, _mm512_cvtepi32_ps(n));
+    return vf_scalef(y, _mm512_cvtepi32_ps(n));
 }
 
 #include "op/kernels/vmath_body.h"

@@ -13,17 +13,25 @@
  *   vf_add, vf_sub, vf_mul, vf_div   IEEE, rounded to nearest
  *   vf_fma(a, b, c)         a*b + c rounded once
  *   vf_fnma(a, b, c)        c - a*b rounded once
+ *   vf_fms(a, b, c), vf_fnms(a, b, c)   a*b - c and -(a*b) - c, rounded
+ *                           once
  *   vf_max(a, b), vf_min(a, b)   a > b ? a : b and a < b ? a : b (so a
  *                           NaN in b comes out, as x86 maxps does)
  *   vf_abs, vf_neg, vf_copysign(mag, sign)   sign-bit operations
  *   vf_lt, vf_gt, vf_ge, vf_eq   quiet ordered compares (false on NaN)
+ *   vf_signbit(a)           the lanes whose sign bit is set (-0 and
+ *                           negative NaNs too), as a mask for vf_sel only
  *   vf_sel(m, a, b)         m ? a : b per lane
+ *   vm_any(m)               nonzero when some lane of a compare's mask
+ *                           is set
  *   vf_bits, vi_as_f        reinterpretation
- *   vi_add, vi_sub, vi_min, vi_max, vi_sll23, vi_srl22, and vi_sra1
- *   (arithmetic >> 1, only without VM_HAVE_SCALE)
- *                           int32 lane arithmetic (two's complement wrap)
- *   vf_lookup8(t, i)        t[i] per lane for i in [0, 7]
+ *   vi_add, vi_sub, vi_max, vi_sll23, and vi_sra1 (arithmetic >> 1, only
+ *   without VM_HAVE_SCALE)  int32 lane arithmetic (two's complement wrap)
+ *   vf_lookup32(t, i)       t[i mod 32] per lane (the low five bits of i)
  *   VM_INLINE, VM_NAME      the forced-inline keyword, the path's name
+ *   VM_HAVE_SCALE           with vf_scale(y, n) and vf_scalef(y, e): y *
+ *                           2^n rounded once, n as int32 or as an integral
+ *                           float (AVX-512's vscalefps); optional
  *
  * Only operations that IEEE 754 defines exactly appear, so every path
  * gives the same bits (for NaN results: some NaN). Rounding to an integer uses
@@ -62,41 +70,199 @@ static const float vm_log1p_q[9] = {0.333333105f, -0.250000149f, 0.200022399f,
                                     -0.16667752f, 0.142171264f,  -0.124086805f,
                                     0.119084269f, -0.116650186f, 0.0668957382f};
 
-/* gelu x = x/2 + x^2 P(x^2) on |x| <= 0.5 (relative to |gelu| of the
- * negative side); 0.0390 x 2^-24. */
-static const float vm_gelu_p[4] = {0.398942262f, -0.0664894804f, 0.00996119156f,
-                                   -0.00112288818f};
+/*
+ * gelu (see vm_gelu). Near: |x| <= 8 is cut into 32 intervals, uniform in
+ * a (a + 2) for a = |x|: interval j holds the a with round(s a (a + 2)) =
+ * j, s = VM_GELU_S (so each is about 1.2 / a wide at large a, where the
+ * functions fall like e^(-a^2/2), and 0.5 wide at 0). On each, K(a) =
+ * a Q(a) (Q(a) = erfc(a/sqrt 2)/2) and D(a) = Q(a) - a phi(a) (phi the
+ * normal density) are degree-7 polynomials in u = a - c, c a point near
+ * the middle where the function is within 0.002 x 2^-24 of a float (the
+ * constant term), or c = 0 for K on [0, 0.51), whose constant term is
+ * K(0) = 0. Errors: K 0.1449 x 2^-24 relative, D 0.2638 x 2^-24 relative to
+ * max(|D|, Q) (D has a zero at a = 0.7518). Entries 32 k to 32 k + 31
+ * hold the u^k coefficients of the intervals.
+ */
+#define VM_GELU_NEAR 8.0f
+#define VM_GELU_FAR 15.0f
+#define VM_GELU_S 0.393624991f
+#define VM_GELU_SB 0.787249982f /* VM_GELU_S * 2 */
+static const float vm_gelu_kc[32] = {
+    0.0f,        0.864111185f, 1.47506523f, 1.96425986f, 2.31396627f,
+    2.70288157f, 3.03536654f,  3.3373394f,  3.6336472f,  3.89545822f,
+    4.12182474f, 4.39074469f,  4.61037922f, 4.83766174f, 5.03496361f,
+    5.24002361f, 5.44821453f,  5.63594484f, 5.83909941f, 6.02186489f,
+    6.20152521f, 6.37191534f,  6.54997444f, 6.70488691f, 6.87238073f,
+    7.03010607f, 7.18753767f,  7.34932232f, 7.4885788f,  7.65345812f,
+    7.78347921f, 7.94135904f};
+static const float vm_gelu_k[8 * 32] = {
+    /* u^0 */
+    0.0f, 0.167433128f, 0.10339839f, 0.048615396f, 0.0239143465f,
+    0.00928997062f, 0.0036461358f, 0.00141143741f, 0.000507698453f,
+    0.000190903273f, 7.74662185e-05f, 2.47996104e-05f, 9.26536632e-06f,
+    3.17775039e-06f, 1.20320431e-06f, 4.2065875e-07f, 1.38597045e-07f,
+    4.90612102e-08f, 1.53228914e-08f, 5.19141352e-09f, 1.7339018e-09f,
+    5.94760741e-10f, 1.88465465e-10f, 6.75726558e-11f, 2.16958188e-11f,
+    7.25424668e-12f, 2.37081665e-12f, 7.32044959e-13f, 2.60690097e-13f,
+    7.48681851e-14f, 2.74588498e-14f, 7.94048072e-15f,
+    /* u^1 */
+    0.5f, -0.0435588285f, -0.128168628f, -0.0890877321f, -0.0531347357f,
+    -0.0245110821f, -0.0108893299f, -0.00465586921f, -0.00182894745f,
+    -0.000738668663f, -0.000317554543f, -0.000108414897f, -4.25613434e-05f,
+    -1.53259989e-05f, -6.04215484e-06f, -2.19926346e-06f, -7.53626011e-07f,
+    -2.76028828e-07f, -8.9336659e-08f, -3.12199298e-08f, -1.07398925e-08f,
+    -3.78564913e-09f, -1.23323673e-09f, -4.52661714e-10f, -1.48980536e-10f,
+    -5.09600591e-11f, -1.70286493e-11f, -5.37664748e-12f, -1.95105499e-12f,
+    -5.72691905e-13f, -2.13617522e-13f, -6.30287516e-14f,
+    /* u^2 */
+    -0.398942441f, -0.172106996f, 0.011815941f, 0.0538489297f, 0.0460042804f,
+    0.027430132f, 0.0143663967f, 0.00695301779f, 0.00303493533f, 0.00133197452f,
+    0.000611583295f, 0.000224432792f, 9.3077113e-05f, 3.53560317e-05f,
+    1.45651156e-05f, 5.53740074e-06f, 1.97926215e-06f, 7.51851189e-07f,
+    2.52735134e-07f, 9.12692286e-08f, 3.23919132e-08f, 1.17495365e-08f,
+    3.94039379e-09f, 1.48229395e-09f, 5.00635922e-10f, 1.75358839e-10f,
+    5.99673644e-11f, 1.93782455e-11f, 7.17047428e-12f, 2.15286513e-12f,
+    8.17175049e-13f, 2.46174527e-13f,
+    /* u^3 */
+    5.93271943e-06f, 0.128681004f, 0.0602787361f, 0.00268833176f,
+    -0.0143277692f, -0.0153974844f, -0.0105055058f, -0.00604198687f,
+    -0.00301973755f, -0.00146699895f, -0.000728160783f, -0.000290456112f,
+    -0.000128183601f, -5.16861473e-05f, -2.2351247e-05f, -8.91216041e-06f,
+    -3.33478556e-06f, -1.31754757e-06f, -4.61263483e-07f, -1.72510809e-07f,
+    -6.32865493e-08f, -2.36627482e-08f, -8.18250534e-09f, -3.1586187e-09f,
+    -1.09614262e-09f, -3.93598071e-10f, -1.37886813e-10f, -4.56470035e-11f,
+    -1.72368907e-11f, -5.2981469e-12f, -2.04776604e-12f, -6.30316058e-13f,
+    /* u^4 */
+    0.0664162859f, -0.00764723122f, -0.0363817513f, -0.0196130276f,
+    -0.00549860811f, 0.00268519251f, 0.00404850394f, 0.00317600789f,
+    0.00193930918f, 0.00107883441f, 0.000590640877f, 0.00026056057f,
+    0.00012366804f, 5.33953862e-05f, 2.43890918e-05f, 1.02542508e-05f,
+    4.03536387e-06f, 1.6642141e-06f, 6.08830533e-07f, 2.36440798e-07f,
+    8.98692534e-08f, 3.47048932e-08f, 1.23972166e-08f, 4.91808816e-09f,
+    1.75621828e-09f, 6.47283172e-10f, 2.32564287e-10f, 7.89590754e-11f,
+    3.0454278e-11f, 9.59241801e-12f, 3.77794107e-12f, 1.18916942e-12f,
+    /* u^5 */
+    0.000430885237f, -0.0204663537f, 0.00198475784f, 0.00905973371f,
+    0.0064724246f, 0.00209753634f, -0.000160067852f, -0.000822261267f,
+    -0.00077269203f, -0.000533277285f, -0.000335881661f, -0.000168637023f,
+    -8.76084669e-05f, -4.10195789e-05f, -1.99853621e-05f, -8.93059587e-06f,
+    -3.71860074e-06f, -1.60858383e-06f, -6.16835223e-07f, -2.49480195e-07f,
+    -9.86320714e-08f, -3.94171131e-08f, -1.45779415e-08f, -5.95756422e-09f,
+    -2.19181673e-09f, -8.31003211e-10f, -3.06349557e-10f, -1.06799389e-10f,
+    -4.21484826e-11f, -1.36055889e-11f, -5.47077791e-12f, -1.75931708e-12f,
+    /* u^6 */
+    -0.0112593621f, 0.00424560905f, 0.00508977007f, -0.000124180558f,
+    -0.00189605018f, -0.00157082151f, -0.000687146559f, -0.000117302239f,
+    0.000124452738f, 0.000157280941f, 0.000128772546f, 7.85048323e-05f,
+    4.62801254e-05f, 2.40376812e-05f, 1.26497989e-05f, 6.08198116e-06f,
+    2.70428632e-06f, 1.23414463e-06f, 5.00335886e-07f, 2.11906411e-07f,
+    8.7384123e-08f, 3.6276699e-08f, 1.39258916e-08f, 5.86623905e-09f,
+    2.23086261e-09f, 8.70676919e-10f, 3.30524941e-10f, 1.18459395e-10f,
+    4.78188218e-11f, 1.58561705e-11f, 6.50928053e-12f, 2.13909988e-12f,
+    /* u^7 */
+    0.00193056231f, 0.00220029172f, -0.00141543814f, -0.00118240947f,
+    -0.000253508246f, 0.000287113362f, 0.000453047745f, 7.93363652e-05f,
+    5.65904447e-05f, -2.94324182e-05f, -2.16847038e-05f, -3.15410543e-05f,
+    -1.92787666e-05f, -1.23208374e-05f, -6.01399188e-06f, -3.03999309e-06f,
+    -1.48239849e-06f, -7.03783428e-07f, -3.51499892e-07f, -1.61915082e-07f,
+    -6.27646699e-08f, -2.81648873e-08f, -1.13536736e-08f, -4.57152449e-09f,
+    -1.8908668e-09f, -7.10900172e-10f, -3.01933201e-10f, -1.13532093e-10f,
+    -4.30612976e-11f, -1.64714856e-11f, -6.11787487e-12f, -2.47177322e-12f};
+static const float vm_gelu_dc[32] = {
+    0.275206745f, 0.897548854f, 1.46610427f, 1.96868467f, 2.3725369f,
+    2.71146965f,  3.02672386f,  3.35669446f, 3.59112883f, 3.85891199f,
+    4.15216494f,  4.39823103f,  4.6057601f,  4.81241894f, 5.04754782f,
+    5.25588942f,  5.45825434f,  5.66025352f, 5.84705353f, 6.02559328f,
+    6.20699644f,  6.36217976f,  6.54556227f, 6.69473648f, 6.87265491f,
+    7.04551077f,  7.19503069f,  7.33185673f, 7.48878813f, 7.64108038f,
+    7.79001331f,  7.93282461f};
+static const float vm_gelu_d[8 * 32] = {
+    /* u^0 */
+    0.285867095f, -0.0546381697f, -0.12836577f, -0.0886110365f, -0.0478972383f,
+    -0.0240433384f, -0.0111400224f, -0.00439341599f, -0.00210401486f,
+    -0.000842119509f, -0.000282389723f, -0.000105102939f, -4.3429467e-05f,
+    -1.72132932e-05f, -5.6860008e-06f, -2.030122e-06f, -7.14875455e-07f,
+    -2.41718595e-07f, -8.54024265e-08f, -3.05465022e-08f, -1.03910702e-08f,
+    -4.02128464e-09f, -1.26849031e-09f, -4.83750762e-10f, -1.48706256e-10f,
+    -4.58283307e-11f, -1.61528152e-11f, -6.09705949e-12f, -1.94805522e-12f,
+    -6.28496658e-13f, -2.03196631e-13f, -6.73714082e-14f,
+    /* u^1 */
+    -0.739141583f, -0.318514794f, 0.0203559082f, 0.107764609f, 0.0867724568f,
+    0.054069262f, 0.0292812008f, 0.0132185416f, 0.00688350713f, 0.00300344778f,
+    0.00109695108f, 0.000435992784f, 0.000189738625f, 7.89620317e-05f,
+    2.74881568e-05f, 1.02566801e-05f, 3.7624468e-06f, 1.32288631e-06f,
+    4.83912743e-07f, 1.78718523e-07f, 6.27382448e-08f, 2.49215013e-08f,
+    8.10032308e-09f, 3.16316329e-09f, 9.99470062e-10f, 3.16121934e-10f,
+    1.13889745e-10f, 4.38407539e-11f, 1.4319314e-11f, 4.71736669e-12f,
+    1.55597323e-12f, 5.25686753e-13f,
+    /* u^2 */
+    0.207419857f, 0.382292241f, 0.18475388f, 0.00702843023f, -0.0462049842f,
+    -0.0459109619f, -0.0319369361f, -0.0173974857f, -0.0100911409f,
+    -0.00489595393f, -0.00197850401f, -0.000848238706f, -0.000391461013f,
+    -0.000172040323f, -6.34641328e-05f, -2.4850211e-05f, -9.52927894e-06f,
+    -3.49466018e-06f, -1.32682771e-06f, -5.07053642e-07f, -1.84046925e-07f,
+    -7.51567981e-08f, -2.52124615e-08f, -1.00937187e-08f, -3.28264971e-09f,
+    -1.06686815e-09f, -3.93255095e-10f, -1.54506519e-10f, -5.16343461e-11f,
+    -1.73836241e-11f, -5.85398006e-12f, -2.01664813e-12f,
+    /* u^3 */
+    0.222503915f, -0.0440051481f, -0.145866305f, -0.0776454061f, -0.0148151936f,
+    0.011093541f, 0.0162179861f, 0.0123812975f, 0.00842723437f, 0.00471831858f,
+    0.0021658754f, 0.00101720961f, 0.000502831594f, 0.000235251791f,
+    9.26448483e-05f, 3.82750768e-05f, 1.54113586e-05f, 5.91742491e-06f,
+    2.33904939e-06f, 9.27341318e-07f, 3.48853177e-07f, 1.46710406e-07f,
+    5.08938278e-08f, 2.09186748e-08f, 7.01309411e-09f, 2.34527087e-09f,
+    8.85456486e-10f, 3.55401625e-10f, 1.21644361e-10f, 4.18899672e-11f,
+    1.44140437e-11f, 5.06687574e-12f,
+    /* u^4 */
+    -0.0756281018f, -0.0975965187f, 0.00850928947f, 0.0452968702f,
+    0.0289161503f, 0.0100667998f, -0.000594511046f, -0.00419191364f,
+    -0.00401319657f, -0.00284513389f, -0.0015638388f, -0.000826526608f,
+    -0.000444703823f, -0.000224189382f, -9.5259973e-05f, -4.18334021e-05f,
+    -1.77914644e-05f, -7.18770389e-06f, -2.9694927e-06f, -1.22529059e-06f,
+    -4.79092705e-07f, -2.07951558e-07f, -7.47675557e-08f, -3.16051647e-08f,
+    -1.09424034e-08f, -3.77126419e-09f, -1.46022339e-09f, -5.99405359e-10f,
+    -2.10360326e-10f, -7.41708084e-11f, -2.6101921e-11f, -9.37042978e-12f,
+    /* u^5 */
+    -0.0455523729f, 0.0293028634f, 0.0313825384f, -0.00117033988f,
+    -0.0118839741f, -0.00931872241f, -0.00426043198f, -0.000525316922f,
+    0.000648025074f, 0.000961183105f, 0.000739440206f, 0.000464864366f,
+    0.000280503154f, 0.000155592774f, 7.25615391e-05f, 3.41976265e-05f,
+    1.55102698e-05f, 6.63545961e-06f, 2.87808098e-06f, 1.24082862e-06f,
+    5.05982598e-07f, 2.27537583e-07f, 8.4971191e-08f, 3.70520432e-08f,
+    1.32650486e-08f, 4.7215889e-09f, 1.87687821e-09f, 7.90014332e-10f,
+    2.84618801e-10f, 1.02807894e-10f, 3.7034098e-11f, 1.35830132e-11f,
+    /* u^6 */
+    0.0160599817f, 0.0134528959f, -0.00959843956f, -0.00837016944f,
+    -0.000680891448f, 0.00250194711f, 0.00246298732f, 0.0012434168f,
+    0.000488124118f, -8.50706147e-06f, -0.00018768615f, -0.00017000064f,
+    -0.000124077706f, -7.89615515e-05f, -4.16876828e-05f, -2.15152559e-05f,
+    -1.05433728e-05f, -4.82801352e-06f, -2.2130439e-06f, -1.00327816e-06f,
+    -4.28223643e-07f, -2.00027287e-07f, -7.8135109e-08f, -3.50921354e-08f,
+    -1.30825661e-08f, -4.81707563e-09f, -1.96984828e-09f, -8.49518067e-10f,
+    -3.14795273e-10f, -1.16859633e-10f, -4.31630322e-11f, -1.61968199e-11f,
+    /* u^7 */
+    0.00664494932f, -0.00588763971f, -0.00310559548f, 0.00250278297f,
+    0.00254430599f, 0.000834080973f, -0.000205822304f, -0.000545406307f,
+    -0.000359769096f, -0.000171032851f, -7.82220741e-05f, 3.31741176e-05f,
+    3.70178459e-05f, 2.68738331e-05f, 1.60608197e-05f, 1.18569915e-05f,
+    5.28196597e-06f, 2.75839216e-06f, 1.4594068e-06f, 7.14686962e-07f,
+    3.30166586e-07f, 1.37454947e-07f, 6.2248553e-08f, 2.53508734e-08f,
+    1.10148823e-08f, 4.19596047e-09f, 1.81831272e-09f, 6.95684621e-10f,
+    2.68336353e-10f, 1.0877492e-10f, 4.21867298e-11f, 1.6970635e-11f};
 
 /*
- * h(a) = erfc(a/sqrt 2)/2 = e^(-a^2/2) H(a) for a >= 0.5, H on eight
- * intervals [0.5,1) [1,1.5) [1.5,2) [2,3) [3,4) [4,6) [6,8) [8,16), each
- * a degree-9 polynomial in u = a - c (c the interval's centre; u is exact
- * by Sterbenz's lemma); 0.8384 x 2^-24 relative, most of it the rounding
- * of H(c) to float. Row k holds the u^k coefficients of the intervals.
+ * Far (x < -8): with v = 1/a^2, K(a) = phi(a) R(v) and -D(a) = a phi(a)
+ * S(v), R = a Q(a)/phi(a) = 1 - v + 3 v^2 - ... and S = 1 - v R, both
+ * times 1/sqrt(2 pi) here, on a in [8, 15]; 0.0065 and 0.0120 x 2^-24.
+ * phi comes from e^r = 1 + r + r^2 P(r) on |r| <= 0.3467, one degree
+ * less than vm_exp_p; 0.0620 x 2^-24.
  */
-static const float vm_gelu_c[8] = {0.75f, 1.25f, 1.75f, 2.5f,
-                                   3.5f,  5.0f,  7.0f,  12.0f};
-static const float vm_gelu_h[10][8] = {
-    {0.30023247f, 0.230760321f, 0.185231671f, 0.14133133f, 0.106345154f,
-     0.0769193023f, 0.0558934808f, 0.0330189727f},
-    {-0.173767939f, -0.110491879f, -0.0747868717f, -0.045613952f,
-     -0.0267342422f, -0.0143457549f, -0.00768790301f, -0.00271462742f},
-    {0.0849516094f, 0.0463227965f, 0.0271760281f, 0.0136483032f, 0.00638761418f,
-     0.00259529892f, 0.00103910186f, 0.000221717259f},
-    {-0.0366829447f, -0.0175294224f, -0.00907453988f, -0.00383114209f,
-     -0.00145916606f, -0.000456489041f, -0.000138120027f, -1.79929812e-05f},
-    {0.0144550735f, 0.00609927299f, 0.00289851683f, 0.00101647968f,
-     0.000320700725f, 7.80900882e-05f, 1.79877497e-05f, 1.45251113e-06f},
-    {-0.00526765734f, -0.00198274106f, -0.000883726927f, -0.000257149106f,
-     -6.76171476e-05f, -1.30408807e-05f, -2.31011177e-06f, -1.16358748e-07f},
-    {-0.000286343886f, 0.000677958538f, -0.00136630784f, 6.83302278e-05f,
-     1.09330786e-05f, 2.30575506e-06f, 4.0272397e-07f, 9.00965258e-09f},
-    {0.00131497683f, -0.000134658912f, 0.00116230594f, -1.62536271e-05f,
-     -3.08651329e-06f, -3.93500983e-07f, -6.1266924e-08f, -7.17605808e-10f},
-    {0.0146356439f, -0.000472780986f, 0.0113722831f, -7.36418315e-06f,
-     5.73289026e-06f, -1.96065386e-08f, -4.30309477e-08f, 7.45235193e-11f},
-    {-0.0136053571f, -0.000237663844f, -0.00873825885f, 2.68695817e-06f,
-     2.4585097e-07f, 1.4904888e-08f, 1.0406227e-08f, -5.70866488e-12f}};
+static const float vm_gelu_r[5] = {0.398942262f, -0.398931503f, 1.1944176f,
+                                   -5.72171974f, 27.4021988f};
+static const float vm_gelu_s[5] = {0.398942292f, -0.398947328f, 0.399690539f,
+                                   -1.23652685f, 6.02005529f};
+static const float vm_gelu_e[5] = {0.499999881f, 0.166665182f, 0.0416696519f,
+                                   0.00836895127f, 0.00137450406f};
 
 /* ------------------------------------------------------------ helpers */
 
@@ -128,6 +294,12 @@ static inline vf vm_scale(vf y, vi n) {
 static inline vf vm_ldexp(vf y, vi n) {
     return vf_scale(y, n);
 }
+/* y * 2^kf for kf an integer in [-252, 254] held as a float, and k = kf +
+ * VM_MAGIC (from which the other paths read the integer). */
+static inline vf vm_scale_kf(vf y, vf k, vf kf) {
+    (void)k;
+    return vf_scalef(y, kf);
+}
 #else
 static inline vf vm_scale(vf y, vi n) {
     vi h = vi_sra1(n);
@@ -135,6 +307,10 @@ static inline vf vm_scale(vf y, vi n) {
 }
 static inline vf vm_ldexp(vf y, vi n) {
     return vf_mul(y, vm_pow2i(n));
+}
+static inline vf vm_scale_kf(vf y, vf k, vf kf) {
+    (void)kf;
+    return vm_scale(y, vi_sub(vf_bits(k), vf_bits(vf_set(VM_MAGIC))));
 }
 #endif
 
@@ -350,61 +526,77 @@ static inline vf vm_softplus(vf x) {
 }
 
 /*
- * The pieces of gelu for one vector: xs = x clamped to |x| <= 14.5,
- * h = erfc(|xs|/sqrt 2)/2 = e^(-xs^2/2) H(|xs|) in the form 2^n (a + b) H2
- * (H2 = H (1 + zl) folds in the low part of -xs^2/2, which is exact as
- * xs*xs + fma(xs, xs, -xs*xs) halved), and the small-|x| polynomial.
+ * gelu(x) = x Phi(x) = x - K(a) for x >= 0 and -K(a) for x < 0, with a =
+ * |x| and K(a) = a Q(a) = a Phi(-a) <= a/2: no cancellation on either
+ * side, and the subtraction from x is the last rounding for x >= 0.
+ *
+ * For a <= 8 (every x >= 0 clamps to a = 8, where K is below 2^-25 x, so
+ * that large x and +inf come out as themselves) K is the polynomial of
+ * its interval, and the sign bit of x picks -0 or x to subtract it from
+ * (-0 - K keeps -0 for x = -0). A vector with a lane below -8 also takes
+ * the far path, for those lanes (a lane gives the same bits whichever
+ * path its vector takes): K(a) = 2^kf (1 + p) R(v) with a clamped to
+ * 15, where K (and D) are far below half the smallest subnormal, so -inf
+ * gives -0. Subnormal results round twice there (at the fused step, then
+ * at the scaling).
  */
-typedef struct vm_gelu_parts {
-    vf xs, h, zl, h2, a, b, poly;
-    vi n;
-} vm_gelu_parts;
 
-static inline vm_gelu_parts vm_gelu_pieces(vf x) {
-    vm_gelu_parts g;
-    vf ac = vf_min(vf_set(14.5f), vf_abs(x));
-    g.xs = vf_copysign(ac, x);
-    vi idx = vi_sub(vi_srl22(vf_bits(ac)), vi_set(253));
-    idx = vi_min(vi_max(idx, vi_set(0)), vi_set(7));
-    vf u = vf_sub(ac, vf_lookup8(vm_gelu_c, idx));
-    vf h = vf_lookup8(vm_gelu_h[9], idx);
-    for (int k = 8; k >= 0; --k)
-        h = vf_fma(h, u, vf_lookup8(vm_gelu_h[k], idx));
-    vf sh = vf_mul(ac, ac);
-    vf sl = vf_fnma(vf_neg(ac), ac, vf_neg(sh));
-    vf mhalf = vf_set(-0.5f);
-    vf z = vf_mul(mhalf, sh);
-    vf zl = vf_mul(mhalf, sl);
-    vf kf;
-    vm_exp_core(z, &g.a, &g.b, &g.n, &kf);
-    g.h = h;
-    g.zl = zl;
-    g.h2 = vf_fma(h, zl, h);
-    g.poly = vm_poly(vf_mul(x, x), vm_gelu_p, 4);
-    return g;
+/* The interval of a in [0, 8], round(a (s a + 2 s)), in the low bits. */
+static inline vi vm_gelu_index(vf a) {
+    vf t = vf_fma(a, vf_set(VM_GELU_S), vf_set(VM_GELU_SB));
+    return vf_bits(vf_fma(a, t, vf_set(VM_MAGIC)));
+}
+
+/* The polynomial of a's interval from table t (centres c). */
+static inline vf vm_gelu_poly(vf a, const float *c, const float *t) {
+    vi j = vm_gelu_index(a);
+    vf u = vf_sub(a, vf_lookup32(c, j));
+    vf y = vf_lookup32(t + 7 * 32, j);
+    for (int k = 6; k >= 0; --k)
+        y = vf_fma(y, u, vf_lookup32(t + k * 32, j));
+    return y;
 }
 
 /*
- * |x| < 0.5: x/2 + x^2 P(x^2) (-0 kept). Otherwise c = x h = 2^n xs H (a
- * + b)(1 + zl) = 2^n ((p + pl) a + p (a zl + b)) with p + pl = xs H
- * exactly (a fused step gives pl), one rounding before the scaling, and
- * the result is
- * c for x < 0, x - c for x >= 0 (with the unclamped x, so large x and +inf
- * come out as themselves; -inf gives -0).
+ * For a in [8, 15]: e^(-a^2/2) = 2^kf (1 + p), and v = 1/a^2. a^2 = sh +
+ * sl exactly (sl from a fused step); kf = round(-sh/2 log2 e) and r =
+ * -(sh + sl)/2 - kf ln2, where -(sh + kf 2 ln2_hi) is exact (as r1 of
+ * vm_exp_core: a multiple of 2^-23 below 1 in magnitude) and sl + kf 2
+ * ln2_lo, below 2^-16, joins it with one rounding. p = r + r^2 P(r). k is
+ * kf + VM_MAGIC, for the paths that scale by an integer.
  */
+typedef struct vm_gelu_gauss {
+    vf p, k, kf, v;
+} vm_gelu_gauss;
+
+static inline vm_gelu_gauss vm_gelu_far_parts(vf a) {
+    vm_gelu_gauss g;
+    vf sh = vf_mul(a, a);
+    vf sl = vf_fms(a, a, sh);
+    vf magic = vf_set(VM_MAGIC);
+    g.k = vf_fma(sh, vf_set(-0.5f * VM_LOG2E), magic);
+    g.kf = vf_sub(g.k, magic);
+    vf r1 = vf_fnms(g.kf, vf_set(2.0f * VM_LN2_HI), sh);
+    vf w = vf_fma(g.kf, vf_set(2.0f * VM_LN2_LO), sl);
+    vf r = vf_mul(vf_set(0.5f), vf_sub(r1, w));
+    g.p = vf_fma(vf_mul(r, r), vm_poly(r, vm_gelu_e, 5), r);
+    g.v = vf_div(vf_set(1.0f), sh);
+    return g;
+}
+
 static inline vf vm_gelu(vf x) {
-    vm_gelu_parts g = vm_gelu_pieces(x);
-    vf small = vf_fma(vf_mul(x, x), g.poly, vf_mul(vf_set(0.5f), x));
-    vf zero = vf_set(0.0f);
-    small = vf_sel(vf_eq(x, zero), x, small);
-    vf p = vf_mul(g.xs, g.h);
-    vf pl = vf_fnma(vf_neg(g.xs), g.h, vf_neg(p));
-    vf lo = vf_fma(g.a, g.zl, g.b);
-    vf c = vm_scale(vf_fma(p, g.a, vf_fma(pl, g.a, vf_mul(p, lo))), g.n);
-    vf big = vf_sel(vf_lt(x, zero), c, vf_sub(x, c));
-    /* Beyond 14.5, x h is below half the smallest subnormal. */
-    big = vf_sel(vf_lt(x, vf_set(-14.5f)), vf_set(-0.0f), big);
-    return vf_sel(vf_lt(vf_abs(x), vf_set(0.5f)), small, big);
+    vf a = vf_min(vf_set(VM_GELU_NEAR), vf_abs(x));
+    vf k = vm_gelu_poly(a, vm_gelu_kc, vm_gelu_k);
+    vf y = vf_sub(vf_sel(vf_signbit(x), vf_set(-0.0f), x), k);
+    vm far = vf_lt(x, vf_set(-VM_GELU_NEAR));
+    if (vm_any(far)) {
+        vm_gelu_gauss e =
+            vm_gelu_far_parts(vf_min(vf_set(VM_GELU_FAR), vf_abs(x)));
+        vf r = vm_poly(e.v, vm_gelu_r, 5);
+        vf t = vm_scale_kf(vf_fma(r, e.p, r), e.k, e.kf);
+        y = vf_sel(far, vf_neg(t), y);
+    }
+    return y;
 }
 
 /* ---------------------------------------------------------- gradients */
@@ -438,20 +630,23 @@ static inline vf vm_elu_grad(vf g, vf x) {
 }
 
 /*
- * g (Phi(x) + x phi(x)): Phi = 1/2 + x P(x^2) for |x| < 0.5, else h (x <
- * 0) or 1 - h, with h = 2^n (a + b) H2; phi = e^(-x^2/2)/sqrt(2 pi) from
- * the same exponential (x clamped, so that +-inf give 1 and 0).
+ * g (Phi(x) + x phi(x)): D(a) = Q(a) - a phi(a) for x with the sign bit
+ * set, 1 - D(a) otherwise (a clamped as in vm_gelu, so that +inf gives
+ * 1); D from the near table, and for x < -8 from -a 2^kf (1 + p) S(v)
+ * (-inf gives -0).
  */
 static inline vf vm_gelu_grad(vf g, vf x) {
-    vm_gelu_parts q = vm_gelu_pieces(x);
-    vf e = vm_scale(q.a, q.n);
-    vf h = vm_scale(vf_mul(q.a, q.h2), q.n);
-    vf one = vf_set(1.0f), zero = vf_set(0.0f);
-    vf phi_big = vf_sel(vf_lt(x, zero), h, vf_sub(one, h));
-    vf phi_small = vf_fma(x, q.poly, vf_set(0.5f));
-    vf cdf = vf_sel(vf_lt(vf_abs(x), vf_set(0.5f)), phi_small, phi_big);
-    vf pdf = vf_mul(e, vf_set(VM_INV_SQRT_2PI));
-    return vf_mul(g, vf_fma(q.xs, pdf, cdf));
+    vf a = vf_min(vf_set(VM_GELU_NEAR), vf_abs(x));
+    vf d = vm_gelu_poly(a, vm_gelu_dc, vm_gelu_d);
+    vf y = vf_sel(vf_signbit(x), d, vf_sub(vf_set(1.0f), d));
+    vm far = vf_lt(x, vf_set(-VM_GELU_NEAR));
+    if (vm_any(far)) {
+        vf af = vf_min(vf_set(VM_GELU_FAR), vf_abs(x));
+        vm_gelu_gauss e = vm_gelu_far_parts(af);
+        vf q = vf_mul(af, vm_poly(e.v, vm_gelu_s, 5));
+        y = vf_sel(far, vf_neg(vm_scale_kf(vf_fma(q, e.p, q), e.k, e.kf)), y);
+    }
+    return vf_mul(g, y);
 }
 
 /* ------------------------------------------------------- array loops */
