@@ -60,9 +60,18 @@ PEAK_GBS = float(os.environ.get("SW_PEAK_GBS", 52))
 
 
 def best(fn, repeat=7, number=3):
-    """Best time of one call in seconds."""
+    """Best time of one call in seconds.
+
+    Each round first lets the threads of whatever ran before go idle
+    (OpenMP's workers poll for milliseconds after a call, as ours do, and on
+    two cores a polling peer halves the next candidate's second thread),
+    then makes one untimed call, which wakes the candidate's own workers and
+    warms the caches, and then times `number` calls.
+    """
     times = []
     for _ in range(repeat):
+        time.sleep(0.005)
+        fn()
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
