@@ -5,9 +5,11 @@
  *  1. a built-in operation on a definition-backed carrier whose kernel is
  *     a C pattern, beside the same operation on CPU, for 4-element
  *     tensors: relu through sw_unary, grad mode off and on (goal: at most
- *     1.5x CPU). The storage provider keeps float32 values in a malloc'd
- *     array (a C device carrier's shape), and the pattern computes relu
- *     over the raw arrays;
+ *     1.5x CPU). The storage provider keeps float32 values in an array
+ *     (a C device carrier's shape): a small one in the carrier's own
+ *     block (sw_carrier_defined_room), as the CPU carrier keeps small
+ *     arrays in its block, a larger one in a block of its own; the
+ *     pattern computes relu over the raw arrays;
  *  2. a move of 1 GiB through a definition-backed transfer route into an
  *     empty FileBacked carrier (the route writes the whole span with one
  *     sw_file_write), beside the built-in CPU -> FileBacked route of the
@@ -27,7 +29,9 @@
 
 #include "strideweave/strideweave.h"
 
+#ifndef N
 #define N 400000
+#endif
 #define REPEATS 7
 
 static char tag;
@@ -50,7 +54,8 @@ static double now(void) {
 
 typedef struct store {
     int64_t n;
-    int big; /* v is a separate huge-page block */
+    int big;   /* v is a separate huge-page block */
+    int inner; /* s is the carrier's room: not to be freed */
     float *v;
     float small[];
 } store;
@@ -69,11 +74,15 @@ static sw_status s_allocate(void *ctx, sw_carrier *c, int64_t n) {
     (void)ctx;
     size_t bytes = (size_t)n * sizeof(float);
     int big = bytes >= BIG_BYTES;
-    store *s = calloc(1, sizeof *s + (big ? 0 : bytes));
+    store *s = sw_carrier_defined_room(c, sizeof *s + bytes);
+    int inner = s != NULL;
+    if (!s)
+        s = calloc(1, sizeof *s + (big ? 0 : bytes));
     if (!s)
         return sw_set_error(SW_ENOMEM, "out of memory");
     s->n = n;
     s->big = big;
+    s->inner = inner;
     s->v = s->small;
     if (big) {
         size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
@@ -101,7 +110,8 @@ static sw_status s_release(void *ctx, sw_carrier *c) {
     store *s = sw_carrier_defined_data(c);
     if (s && s->big)
         free(s->v);
-    free(s);
+    if (s && !s->inner)
+        free(s);
     sw_carrier_defined_set_data(c, NULL);
     return SW_OK;
 }

@@ -455,6 +455,18 @@ SW_API int sw_carrier_defined_is_allocated(const sw_carrier *c);
 /* The provider's per-instance state (NULL until set). */
 SW_API void *sw_carrier_defined_data(const sw_carrier *c);
 SW_API void sw_carrier_defined_set_data(sw_carrier *c, void *data);
+/*
+ * Room inside c's own block for a provider's small per-instance storage:
+ * up to SW_DEFINED_ROOM bytes, aligned for any type, zeroed when c is
+ * made, freed with c. Returns the same room on every call, or NULL when
+ * bytes exceed SW_DEFINED_ROOM or c is not definition-backed. A storage
+ * provider whose allocate needs no more (a small tensor's values and a
+ * header) can keep them there instead of allocating, as the CPU carrier
+ * keeps a small array in its block: a fresh result is then one
+ * allocation. The provider owns its use; the framework never reads it.
+ */
+#define SW_DEFINED_ROOM 64
+SW_API void *sw_carrier_defined_room(sw_carrier *c, size_t bytes);
 /* Asks the storage provider whether c's class stores dtype (every time). */
 SW_API sw_status sw_carrier_defined_supports_dtype(sw_carrier *c,
                                                    sw_dtype dtype, int *out);

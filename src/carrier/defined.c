@@ -30,6 +30,8 @@ typedef struct defined_state {
     int allocated;
     int64_t size;
     void *data;
+    void *
+        room; /* SW_DEFINED_ROOM bytes in the block (sw_carrier_defined_room) */
     /* The rollback journal of the kernel call writing this carrier now. */
     _Atomic(sw_journal *) journal;
     /* A dependent class's instance capabilities (made at finalization). */
@@ -344,6 +346,8 @@ static void defined_destroy(sw_carrier *c) {
 }
 
 static sw_status new_of(const sw_defn *d, sw_carrier **out);
+static sw_status allocate(sw_carrier *c, int64_t slots, sw_dtype dtype,
+                          int mutable_, int known);
 
 static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
                            sw_dtype dtype, sw_carrier **out) {
@@ -356,14 +360,21 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
     atomic_fetch_add(&((sw_defn *)s->defn)->refs, 1);
     sw_carrier *r = NULL;
     sw_status st = new_of(s->defn, &r);
+    /* The class stores c's own dtype: its provider said so when c was
+     * allocated, so only another dtype is asked about. */
     if (!st)
-        st = sw_carrier_defined_allocate(r, size, dtype, mutable_);
+        st = allocate(r, size, dtype, mutable_,
+                      s->allocated && dtype == s->dtype);
     if (st) {
         sw_carrier_unref(r);
         return st;
     }
     *out = r;
     return SW_OK;
+}
+
+static int s_dependent(const sw_carrier *c) {
+    return ((defined_state *)sw_carrier_state(c))->defn->def.dependent;
 }
 
 static sw_status defined_allocate_like(sw_carrier *c, int64_t size,
@@ -373,7 +384,7 @@ static sw_status defined_allocate_like(sw_carrier *c, int64_t size,
      * tiles become invalid when no values are asked for. */
     sw_status st =
         make_like(c, size, mutable_, sw_carrier_pick_dtype(c, dtype), out);
-    if (!st && empty && sw_carrier_is_tiled(*out))
+    if (!st && empty && s_dependent(c) && sw_carrier_is_tiled(*out))
         sw_tiled_forget_values(*out);
     return st;
 }
@@ -490,23 +501,31 @@ sw_status sw_carrier_defined_new(const void *cls, sw_carrier **out) {
     return new_of(d, out);
 }
 
+static size_t align_max(size_t n) {
+    return (n + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) *
+           _Alignof(max_align_t);
+}
+
 /* A carrier of d's class; takes over a reference to d. One block holds
- * the carrier, its state and room for its first tensor. */
+ * the carrier, its state, room for its first tensor and the provider's
+ * room. */
 static sw_status new_of(const sw_defn *d, sw_carrier **out) {
     sw_carrier *c = NULL;
     void *state = NULL, *tail = NULL;
-    size_t at = (sizeof(defined_state) + _Alignof(max_align_t) - 1) /
-                _Alignof(max_align_t) * _Alignof(max_align_t);
-    sw_status st = sw_carrier_new_block(&defined_class, at + SW_TENSOR_ROOM, 0,
-                                        1, SW_DTYPE_FLOAT32, &c, &state, &tail);
+    size_t at = align_max(sizeof(defined_state));
+    size_t room_at = align_max(at + SW_TENSOR_ROOM);
+    sw_status st =
+        sw_carrier_new_block(&defined_class, room_at + SW_DEFINED_ROOM, 0, 0,
+                             SW_DTYPE_FLOAT32, &c, &state, &tail);
     if (st) {
         sw_defn_unref((sw_defn *)d);
         return st;
     }
     sw_carrier_offer_tensor_room(c, (char *)state + at);
     defined_state *s = state;
-    s->defn = d;
-    s->dtype = SW_DTYPE_FLOAT32;
+    *s = (defined_state){
+        .defn = d, .dtype = SW_DTYPE_FLOAT32, .room = (char *)state + room_at};
+    memset(s->room, 0, SW_DEFINED_ROOM);
     /* Capabilities and dispatch are keyed by the defined class's tag. */
     sw_carrier_set_dispatch(c, NULL, NULL, d->cls);
     *out = c;
@@ -589,6 +608,12 @@ sw_status sw_carrier_defined_supports_dtype(sw_carrier *c, sw_dtype dtype,
 
 sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
                                       sw_dtype dtype, int mutable_) {
+    return allocate(c, slots, dtype, mutable_, 0);
+}
+
+/* sw_carrier_defined_allocate; known: the class is known to store dtype. */
+static sw_status allocate(sw_carrier *c, int64_t slots, sw_dtype dtype,
+                          int mutable_, int known) {
     defined_state *s = c ? state_of(c) : NULL;
     if (!s)
         return sw_fail(SW_EVALUE, "not a definition-backed carrier");
@@ -601,8 +626,9 @@ sw_status sw_carrier_defined_allocate(sw_carrier *c, int64_t slots,
         return sw_fail(SW_ERUNTIME, "%s storage is already allocated", name);
     s->dtype = dtype;
     s->mutable_ = mutable_ != 0;
-    int yes = 0;
-    sw_status st = sw_carrier_defined_supports_dtype(c, s->dtype, &yes);
+    int yes = known;
+    sw_status st =
+        known ? SW_OK : sw_carrier_defined_supports_dtype(c, s->dtype, &yes);
     if (st)
         return st;
     if (!yes)
@@ -664,4 +690,9 @@ void sw_carrier_defined_set_data(sw_carrier *c, void *data) {
     defined_state *s = c ? state_of(c) : NULL;
     if (s)
         s->data = data;
+}
+
+void *sw_carrier_defined_room(sw_carrier *c, size_t bytes) {
+    defined_state *s = c ? state_of(c) : NULL;
+    return s && bytes <= SW_DEFINED_ROOM ? s->room : NULL;
 }

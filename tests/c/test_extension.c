@@ -9,6 +9,8 @@
  * doubles in a malloc'd array and counts its callbacks.
  */
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,12 +343,48 @@ static void test_access(void) {
 
     /* Factories: the same class, version 0, filled through writes. */
     sw_carrier *like = NULL;
+    int asked = K.supports;
     expect_ok(sw_carrier_allocate_like(c, 5, 1, SW_DTYPE_COUNT, 0, &like),
               "allocate_like");
     ok(sw_carrier_defined_class(like) == TAG(0), "of the same class");
     is_int(sw_carrier_size(like), 5, "of the size asked");
     is_int(sw_carrier_version(like), 0, "at version 0");
+    is_int(K.supports, asked,
+           "the source's own dtype is not asked about again");
     sw_carrier_unref(like);
+    expect_ok(sw_carrier_allocate_like(c, 2, 1, SW_DTYPE_FLOATING, 0, &like),
+              "allocate_like in another dtype");
+    is_int(K.supports, asked + 1, "another dtype is asked about");
+    is_int(sw_carrier_dtype(like), SW_DTYPE_FLOATING, "and stored");
+    sw_carrier_unref(like);
+    like = NULL;
+    expect_fail(sw_carrier_allocate_like(c, 2, 1, SW_DTYPE_INT32, 0, &like),
+                SW_ETYPE, "Store does not support storage dtype Int32",
+                "allocate_like in a dtype the class refuses");
+    ok(like == NULL, "makes nothing");
+
+    /* The provider's room in the carrier's block. */
+    char *room = sw_carrier_defined_room(c, SW_DEFINED_ROOM);
+    ok(room != NULL, "a definition-backed carrier has room");
+    ok((uintptr_t)room % _Alignof(max_align_t) == 0, "aligned for any type");
+    ok(sw_carrier_defined_room(c, 1) == (void *)room,
+       "the same room every time");
+    ok(sw_carrier_defined_room(c, SW_DEFINED_ROOM + 1) == NULL,
+       "none past SW_DEFINED_ROOM bytes");
+    expect_ok(sw_carrier_allocate_like(c, 1, 1, SW_DTYPE_COUNT, 0, &like),
+              "a fresh carrier");
+    char *fresh = sw_carrier_defined_room(like, SW_DEFINED_ROOM);
+    int zero = fresh != NULL && fresh != room;
+    for (int i = 0; zero && i < SW_DEFINED_ROOM; ++i)
+        zero = fresh[i] == 0;
+    ok(zero, "has its own room, zeroed");
+    memset(fresh, 0xab, SW_DEFINED_ROOM); /* the provider's to use */
+    sw_carrier_unref(like);
+    sw_carrier *cpu = NULL;
+    expect_ok(sw_cpu_new(1, SW_DTYPE_FLOAT32, 1, 0, &cpu), "a CPU carrier");
+    ok(sw_carrier_defined_room(cpu, 1) == NULL, "other carriers have none");
+    ok(sw_carrier_defined_room(NULL, 1) == NULL, "nor has NULL");
+    sw_carrier_unref(cpu);
     sw_value vals[2] = {sw_value_f64(7), sw_value_f64(8)};
     expect_ok(sw_carrier_new_like(c, 2, vals, 0, SW_DTYPE_COUNT, &like),
               "new_like");
