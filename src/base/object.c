@@ -94,15 +94,19 @@ int64_t sw_object_refcount(const sw_object *o) {
  * with huge pages, 23 ms without), while smaller freed blocks it keeps and
  * reuses itself. A training step frees a weight's gradient (zero_grad)
  * just before its backward makes a new one of the same size, so a freed
- * block waits here, up to SW_CACHE_SLOTS of them and SW_CACHE_BYTES in
- * all, for a request of exactly its size. A cached block counts as freed
- * and its reuse as an allocation (alloc.c), which the allocation hook can
- * fail, so the live count and fault injection see what they would see
- * without the cache.
+ * block waits here, up to SW_CACHE_SLOTS of them and cache_cap() bytes in
+ * all, for a request of exactly its size: a sixteenth of the machine's
+ * memory, at least 256 MiB and at most 1 GiB, so that a loop that moves or
+ * computes tensors of a few hundred MiB (a source and a destination each
+ * time) reuses its blocks. A cached block counts as freed and its reuse
+ * as an allocation (alloc.c), which the allocation hook can fail, so the
+ * live count and fault injection see what they would see without the
+ * cache.
  */
 #define SW_CACHE_MIN ((size_t)32 << 20)
-#define SW_CACHE_SLOTS 2
-#define SW_CACHE_BYTES ((size_t)256 << 20)
+#define SW_CACHE_SLOTS 4
+#define SW_CACHE_FLOOR ((size_t)256 << 20)
+#define SW_CACHE_CEILING ((size_t)1 << 30)
 
 typedef struct cached_block {
     char *raw;
@@ -112,6 +116,7 @@ typedef struct cached_block {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static cached_block cache[SW_CACHE_SLOTS];
 static size_t cache_bytes;
+static size_t cache_cap; /* set once, by cache_init */
 
 /* A fork while another thread holds the lock would leave it held in the
  * child: the lock is taken across fork() (as the C library does for its
@@ -128,6 +133,12 @@ static void cache_lock_drop(void) {
 
 static void cache_init(void) {
     (void)pthread_atfork(cache_lock_take, cache_lock_drop, cache_lock_drop);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t cap = pages > 0 && page > 0 ? (size_t)pages / 16 * (size_t)page
+                                       : SW_CACHE_FLOOR;
+    cache_cap = cap < SW_CACHE_FLOOR     ? SW_CACHE_FLOOR
+                : cap > SW_CACHE_CEILING ? SW_CACHE_CEILING
+                                         : cap;
 }
 
 static void cache_enter(void) {
@@ -163,7 +174,7 @@ static char *cache_take(size_t total, bool *failed) {
 static bool cache_put(char *raw, size_t total) {
     bool kept = false;
     cache_enter();
-    if (cache_bytes + total <= SW_CACHE_BYTES)
+    if (cache_bytes + total <= cache_cap)
         for (int i = 0; i < SW_CACHE_SLOTS && !kept; ++i)
             if (!cache[i].raw) {
                 cache[i].raw = raw;

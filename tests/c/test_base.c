@@ -281,6 +281,32 @@ static void test_alloc_aligned(void) {
         ok(other && other != again, "another size gets a block of its own");
         sw_free_aligned(other);
         sw_free_aligned(again);
+
+        /* Four freed blocks wait at once (the sources and destinations
+         * of two moves), each for the next request of its size. The two
+         * cached above are taken out first, and go back at the end. */
+        void *d1 = sw_alloc_aligned(big, 0),
+             *d2 = sw_alloc_aligned(big + 4096, 0);
+        unsigned char *held[4];
+        int same = 1;
+        for (int k = 0; k < 4; ++k)
+            held[k] = sw_alloc_aligned(big + (size_t)(k + 2) * 8192, 0);
+        for (int k = 0; k < 4; ++k) {
+            if (held[k])
+                held[k][0] = (unsigned char)(0x5a + k); /* fresh pages read 0 */
+            sw_free_aligned(held[k]);
+        }
+        for (int k = 0; k < 4; ++k) {
+            unsigned char *r =
+                sw_alloc_aligned(big + (size_t)(k + 2) * 8192, 0);
+            same &= r != NULL && r == held[k] && r[0] == 0x5a + k;
+            held[k] = r;
+        }
+        ok(same, "four freed large blocks are all reused");
+        for (int k = 0; k < 4; ++k)
+            sw_free_aligned(held[k]);
+        sw_free_aligned(d1);
+        sw_free_aligned(d2);
     }
     is_int(sw_debug_live_allocs(), base, "large blocks all freed or cached");
 }
