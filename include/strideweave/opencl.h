@@ -173,6 +173,17 @@ typedef enum sw_opencl_stage {
 
 SW_API void sw_debug_opencl_fail(sw_opencl_stage stage, int64_t after);
 
+/*
+ * A device-side gate for tests: sw_debug_opencl_hold(1) enqueues, on the
+ * queue of every device in use (the default one included), a barrier that
+ * waits for an event only sw_debug_opencl_hold(0) completes. Commands
+ * enqueued meanwhile are accepted but do not start, so a test can observe
+ * work that is submitted and not yet done (and anything that waits for
+ * the device blocks until the hold ends). Holding twice or releasing
+ * without a hold does nothing. SW_ERUNTIME without a runtime.
+ */
+SW_API sw_status sw_debug_opencl_hold(int hold);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,9 +20,12 @@
  * happened; and "move.complete" when the move's outcome is known, on
  * whichever thread knows it and even after the profiler stopped: its
  * parent is the submission's event, it has the submission's carrier tag,
- * implementation and shapes, it spans from the hand-off to the outcome,
- * and succeeded tells the outcome. Completions that arrive after the stop
- * join the results at the next sw_profiler_refresh.
+ * implementation and shapes, it spans from the moment the transfer may
+ * begin (the hand-off, or for a transfer route just before its submit,
+ * which may start device work: so it covers an OpenCL move's device copy)
+ * to the outcome, both in host monotonic time, without waiting for any
+ * device, and succeeded tells the outcome. Completions that arrive after the
+ * stop join the results at the next sw_profiler_refresh.
  *
  * Profiling state is thread-local: at most one profiler is active per
  * thread, and a profiler is single-use (start once, stop once). Stopping

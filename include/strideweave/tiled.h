@@ -145,7 +145,11 @@ typedef enum sw_tile_location {
  * released, owned or immutable (secondary) tier; SW_EVALUE for the same
  * carrier twice, sw_tile_geometry_init's errors, a non-empty tier whose
  * size is not the array's ("primary tier holds N slots, not the full
- * extent M"). Initial residency: a full primary makes every tile primary,
+ * extent M"); SW_ERUNTIME "an OpenCL TiledEvictable tier needs an exact
+ * registered move operation for (A, B) in both directions" when a tier is
+ * OpenCL and the other tier's class has only the elementwise move with it
+ * (OpenCL and FileBacked; OpenCL with CPU or OpenCL works), as for an
+ * Evictable. Initial residency: a full primary makes every tile primary,
  * valid and clean; an empty primary (size 0: it is grown to the extent
  * first) with a full secondary makes every tile secondary and valid; two
  * empty tiers make every tile invalid. An empty tier that cannot grow
@@ -170,7 +174,12 @@ SW_API sw_status sw_tiled_tile_state(const sw_carrier *c, int64_t t,
  * promote makes each primary and valid (copying from the secondary, or
  * writing zeros for an implicit tile); evict copies each dirty primary
  * tile to the secondary and makes it secondary and clean (implicit tiles
- * stay implicit). Satisfied tiles are left alone; an invalid tile cannot
+ * stay implicit). Tiles move between CPU and FileBacked tiers by bulk
+ * copies of their runs, between an OpenCL tier and a CPU tier (or an
+ * OpenCL tier of the same device) by the device writes, reads and copies
+ * of the bulk moves over the tile's footprint (a few rectangular commands
+ * each, waited for before the request commits), and otherwise element by
+ * element. Satisfied tiles are left alone; an invalid tile cannot
  * be promoted or evicted (SW_ERUNTIME "tile ... is invalid"). Neither
  * changes the version. A failing copy rolls the whole request back: every
  * tile's state is as before and the values are unchanged (the primary

@@ -423,6 +423,18 @@ def _debug_opencl_fail(stage: str, after: int, /) -> None:
         None.
     """
 
+def _debug_opencl_hold(hold: bool, /) -> None:
+    """Device-side gate for tests: while held, every OpenCL device in use runs nothing enqueued after
+    the hold began (commands are accepted and wait), so submitted work can be observed before it
+    completes; anything that waits for the device blocks until the hold ends.
+
+    Args:
+        hold: True to hold the devices' queues, False to let them run.
+
+    Returns:
+        None.
+    """
+
 def _opencl_kernel_stats() -> tuple[int, int, int]:
     """The OpenCL kernel cache's counters, for tests and benchmarks.
 

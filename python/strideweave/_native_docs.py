@@ -4737,6 +4737,19 @@ Args:
 Returns:
     None.
 """,
+    "_debug_opencl_hold": """_debug_opencl_hold($module, hold, /)
+--
+
+Device-side gate for tests: while held, every OpenCL device in use runs nothing enqueued after
+the hold began (commands are accepted and wait), so submitted work can be observed before it
+completes; anything that waits for the device blocks until the hold ends.
+
+Args:
+    hold: True to hold the devices' queues, False to let them run.
+
+Returns:
+    None.
+""",
     "get_num_threads": """get_num_threads($module, /)
 --
 

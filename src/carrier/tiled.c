@@ -195,9 +195,11 @@ sw_status sw_tile_check_footprints(const sw_tile_geometry *g, int64_t offset,
 
 #include "carrier/defined.h"
 #include "carrier/internal.h"
+#include "carrier/opencl/blocks.h"
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
 #include "strideweave/interop.h"
+#include "strideweave/opencl.h"
 #include "strideweave/registry.h"
 #include "op/internal.h"
 #include "tensor/internal.h"
@@ -257,9 +259,40 @@ static int64_t tile_run(const sw_tile_geometry *g) {
     return run;
 }
 
+/* Tile t's footprint as an OpenCL block, the same slots on both sides. */
+static void tile_block(const sw_tile_geometry *g, int64_t t, sw_cl_block *b) {
+    memset(b, 0, sizeof *b);
+    b->rank = g->rank;
+    b->src_at = b->dst_at = sw_tile_slot(g, t, 0);
+    for (int32_t k = 0; k < g->rank; ++k) {
+        b->extent[k] = g->tile[k];
+        b->src_stride[k] = b->dst_stride[k] = g->stride[k];
+    }
+}
+
+/* The device transfer of tile t between an OpenCL tier and a CPU or
+ * OpenCL tier: the bulk moves' device write, read or copy over the
+ * footprint. *handled 0: another pair, or two devices. */
+static sw_status copy_tile_device(const tiled_state *s, int64_t t,
+                                  sw_carrier *src, sw_carrier *dst,
+                                  int *handled) {
+    sw_cl_block b;
+    tile_block(&s->g, t, &b);
+    *handled = 1;
+    if (sw_carrier_is_opencl(src) && sw_carrier_is_cpu(dst))
+        return sw_opencl_block_read(src, sw_cpu_data(dst), &b);
+    if (sw_carrier_is_cpu(src) && sw_carrier_is_opencl(dst))
+        return sw_opencl_block_write(dst, sw_cpu_data(src), &b);
+    if (sw_carrier_is_opencl(src) && sw_carrier_is_opencl(dst))
+        return sw_opencl_block_copy(src, dst, &b, handled);
+    *handled = 0;
+    return SW_OK;
+}
+
 /* Copies tile t's footprint from tier src to tier dst (both owned by the
  * carrier: inside owner access). Its runs (tile_run) are contiguous: CPU
- * and FileBacked tiers copy them in bulk, others element by element. */
+ * and FileBacked tiers copy them in bulk, an OpenCL tier moves the whole
+ * footprint in device commands, others go element by element. */
 static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
                            int64_t stoken, sw_carrier *dst, int64_t dtoken) {
     const sw_tile_geometry *g = &s->g;
@@ -275,6 +308,11 @@ static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
         (void)sw_carrier_end_owner_access(src, stoken);
         return st;
     }
+    int handled = 0;
+    if (esize && (sw_carrier_is_opencl(src) || sw_carrier_is_opencl(dst)))
+        st = copy_tile_device(s, t, src, dst, &handled);
+    if (handled)
+        nruns = 0;
     for (int64_t r = 0; r < nruns && !st; ++r) {
         int64_t p = sw_tile_slot(g, t, r * run);
         if (esize && cpu_src && cpu_dst) {
@@ -314,12 +352,37 @@ static void discard_tile(const tiled_state *s, int64_t t) {
         sw_cpu_discard(s->primary, sw_tile_slot(&s->g, t, r * run), run);
 }
 
+/* Writes zeros over tile t's footprint of an OpenCL tier: one device
+ * write from zeroed host memory laid out as the tile. */
+static sw_status zero_tile_device(const tiled_state *s, int64_t t,
+                                  sw_carrier *dst) {
+    const sw_tile_geometry *g = &s->g;
+    int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(dst));
+    void *zeros = sw_calloc((size_t)g->tile_size, (size_t)isz);
+    if (!zeros)
+        return sw_oom();
+    sw_cl_block b;
+    tile_block(g, t, &b);
+    b.src_at = 0;
+    for (int32_t k = 0; k < g->rank; ++k)
+        b.src_stride[k] = k ? b.src_stride[k - 1] * g->tile[k - 1] : 1;
+    sw_status st = sw_opencl_block_write(dst, zeros, &b);
+    sw_free(zeros);
+    return st;
+}
+
 /* Writes zeros over tile t's footprint in tier dst. */
 static sw_status zero_tile(const tiled_state *s, int64_t t, sw_carrier *dst,
                            int64_t token) {
     sw_status st = sw_carrier_begin_owner_access(dst, token);
     if (st)
         return st;
+    if (sw_carrier_is_opencl(dst) &&
+        sw_dtype_itemsize(sw_carrier_dtype(dst)) > 0) {
+        st = zero_tile_device(s, t, dst);
+        (void)sw_carrier_end_owner_access(dst, token);
+        return st;
+    }
     sw_value zero = sw_carrier_dtype(dst) == SW_DTYPE_INT32 ||
                             sw_carrier_dtype(dst) == SW_DTYPE_ANY
                         ? sw_value_i64(0)
@@ -704,15 +767,62 @@ static sw_status t_prepare(void *ctx, const sw_kernel_invocation *inv,
     return SW_OK;
 }
 
+/* The span [offset, offset + n) of the primary into d (a carrier of the
+ * primary's class and dtype) in bulk, when every tile is valid and
+ * primary (the work promoted them): one memcpy from a CPU primary, one
+ * device copy on an OpenCL one. *done 0: not so, another device, or
+ * another tier class (the caller copies element by element). */
+static sw_status densify_resident(tiled_state *s, int64_t offset, int64_t n,
+                                  sw_carrier *d, int *done) {
+    *done = 0;
+    int cpu = sw_carrier_is_cpu(s->primary) && sw_carrier_is_cpu(d);
+    int device = sw_carrier_is_opencl(s->primary);
+    int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(s->primary));
+    if ((!cpu && !device) || isz <= 0 ||
+        sw_carrier_dtype(d) != sw_carrier_dtype(s->primary))
+        return SW_OK;
+    pthread_mutex_lock(&s->lock);
+    int resident = 1;
+    for (int64_t t = 0; t < s->g.ntiles && resident; ++t)
+        resident = s->valid[t] && s->loc[t] == SW_TILE_PRIMARY;
+    sw_status st = SW_OK;
+    if (resident &&
+        !(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+        if (cpu) {
+            if (n > 0)
+                memcpy(sw_cpu_data(d),
+                       (const char *)sw_cpu_data(s->primary) +
+                           (size_t)offset * (size_t)isz,
+                       (size_t)n * (size_t)isz);
+            *done = 1;
+        } else {
+            sw_cl_block b;
+            memset(&b, 0, sizeof b);
+            b.rank = 1;
+            b.extent[0] = n;
+            b.src_at = offset;
+            b.src_stride[0] = b.dst_stride[0] = 1;
+            st = sw_opencl_block_copy(s->primary, d, &b, done);
+        }
+        (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 /* A dense copy of a full tiled tensor on its primary's class: the same
  * layout at offset 0 (slot j holds tiled slot offset + j). */
 static sw_status densify(const sw_tensor *t, sw_tensor **out) {
     tiled_state *s = sw_carrier_defined_data(t->carrier);
     int64_t n = t->layout->cosize;
     sw_carrier *d = NULL;
+    int done = 0;
+    /* Every slot of d is written below: it needs no zeros. */
     sw_status st = sw_carrier_allocate_like(
-        s->primary, n, 1, sw_carrier_dtype(t->carrier), 0, &d);
-    for (int64_t j = 0; j < n && !st; ++j) {
+        s->primary, n, 1, sw_carrier_dtype(t->carrier), 1, &d);
+    if (!st)
+        st = densify_resident(s, t->offset, n, d, &done);
+    for (int64_t j = 0; j < n && !st && !done; ++j) {
         sw_value v;
         st = sw_carrier_get(t->carrier, t->offset + j, &v);
         if (!st) {
@@ -848,6 +958,46 @@ static sw_status check_tier(sw_carrier *t, const char *which) {
     return SW_OK;
 }
 
+/* Storage whose empty carrier grows to a size on demand: a
+ * FileBacked file, an OpenCL device buffer. */
+static int growable(const sw_carrier *c) {
+    return sw_carrier_is_file(c) || sw_carrier_is_opencl(c);
+}
+
+static sw_status grow_empty(sw_carrier *c, int64_t size) {
+    return sw_carrier_is_opencl(c) ? sw_opencl_grow_empty(c, size)
+                                   : sw_file_resize(c, size);
+}
+
+/*
+ * An OpenCL tier exchanges tiles only over the exact bulk moves between
+ * the tier classes (device writes, reads and copies), as an Evictable's
+ * tiers: with only the elementwise fallback between them (OpenCL and
+ * FileBacked), every slot would be a device round trip, so the pair is
+ * refused before anything is claimed or grown.
+ */
+static sw_status check_device_pair(const sw_carrier *a, const sw_carrier *b) {
+    const sw_move_class *cls = NULL;
+    sw_status st = sw_move_resolve(a, b, &cls);
+    if (st)
+        return st;
+    if (cls != sw_move_elementwise())
+        return SW_OK;
+    sw_move_key x = sw_move_key_of(a), y = sw_move_key_of(b);
+    return sw_fail(SW_ERUNTIME,
+                   "an OpenCL TiledEvictable tier needs an exact registered "
+                   "move operation for (%s, %s) in both directions",
+                   x.name ? x.name : "?", y.name ? y.name : "?");
+}
+
+static sw_status check_device_tiers(const sw_carrier *primary,
+                                    const sw_carrier *secondary) {
+    if (!sw_carrier_is_opencl(primary) && !sw_carrier_is_opencl(secondary))
+        return SW_OK;
+    sw_status st = check_device_pair(primary, secondary);
+    return st ? st : check_device_pair(secondary, primary);
+}
+
 /* Builds the carrier; initial selects the tiles' start: 0 from the tiers'
  * sizes, 1 every tile implicit zero. */
 static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
@@ -878,6 +1028,8 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
                        "secondary tier holds %lld slots, not the full extent "
                        "%lld",
                        (long long)ssize, (long long)g->size);
+    if ((st = check_device_tiers(primary, secondary)))
+        return st;
     if ((st = ensure_defined()))
         return st;
     /* Every check is done: grow what is empty, then claim. */
@@ -885,12 +1037,12 @@ static sw_status make_tiled(sw_carrier *primary, sw_carrier *secondary,
         sw_carrier *tier = k ? secondary : primary;
         if (sw_carrier_size(tier) == g->size)
             continue;
-        if (!sw_carrier_is_file(tier))
+        if (!growable(tier))
             return sw_fail(SW_EVALUE,
                            "an empty %s tier must be able to grow to the "
-                           "extent %lld (a FileBacked tier)",
+                           "extent %lld (a FileBacked or OpenCL tier)",
                            k ? "secondary" : "primary", (long long)g->size);
-        if ((st = sw_file_resize(tier, g->size)))
+        if ((st = grow_empty(tier, g->size)))
             return st;
     }
     tiled_state *s = sw_calloc(1, sizeof *s);
@@ -1289,7 +1441,7 @@ static sw_status check_projection(const sw_tensor *t, const projection *pr,
         if (!sw_carrier_is_mutable(d))
             return sw_fail(SW_ERUNTIME, "destination carrier must be mutable");
         int64_t have = sw_carrier_size(d);
-        if (have < *csize && !(have == 0 && sw_carrier_is_file(d)))
+        if (have < *csize && !(have == 0 && growable(d)))
             return sw_fail(SW_EVALUE,
                            "destination holds %lld slots, less than the "
                            "compact size %lld",
@@ -1298,11 +1450,89 @@ static sw_status check_projection(const sw_tensor *t, const projection *pr,
     return SW_OK;
 }
 
+/* Whether t is laid out as the array itself: offset 0, column-major
+ * over the geometry's extents (every tile then maps onto its footprint
+ * in slot order). */
+static int own_layout(const tiled_state *s, const sw_tensor *t) {
+    int own = 0;
+    sw_layout *l = NULL;
+    if (t->offset == 0 && !dense_layout(s->g.rank, s->g.extent, &l)) {
+        own = sw_layout_equal(t->layout, l);
+        sw_layout_unref(l);
+    }
+    sw_clear_error();
+    return own;
+}
+
+/* Whether a compact tensor is dense column-major over cshape at offset
+ * 0, as a projection makes it. */
+static int compact_layout(int32_t rank, const int64_t *cshape,
+                          const sw_tensor *t) {
+    int dense = 0;
+    sw_layout *l = NULL;
+    if (t->offset == 0 && !dense_layout(rank, cshape, &l)) {
+        dense = sw_layout_equal(t->layout, l);
+        sw_layout_unref(l);
+    }
+    sw_clear_error();
+    return dense;
+}
+
+/* Selected tile i's block between the array (its footprint: src when
+ * to_compact, else dst) and its place in the compact array over cshape. */
+static void compact_block(const tiled_state *s, const projection *pr,
+                          const int64_t *cshape, int64_t tile, int64_t i,
+                          int to_compact, sw_cl_block *b) {
+    tile_block(&s->g, tile, b);
+    int64_t at = 0, cstride = 1, rest = i;
+    int64_t *stride = to_compact ? b->dst_stride : b->src_stride;
+    for (int32_t k = 0; k < pr->rank; ++k) {
+        at += rest % pr->counts[k] * s->g.tile[k] * cstride;
+        rest /= pr->counts[k];
+        stride[k] = cstride;
+        cstride *= cshape[k];
+    }
+    if (to_compact)
+        b->dst_at = at;
+    else
+        b->src_at = at;
+}
+
+/*
+ * The device form of a projection's gather or a scatter's replace for an
+ * OpenCL primary: one device copy per selected tile between the primary
+ * (the tiled carrier's, under its lock and owner access) and the compact
+ * OpenCL carrier. The caller has checked the layouts (the array's own and
+ * the compact one) and that every selected tile is primary. *done 0: the
+ * carriers are on different devices.
+ */
+static sw_status tiles_device(tiled_state *s, const projection *pr,
+                              const int64_t *cshape, const int64_t *tiles,
+                              int64_t nsel, sw_carrier *compact, int to_compact,
+                              int *done) {
+    *done = 0;
+    sw_status st = sw_carrier_begin_owner_access(s->primary, s->ptoken);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < nsel && !st; ++i) {
+        sw_cl_block b;
+        compact_block(s, pr, cshape, tiles[i], i, to_compact, &b);
+        st = to_compact ? sw_opencl_block_copy(s->primary, compact, &b, done)
+                        : sw_opencl_block_copy(compact, s->primary, &b, done);
+        if (!*done)
+            break;
+    }
+    (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+    return st;
+}
+
 /*
  * Copies the selection's values of t into d (compact index j from source
- * logical index source_index(j)). With CPU primary and destination, and
- * every selected tile primary (the work pinned them), straight from the
- * primary's memory under the lock; otherwise value by value.
+ * logical index source_index(j)). With every selected tile primary (the
+ * work pinned them): from a CPU primary into a CPU destination straight
+ * from the primary's memory, and from an OpenCL primary into an OpenCL
+ * destination by device copies of whole tiles (for the array's own
+ * layout), under the lock; otherwise value by value.
  */
 static sw_status gather_values(const sw_tensor *t, tiled_state *s,
                                const projection *pr, const int64_t *cshape,
@@ -1310,6 +1540,21 @@ static sw_status gather_values(const sw_tensor *t, tiled_state *s,
                                int64_t nsel, sw_carrier *d) {
     int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(s->primary));
     sw_status st = SW_OK;
+    if (isz > 0 && sw_carrier_is_opencl(s->primary) &&
+        sw_carrier_is_opencl(d) &&
+        sw_carrier_dtype(d) == sw_carrier_dtype(s->primary) &&
+        own_layout(s, t)) {
+        pthread_mutex_lock(&s->lock);
+        int resident = 1, done = 0;
+        for (int64_t i = 0; i < nsel && resident; ++i)
+            resident =
+                s->valid[tiles[i]] && s->loc[tiles[i]] == SW_TILE_PRIMARY;
+        if (resident)
+            st = tiles_device(s, pr, cshape, tiles, nsel, d, 1, &done);
+        pthread_mutex_unlock(&s->lock);
+        if (st || done)
+            return st;
+    }
     if (isz > 0 && sw_carrier_is_cpu(s->primary) && sw_carrier_is_cpu(d) &&
         sw_carrier_dtype(d) == sw_carrier_dtype(s->primary)) {
         size_t esize = (size_t)isz;
@@ -1386,7 +1631,7 @@ static sw_status project_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     }
     sw_carrier *d = pr->destination ? sw_carrier_retain(pr->destination) : NULL;
     if (d && sw_carrier_size(d) == 0)
-        st = sw_file_resize(d, csize);
+        st = grow_empty(d, csize);
     else if (!d) /* every value is written below */
         st = sw_carrier_allocate_like(s->primary, csize, 1,
                                       sw_carrier_dtype(t->carrier), 1, &d);
@@ -1622,20 +1867,41 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         return st;
     }
     tiled_state *r = sw_carrier_defined_data(rc);
-    /* The selected tiles become valid primary tiles, then take values. */
+    /* Replacing from an OpenCL compact into an OpenCL primary, both dense
+     * (the array's own layout, the compact one), copies whole tiles on
+     * the device. */
+    int done = 0;
+    if (sc->reduction == SW_SCATTER_REPLACE &&
+        sw_carrier_is_opencl(r->primary) &&
+        sw_opencl_device_of(compact->carrier) ==
+            sw_opencl_device_of(r->primary) &&
+        own_layout(r, tmpl) && compact_layout(pr->rank, cshape, compact)) {
+        pthread_mutex_lock(&r->lock);
+        for (int64_t i = 0; i < nsel; ++i) {
+            r->valid[tiles[i]] = 1;
+            r->loc[tiles[i]] = SW_TILE_PRIMARY;
+            r->dirty[tiles[i]] = 1;
+            r->backed[tiles[i]] = 0;
+        }
+        st = tiles_device(r, pr, cshape, tiles, nsel, compact->carrier, 0,
+                          &done);
+        pthread_mutex_unlock(&r->lock);
+    }
+    /* Otherwise the selected tiles become valid primary tiles, then take
+     * values. */
     pthread_mutex_lock(&r->lock);
-    for (int64_t i = 0; i < nsel; ++i) {
+    for (int64_t i = 0; i < nsel && !done; ++i) {
         r->valid[tiles[i]] = 1;
         r->loc[tiles[i]] = SW_TILE_IMPLICIT;
     }
-    for (int64_t i = 0; i < nsel && !st; ++i)
+    for (int64_t i = 0; i < nsel && !st && !done; ++i)
         st = promote_locked(r, tiles[i]);
     pthread_mutex_unlock(&r->lock);
     sw_free(tiles);
     sw_tensor *res = NULL;
     if (!st)
         st = sw_tensor_new(rc, 0, tmpl->layout, &res);
-    for (int64_t j = 0; j < csize && !st; ++j) {
+    for (int64_t j = 0; j < csize && !st && !done; ++j) {
         int64_t i = source_index(s, pr, cshape, j);
         sw_value v, u;
         st = sw_tensor_get(compact, j, &v);
@@ -1848,7 +2114,8 @@ static void job_drop(void *ctx) {
 
 /* Built-in storage the executor may touch without a host language. */
 static int plain_storage(const sw_carrier *c) {
-    return !c || sw_carrier_is_cpu(c) || sw_carrier_is_file(c);
+    return !c || sw_carrier_is_cpu(c) || sw_carrier_is_file(c) ||
+           sw_carrier_is_opencl(c);
 }
 
 /* Whether j runs at submission instead: its policy or a tier, compact or

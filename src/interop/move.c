@@ -619,6 +619,9 @@ typedef struct route_work {
     /* The host language's error object a failed wait handed over. */
     void *host_error;
     void (*drop_error)(void *error);
+    /* When a profiler is active: the moment just before submit, whose
+     * asynchronous work (device commands) may start right away. */
+    int64_t submit_ns;
 } route_work;
 
 typedef struct move_state {
@@ -1097,6 +1100,8 @@ static sw_status route_submit_early(move_state *s, sw_tensor *t,
         w->work = work;
         /* Submitted work may write the destination from now on. */
         s->copied = 1;
+        if (SW_UNLIKELY(sw_profile_tls != NULL))
+            w->submit_ns = sw_profile_now_ns();
         sw_status sub = route_submit(r, work, &w->completion);
         if (sub) {
             save_error(&w->failure, sub);
@@ -1568,7 +1573,7 @@ static sw_status submit_move(sw_op *op, sw_tensor *tensor,
             sw_carrier_move_mark(src, -1);
             sw_carrier_move_mark(destination, -1);
             if (profiled)
-                sw_profile_move_end(&frame, 0, &r->profile);
+                sw_profile_move_end(&frame, 0, 0, &r->profile);
             sw_move_request_unref(r);
             return restore_error(&e);
         }
@@ -1576,8 +1581,12 @@ static sw_status submit_move(sw_op *op, sw_tensor *tensor,
     } else {
         async = bulk && runs_async(s->cls, tensor, destination, &p);
     }
+    /* The completion covers the transfer from where it may begin: a
+     * route's submit, which may start device work, or else the hand-off. */
     if (profiled)
-        sw_profile_move_end(&frame, 1, &r->profile);
+        sw_profile_move_end(
+            &frame, 1, sw_move_class_is_route(s->cls) ? s->route.submit_ns : 0,
+            &r->profile);
     if (async) {
         /* Handed off: no thread may change the destination until the
          * executor's runs the transfer. */

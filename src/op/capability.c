@@ -799,6 +799,8 @@ int sw_carrier_supports_storage_dtype(sw_carrier *c, sw_dtype dtype) {
     if (sw_carrier_is_file(c))
         return dtype == SW_DTYPE_FLOAT32 || dtype == SW_DTYPE_INT32 ||
                dtype == SW_DTYPE_FLOATING;
+    if (sw_carrier_is_opencl(c))
+        return sw_opencl_supports_dtype(dtype);
     if (sw_carrier_is_defined(c)) {
         /* The provider answers every time; a failure reads as "no" with
          * the error left for the caller. */

@@ -61,9 +61,14 @@ void sw_profile_end(sw_profile_frame *f, int succeeded);
  * recorded and succeeded (ticket->profiler is NULL otherwise). The
  * completion is recorded from any thread, at any time, by
  * sw_profile_move_complete: a "move.complete" event whose parent is the
- * submission's, with its class tags and shapes, spanning from the end of
- * the submission to now. sw_profile_move_drop frees a ticket that will
- * never complete (accepts an empty one).
+ * submission's, with its class tags and shapes, spanning from started
+ * (sw_profile_now_ns when the transfer could first begin inside the
+ * submission, such as a transfer route's submit that enqueues device
+ * work; 0: the end of the submission) to now, when the outcome is known.
+ * Both ends are host monotonic times taken on either side of the
+ * transfer: no device clock is read and nothing waits for the device.
+ * sw_profile_move_drop frees a ticket that will never complete (accepts
+ * an empty one).
  */
 typedef struct sw_profile_move {
     sw_profiler *profiler; /* owned; NULL: nothing to record */
@@ -80,7 +85,7 @@ typedef struct sw_profile_move {
 int sw_profile_move_begin(const sw_op *op, const void *carrier_tag,
                           int32_t nargs, const sw_arg *args,
                           sw_profile_frame *f);
-void sw_profile_move_end(sw_profile_frame *f, int succeeded,
+void sw_profile_move_end(sw_profile_frame *f, int succeeded, int64_t started,
                          sw_profile_move *ticket);
 void sw_profile_move_complete(sw_profile_move *ticket, int succeeded);
 void sw_profile_move_drop(sw_profile_move *ticket);

@@ -481,7 +481,7 @@ int sw_profile_move_begin(const sw_op *op, const void *carrier_tag,
     return begin_frame(p, "move.submit", carrier_tag, op, nargs, args, f);
 }
 
-void sw_profile_move_end(sw_profile_frame *f, int succeeded,
+void sw_profile_move_end(sw_profile_frame *f, int succeeded, int64_t started,
                          sw_profile_move *ticket) {
     memset(ticket, 0, sizeof *ticket);
     sw_profiler *p = f->profiler;
@@ -515,7 +515,10 @@ void sw_profile_move_end(sw_profile_frame *f, int succeeded,
     ticket->carrier_tag = e->carrier_tag;
     ticket->impl_class = e->impl_class;
     ticket->impl_tag = e->impl_tag;
-    ticket->start = sw_profile_now_ns();
+    /* A transfer that may have begun inside the submission (a route's
+     * device commands) is covered from that moment on. */
+    int64_t now = sw_profile_now_ns();
+    ticket->start = started > 0 && started < now ? started : now;
 }
 
 void sw_profile_move_complete(sw_profile_move *ticket, int succeeded) {

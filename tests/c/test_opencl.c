@@ -2,7 +2,9 @@
  * The OpenCL carrier (opencl.h) on whatever OpenCL runtime is installed
  * (PoCL in CI): construction and validation, storage, element access and
  * its version rule, factories, release, scatter, the exact bulk moves and
- * their failure atomicity at each synchronisation point.
+ * their failure atomicity at each synchronisation point, the interval a
+ * profiled move's completion covers, and OpenCL as a TiledEvictable tier
+ * (tile transfers of rank up to 4, their rollback, the FileBacked refusal).
  *
  * Without a runtime the argument checks still run (they come before the
  * runtime loads) and the rest is skipped, unless STRIDEWEAVE_REQUIRE_OPENCL
@@ -503,7 +505,204 @@ static void test_operations(void) {
     sw_carrier_unref(c);
 }
 
+/* The values of a tiled carrier, read slot by slot, against 0, 1, ... */
+static int tiled_is_iota(sw_carrier *t, int64_t n) {
+    int good = 1;
+    for (int64_t i = 0; i < n && good; ++i)
+        good = get_f(t, i) == (double)i;
+    return good;
+}
+
+static int64_t tile_loc(sw_carrier *t, int64_t tile) {
+    sw_tile_location loc = SW_TILE_IMPLICIT;
+    int valid = 0, dirty = 0;
+    if (sw_tiled_tile_state(t, tile, &loc, &valid, &dirty) != SW_OK)
+        return -1;
+    return (int64_t)loc;
+}
+
+/*
+ * An OpenCL primary over a CPU secondary, rank 4 with no axis merged away
+ * (two rectangular regions per tile) and one with a single-tile axis (a
+ * merged mode): evict and promote move the tiles' footprints on the
+ * device, with the values of 0, 1, ... throughout; the tiers' versions do
+ * not move; a failing transfer rolls the request back.
+ */
+static void check_tiled_geometry(int32_t rank, const int64_t *grid,
+                                 const int64_t *tile, const char *what) {
+    sw_tile_geometry g;
+    if (sw_tile_geometry_init(rank, grid, tile, &g) != SW_OK)
+        bail_out(sw_errmsg());
+    sw_carrier *host = cpu_iota(g.size), *dev = NULL, *sec = NULL, *t = NULL;
+    (void)sw_opencl_new(g.size, SW_DTYPE_FLOAT32, 1, 1, -1, &dev);
+    (void)sw_cpu_new(g.size, SW_DTYPE_FLOAT32, 1, 0, &sec);
+    sw_layout *flat = NULL;
+    sw_tensor *h = NULL, *moved = NULL;
+    (void)sw_layout_leaf(g.size, 1, &flat);
+    (void)sw_tensor_new(host, 0, flat, &h);
+    if (!expect_ok(sw_move(h, dev, &moved), "values onto the device") ||
+        !expect_ok(sw_tiled_new(dev, sec, rank, grid, tile, &t), what))
+        goto out;
+    int64_t *all = malloc((size_t)g.ntiles * sizeof *all);
+    for (int64_t i = 0; i < g.ntiles; ++i)
+        all[i] = i;
+    expect_ok(sw_tiled_evict(t, g.ntiles, all), "evict every tile");
+    ok(tile_loc(t, g.ntiles - 1) == SW_TILE_SECONDARY &&
+           tiled_is_iota(t, g.size),
+       "%s: every tile is on the host with its values", what);
+    int64_t odd[64], nodd = 0;
+    for (int64_t i = 1; i < g.ntiles && nodd < 64; i += 2)
+        odd[nodd++] = i;
+    expect_ok(sw_tiled_promote(t, nodd, odd), "promote every other tile");
+    ok(tile_loc(t, 1) == SW_TILE_PRIMARY &&
+           tile_loc(t, 0) == SW_TILE_SECONDARY && tiled_is_iota(t, g.size),
+       "%s: promoted tiles come back to the device", what);
+    is_int(sw_carrier_version(dev) + sw_carrier_version(sec), 0,
+           "%s: no element write reached a tier", what);
+    /* The second tile's write fails: the first one's is undone too. */
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_ENQUEUE, 1);
+    sw_status st = sw_tiled_promote(t, g.ntiles, all);
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_NONE, 0);
+    ok(st == SW_ERUNTIME && strstr(sw_errmsg(), "(injected)") != NULL,
+       "%s: a failing tile transfer fails the request", what);
+    ok(tile_loc(t, 0) == SW_TILE_SECONDARY &&
+           tile_loc(t, 1) == SW_TILE_PRIMARY && tiled_is_iota(t, g.size),
+       "%s: and rolls it back", what);
+    expect_ok(sw_tiled_promote(t, g.ntiles, all), "the retry");
+    ok(tile_loc(t, 0) == SW_TILE_PRIMARY && tiled_is_iota(t, g.size),
+       "%s: the retry brings every tile back", what);
+    free(all);
+out:
+    sw_tensor_unref(h);
+    sw_tensor_unref(moved);
+    sw_layout_unref(flat);
+    sw_carrier_unref(t);
+    sw_carrier_unref(host);
+    sw_carrier_unref(dev);
+    sw_carrier_unref(sec);
+}
+
+/*
+ * Makes what lives as long as the process once made, before the leak
+ * checks count: the TiledEvictable class's definition (made and sealed at
+ * its first use) and, with a runtime, the OpenCL class's capability
+ * snapshot (a TiledEvictable asks its primary's capabilities).
+ */
+static void process_caches_warm(void) {
+    const int64_t grid[1] = {1}, tile[1] = {2};
+    sw_carrier *a = cpu_iota(2), *b = cpu_iota(2), *t = NULL, *d = NULL;
+    if (sw_tiled_new(a, b, 1, grid, tile, &t) != SW_OK)
+        bail_out(sw_errmsg());
+    sw_carrier_unref(t);
+    sw_carrier_unref(a);
+    sw_carrier_unref(b);
+    sw_capability_list caps;
+    if (sw_opencl_new(1, SW_DTYPE_FLOAT32, 1, 0, -1, &d) == SW_OK &&
+        sw_carrier_capabilities(d, &caps) == SW_OK)
+        (void)caps;
+    sw_carrier_unref(d);
+    sw_clear_error();
+}
+
+static void test_tiled(void) {
+    int64_t base = sw_debug_live_allocs();
+    const int64_t grid4[4] = {2, 2, 2, 2}, tile4[4] = {2, 3, 2, 2};
+    check_tiled_geometry(4, grid4, tile4, "rank 4");
+    const int64_t grid3[3] = {3, 1, 2}, tile3[3] = {2, 2, 3};
+    check_tiled_geometry(3, grid3, tile3, "rank 3, one tile across axis 1");
+    const int64_t grid1[1] = {5}, tile1[1] = {3};
+    check_tiled_geometry(1, grid1, tile1, "rank 1");
+
+    /* OpenCL with FileBacked has only the elementwise move: refused
+     * before either tier is claimed or grown. */
+    sw_carrier *dev = NULL, *fb = NULL, *t = NULL;
+    const int64_t grid[1] = {2}, tile[1] = {2};
+    (void)sw_opencl_new(0, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
+    (void)sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &fb);
+    expect_fail(sw_tiled_new(dev, fb, 1, grid, tile, &t), SW_ERUNTIME,
+                "an OpenCL TiledEvictable tier needs an exact registered move "
+                "operation for (OpenCL, FileBacked) in both directions",
+                "OpenCL over FileBacked");
+    ok(!sw_carrier_is_owned(dev) && !sw_carrier_is_owned(fb) &&
+           sw_carrier_size(dev) == 0 && sw_carrier_size(fb) == 0,
+       "neither tier is claimed or grown");
+    /* An empty OpenCL primary grows to the extent. */
+    sw_carrier *sec = cpu_iota(4);
+    expect_ok(sw_tiled_new(dev, sec, 1, grid, tile, &t),
+              "an empty OpenCL primary over a full CPU secondary");
+    ok(sw_carrier_size(dev) == 4 && tile_loc(t, 0) == SW_TILE_SECONDARY &&
+           tiled_is_iota(t, 4),
+       "grows, its tiles on the host");
+    sw_carrier_unref(t);
+    sw_carrier_unref(sec);
+    sw_carrier_unref(dev);
+    sw_carrier_unref(fb);
+    sw_move_wait_idle();
+    leak_check(base, "OpenCL TiledEvictable tiers");
+}
+
+/*
+ * A profiled move's completion covers the device's work: with the device
+ * held, the copy cannot start before the hold ends, so the complete
+ * event must start before that moment and end after it; the profiler
+ * stops without waiting for the device, and the completion joins the
+ * results at the next refresh, once.
+ */
+static void test_profiled_interval(void) {
+    int64_t base = sw_debug_live_allocs();
+    for (int to_device = 1; to_device >= 0; --to_device) {
+        sw_carrier *cpu = cpu_iota(8), *dev = NULL, *dst = NULL;
+        (void)sw_opencl_new(8, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
+        (void)sw_cpu_new(8, SW_DTYPE_FLOAT32, 1, 0, &dst);
+        sw_tensor *t = tensor_over(to_device ? cpu : dev, 0, "8:1");
+        sw_carrier *to = to_device ? dev : dst;
+        sw_profiler *p = NULL;
+        sw_move_request *req = NULL;
+        int64_t n = 0;
+        (void)sw_profiler_new(&p);
+        expect_ok(sw_debug_opencl_hold(1), "hold the device");
+        expect_ok(sw_profiler_start(p), "profile");
+        expect_ok(sw_move_async(t, to, &req), "submit the move");
+        expect_ok(sw_profiler_stop(p), "stop while the device is held");
+        ok(!sw_move_request_done(req) &&
+               sw_profiler_event_count(p, &n) == SW_OK && n == 1,
+           "%s: the stop did not wait for the device; only the submission",
+           to_device ? "CPU -> OpenCL" : "OpenCL -> CPU");
+        int64_t released = sw_profile_now_ns();
+        expect_ok(sw_debug_opencl_hold(0), "release the device");
+        expect_ok(sw_move_request_wait(req, NULL), "wait");
+        expect_ok(sw_move_request_wait(req, NULL), "wait again");
+        int changed = 0;
+        (void)sw_profiler_refresh(p, &changed);
+        (void)sw_profiler_event_count(p, &n);
+        is_int(n, 2, "one completion, however often it is waited for");
+        sw_profile_event sub, com;
+        memset(&sub, 0, sizeof sub);
+        memset(&com, 0, sizeof com);
+        (void)sw_profiler_event(p, 0, &sub);
+        (void)sw_profiler_event(p, 1, &com);
+        ok(strcmp(com.name, "move.complete") == 0 && com.parent_id == sub.id &&
+               com.succeeded,
+           "the completion's parent is the submission");
+        ok(com.start_ns <= released &&
+               com.start_ns + com.duration_ns >= released,
+           "its interval contains the held device's release");
+        ok(com.start_ns <= sub.start_ns + sub.duration_ns,
+           "it starts inside the submission, before the device commands are "
+           "enqueued");
+        sw_profiler_unref(p);
+        sw_move_request_unref(req);
+        sw_tensor_unref(t);
+        sw_carrier_unref(cpu);
+        sw_carrier_unref(dev);
+        sw_carrier_unref(dst);
+    }
+    sw_move_wait_idle();
+    leak_check(base, "profiled OpenCL moves");
+}
+
 int main(void) {
+    process_caches_warm();
     int64_t base = sw_debug_live_allocs();
     test_validation();
     if (sw_opencl_load() != SW_OK) {
@@ -527,6 +726,8 @@ int main(void) {
     test_move_faults();
     test_async();
     test_operations();
+    test_tiled();
+    test_profiled_interval();
     sw_move_wait_idle();
     leak_check(base, "the whole program");
     return done_testing();

@@ -49,18 +49,26 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
 - OpenCL+CPU is an Evictable hierarchy; OpenCL+FileBacked is refused before
   any tier is claimed: ``test_evictable_tiers``.
 - Profiling records move.submit and move.complete for one logical move:
-  ``test_profiled_move``.
+  ``test_profiled_move``; the completion's interval covers the device work
+  (it contains the moment a held device is let go, and starts before the
+  submission's device commands were enqueued), the profiler exits without
+  waiting for the device and gets the completion later, once however often
+  the move is waited for, and a failed wait records a failed completion:
+  ``test_profiled_move_covers_the_device_work``,
+  ``test_profiled_move_failure``.
 - Structural views (permute, rearrange) share the storage and compile
   nothing: ``test_layout_views_share_storage``.
 
 Operations on OpenCL tensors (generated kernels, their cache, autograd) are
-tested in test_opencl_ops.py. Not built (see docs/COMPATIBILITY.md, OpenCL):
-TiledEvictable over OpenCL, the device interval in profiling.
+tested in test_opencl_ops.py, TiledEvictable with OpenCL tiers in
+test_tiled_opencl.py. Not built (see docs/COMPATIBILITY.md, OpenCL):
+operations across two devices.
 """
 
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import strideweave as sw
@@ -428,6 +436,81 @@ def test_profiled_move(runtime):
     submit, complete = prof.events()
     assert (submit.name, complete.name) == ("move.submit", "move.complete")
     assert complete.parent_id == submit.id and submit.carrier_type is CPU
+
+
+class device_held:
+    """The OpenCL devices start no command inside the block. A watchdog
+    ends the hold if the block waits for the device (which would otherwise
+    never return), and the test then fails."""
+
+    def __enter__(self):
+        self.fired = []
+
+        def release():
+            self.fired.append(True)
+            _native._debug_opencl_hold(False)
+
+        self.timer = threading.Timer(60.0, release)
+        _native._debug_opencl_hold(True)
+        self.timer.start()
+        return self
+
+    def release(self):
+        """Lets the devices run; returns the profiler-clock moment before."""
+        moment = _native.profile_now_ns()
+        _native._debug_opencl_hold(False)
+        return moment
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+        _native._debug_opencl_hold(False)
+        assert not self.fired, "the block waited for a held device"
+
+
+@pytest.mark.parametrize("to_device", [True, False])
+def test_profiled_move_covers_the_device_work(runtime, to_device):
+    host, dev = CPU(0).new_like([1.0, 2.0, 3.0]), OpenCL(0).new_like([4.0, 5.0, 6.0])
+    src, dst = (host, OpenCL(3)) if to_device else (dev, CPU(3))
+    t = Tensor(src, 0, L([3], [1]))
+    with device_held() as held:
+        with sw.profile(record_shapes=True) as prof:
+            h = sw.move_async(t, dst)
+        # The profiler exited while the copy cannot run: it did not wait.
+        assert not h.done
+        (submit,) = prof.events()
+        assert submit.name == "move.submit" and submit.succeeded
+        released = held.release()
+    assert values(h.wait()) == values(h.wait())
+    events = prof.events()
+    assert events is prof.events()
+    sub, com = events
+    assert sub == submit and com.name == "move.complete" and com.parent_id == sub.id
+    assert com.succeeded and com.thread_id != threading.get_ident()
+    assert (com.carrier_type, com.input_shapes, com.implementation_type) == (
+        sub.carrier_type,
+        sub.input_shapes,
+        sub.implementation_type,
+    )
+    # The copy could not start before the release: the completion spans it.
+    assert com.start_time_ns <= released <= com.start_time_ns + com.duration_ns
+    # Its device commands were enqueued inside the submission, after the
+    # completion's start.
+    assert sub.start_time_ns <= com.start_time_ns <= sub.start_time_ns + sub.duration_ns
+    assert {(r.name, r.count) for r in prof.key_averages()} == {
+        ("move.submit", 1),
+        ("move.complete", 1),
+    }
+
+
+def test_profiled_move_failure(runtime, no_faults):
+    t, dst = cpu([1.0, 2.0]), OpenCL(2)
+    with sw.profile() as prof:
+        _native._debug_opencl_fail("wait", 0)
+        h = sw.move_async(t, dst)
+    with pytest.raises(RuntimeError, match="injected"):
+        h.wait()
+    sub, com = prof.events()
+    assert sub.succeeded and not com.succeeded and com.parent_id == sub.id
 
 
 def test_layout_views_share_storage(runtime):

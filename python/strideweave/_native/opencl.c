@@ -237,6 +237,22 @@ static PyObject *debug_opencl_fail(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The device-side test gate (sw_debug_opencl_hold). */
+static PyObject *debug_opencl_hold(PyObject *module, PyObject *arg) {
+    int hold = PyObject_IsTrue(arg);
+    if (hold < 0) {
+        return NULL;
+    }
+    sw_status st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = sw_debug_opencl_hold(hold);
+    Py_END_ALLOW_THREADS;
+    if (st) {
+        return swpy_raise(st);
+    }
+    Py_RETURN_NONE;
+}
+
 /* The kernel cache's counters: (entries, compiled, launched). */
 static PyObject *opencl_kernel_stats(PyObject *module, PyObject *unused) {
     int64_t entries = 0, compiled = 0, launched = 0;
@@ -279,6 +295,7 @@ static PyGetSetDef opencl_getset[] = {
 static PyMethodDef opencl_functions[] = {
     {"opencl_devices", opencl_devices, METH_NOARGS, NULL},
     {"_debug_opencl_fail", debug_opencl_fail, METH_VARARGS, NULL},
+    {"_debug_opencl_hold", debug_opencl_hold, METH_O, NULL},
     {"_opencl_kernel_stats", opencl_kernel_stats, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "carrier/opencl/blocks.h"
 #include "carrier/opencl/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
@@ -587,4 +588,242 @@ done:
     sw_free(host);
     sw_carrier_unpin(c);
     return st;
+}
+
+/* ------------------------------------------------------ strided blocks */
+
+/*
+ * A block as rectangular commands: modes merged where they are contiguous
+ * on both sides and unit modes dropped, then the first three modes are one
+ * clEnqueue*BufferRect region (bytes, rows, slices) and any further modes
+ * are a loop over such regions.
+ */
+typedef struct rect_plan {
+    int32_t rank;
+    int64_t extent[SW_CL_BLOCK_MAX_RANK];
+    int64_t src[SW_CL_BLOCK_MAX_RANK], dst[SW_CL_BLOCK_MAX_RANK];
+    int64_t nregions; /* the product of the extents past the third mode */
+} rect_plan;
+
+static sw_status rect_plan_init(const sw_cl_block *b, int64_t src_size,
+                                int64_t dst_size, rect_plan *p) {
+    memset(p, 0, sizeof *p);
+    if (b->rank < 1 || b->rank > SW_CL_BLOCK_MAX_RANK)
+        return sw_fail(SW_EVALUE, "an OpenCL block has 1 to %d modes",
+                       SW_CL_BLOCK_MAX_RANK);
+    /* The last element of the block on each side must be in range; the
+     * nesting rule makes the block's elements distinct on each side. */
+    int64_t src_last = b->src_at, dst_last = b->dst_at;
+    for (int32_t k = 0; k < b->rank; ++k) {
+        if (b->extent[k] < 1)
+            return sw_fail(SW_EVALUE, "an OpenCL block has positive extents");
+        if (b->src_stride[0] != 1 || b->dst_stride[0] != 1 ||
+            (k > 0 &&
+             (b->src_stride[k] < b->src_stride[k - 1] * b->extent[k - 1] ||
+              b->dst_stride[k] < b->dst_stride[k - 1] * b->extent[k - 1] ||
+              b->src_stride[k] % b->src_stride[k - 1] != 0 ||
+              b->dst_stride[k] % b->dst_stride[k - 1] != 0)))
+            return sw_fail(SW_EVALUE, "an OpenCL block's strides must nest "
+                                      "column-major");
+        src_last += (b->extent[k] - 1) * b->src_stride[k];
+        dst_last += (b->extent[k] - 1) * b->dst_stride[k];
+    }
+    if (b->src_at < 0 || b->dst_at < 0 ||
+        (src_size >= 0 && src_last >= src_size) ||
+        (dst_size >= 0 && dst_last >= dst_size))
+        return sw_fail(SW_EINDEX, "Carrier index out of range");
+    for (int32_t k = 0; k < b->rank; ++k) {
+        if (b->extent[k] == 1 && k > 0)
+            continue;
+        int32_t r = p->rank;
+        if (r > 0 && b->src_stride[k] == p->src[r - 1] * p->extent[r - 1] &&
+            b->dst_stride[k] == p->dst[r - 1] * p->extent[r - 1]) {
+            p->extent[r - 1] *= b->extent[k];
+            continue;
+        }
+        p->extent[r] = b->extent[k];
+        p->src[r] = b->src_stride[k];
+        p->dst[r] = b->dst_stride[k];
+        p->rank = r + 1;
+    }
+    p->nregions = 1;
+    for (int32_t k = 3; k < p->rank; ++k)
+        p->nregions *= p->extent[k];
+    return SW_OK;
+}
+
+/* Region r's element origins (source, destination) and the rect geometry
+ * in bytes. */
+static void rect_region(const rect_plan *p, const sw_cl_block *b, int64_t r,
+                        int64_t item, size_t origin_src[3],
+                        size_t origin_dst[3], size_t region[3],
+                        size_t pitch_src[2], size_t pitch_dst[2]) {
+    int64_t at_src = b->src_at, at_dst = b->dst_at;
+    for (int32_t k = 3; k < p->rank; ++k) {
+        int64_t a = r % p->extent[k];
+        r /= p->extent[k];
+        at_src += a * p->src[k];
+        at_dst += a * p->dst[k];
+    }
+    origin_src[0] = (size_t)(at_src * item);
+    origin_dst[0] = (size_t)(at_dst * item);
+    origin_src[1] = origin_src[2] = origin_dst[1] = origin_dst[2] = 0;
+    region[0] = (size_t)(p->extent[0] * item);
+    region[1] = p->rank > 1 ? (size_t)p->extent[1] : 1;
+    region[2] = p->rank > 2 ? (size_t)p->extent[2] : 1;
+    /* Pitches of 0 let the runtime compute them for unused dimensions. */
+    pitch_src[0] = p->rank > 1 ? (size_t)(p->src[1] * item) : 0;
+    pitch_dst[0] = p->rank > 1 ? (size_t)(p->dst[1] * item) : 0;
+    pitch_src[1] = p->rank > 2 ? (size_t)(p->src[2] * item) : 0;
+    pitch_dst[1] = p->rank > 2 ? (size_t)(p->dst[2] * item) : 0;
+}
+
+enum { BLOCK_WRITE, BLOCK_READ, BLOCK_COPY };
+
+/* Enqueues every region of the block (dir: BLOCK_*), then waits for all
+ * of them: the runtime may report a failed command only through its own
+ * event. */
+static sw_status block_run(int dir, sw_carrier *src, const void *host_src,
+                           sw_carrier *dst, void *host_dst,
+                           const sw_cl_block *b) {
+    sw_carrier *dev = dir == BLOCK_READ ? src : dst;
+    opencl_state *s = ocl(dev);
+    int64_t item = sw_dtype_itemsize(sw_carrier_dtype(dev));
+    cl_mem src_mem = dir == BLOCK_WRITE ? NULL : sw_opencl_buffer(src);
+    cl_mem dst_mem = dir == BLOCK_READ ? NULL : sw_opencl_buffer(dst);
+    cl_event *events = NULL;
+    cl_uint nevents = 0;
+    rect_plan p;
+    memset(&p, 0, sizeof p);
+    sw_status st = SW_OK;
+    if ((dir != BLOCK_WRITE && !src_mem) || (dir != BLOCK_READ && !dst_mem))
+        st = sw_carrier_fail_released();
+    else
+        st = rect_plan_init(b, dir == BLOCK_WRITE ? -1 : ocl(src)->size,
+                            dir == BLOCK_READ ? -1 : ocl(dst)->size, &p);
+    if (!st && !(events = sw_calloc((size_t)p.nregions, sizeof *events)))
+        st = sw_oom();
+    const char *what = dir == BLOCK_WRITE  ? "block write"
+                       : dir == BLOCK_READ ? "block read"
+                                           : "block copy";
+    for (int64_t r = 0; !st && r < p.nregions; ++r) {
+        size_t os[3], od[3], region[3], ps[2], pd[2];
+        rect_region(&p, b, r, item, os, od, region, ps, pd);
+        if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE)) {
+            st = sw_cl_fail_injected(what);
+            break;
+        }
+        cl_int err;
+        cl_event *ev = &events[nevents];
+        if (dir == BLOCK_WRITE)
+            err = sw_cl.EnqueueWriteBufferRect(s->device->queue, dst_mem, 0, od,
+                                               os, region, pd[0], pd[1], ps[0],
+                                               ps[1], host_src, 0, NULL, ev);
+        else if (dir == BLOCK_READ)
+            err = sw_cl.EnqueueReadBufferRect(s->device->queue, src_mem, 0, os,
+                                              od, region, ps[0], ps[1], pd[0],
+                                              pd[1], host_dst, 0, NULL, ev);
+        else
+            err = sw_cl.EnqueueCopyBufferRect(s->device->queue, src_mem,
+                                              dst_mem, os, od, region, ps[0],
+                                              ps[1], pd[0], pd[1], 0, NULL, ev);
+        if (err != SW_CL_SUCCESS)
+            st = sw_cl_fail(what, err);
+        else
+            ++nevents;
+    }
+    if (nevents) {
+        /* Whatever was enqueued completes before the host memory it
+         * reads or writes may go, also after a failure. */
+        (void)sw_cl.Flush(s->device->queue);
+        if (st)
+            (void)sw_cl.WaitForEvents(nevents, events);
+        else
+            st = sw_cl_wait(nevents, events, what);
+        sw_cl_release_events(nevents, events);
+    }
+    sw_free(events);
+    if (src_mem)
+        (void)sw_cl.ReleaseMemObject(src_mem);
+    if (dst_mem)
+        (void)sw_cl.ReleaseMemObject(dst_mem);
+    return st;
+}
+
+sw_status sw_opencl_block_write(sw_carrier *dst, const void *src,
+                                const sw_cl_block *b) {
+    if (!sw_carrier_is_opencl(dst) || !src || !b)
+        return sw_fail(SW_ETYPE, "an OpenCL block write needs an OpenCL "
+                                 "destination, host memory and a block");
+    return block_run(BLOCK_WRITE, NULL, src, dst, NULL, b);
+}
+
+sw_status sw_opencl_block_read(sw_carrier *src, void *dst,
+                               const sw_cl_block *b) {
+    if (!sw_carrier_is_opencl(src) || !dst || !b)
+        return sw_fail(SW_ETYPE, "an OpenCL block read needs an OpenCL "
+                                 "source, host memory and a block");
+    return block_run(BLOCK_READ, src, NULL, NULL, dst, b);
+}
+
+sw_status sw_opencl_block_copy(sw_carrier *src, sw_carrier *dst,
+                               const sw_cl_block *b, int *handled) {
+    *handled = 0;
+    if (!sw_carrier_is_opencl(src) || !sw_carrier_is_opencl(dst) || !b ||
+        src == dst)
+        return sw_fail(SW_ETYPE, "an OpenCL block copy needs two distinct "
+                                 "OpenCL carriers and a block");
+    if (ocl(src)->device != ocl(dst)->device)
+        return SW_OK;
+    if (sw_carrier_dtype(src) != sw_carrier_dtype(dst))
+        return sw_fail(SW_ETYPE, "an OpenCL block copy needs one dtype");
+    *handled = 1;
+    return block_run(BLOCK_COPY, src, NULL, dst, NULL, b);
+}
+
+sw_status sw_opencl_grow_empty(sw_carrier *c, int64_t size) {
+    if (!sw_carrier_is_opencl(c))
+        return sw_fail(SW_ETYPE, "only an OpenCL carrier grows this way");
+    if (sw_carrier_is_released(c))
+        return sw_carrier_fail_released();
+    opencl_state *s = ocl(c);
+    int64_t item = sw_dtype_itemsize(sw_carrier_dtype(c)), bytes;
+    if (size < 0 || !sw_mul_ok(size, item, &bytes) ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return sw_fail(SW_EOVERFLOW,
+                       "OpenCL size %lld is too large: the byte length "
+                       "overflows",
+                       (long long)size);
+    pthread_mutex_lock(&s->lock);
+    int empty = s->size == 0 && s->mem == NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (!empty)
+        return sw_fail(SW_EVALUE, "only an empty OpenCL carrier can grow");
+    if (size == 0)
+        return SW_OK;
+    cl_mem m = NULL;
+    sw_status st = sw_opencl_buffer_new(s->device, bytes, &m);
+    if (st)
+        return st;
+    unsigned char zero = 0;
+    cl_event ev = NULL;
+    cl_int err = SW_CL_SUCCESS;
+    if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+        st = sw_cl_fail_injected("fill");
+    else if ((err = sw_cl.EnqueueFillBuffer(s->device->queue, m, &zero, 1, 0,
+                                            (size_t)bytes, 0, NULL, &ev)) !=
+             SW_CL_SUCCESS)
+        st = sw_cl_fail("fill", err);
+    else
+        st = sw_cl_wait(1, &ev, "fill");
+    sw_cl_release_events(1, &ev);
+    if (st) {
+        (void)sw_cl.ReleaseMemObject(m);
+        return st;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->mem = m;
+    s->size = size;
+    pthread_mutex_unlock(&s->lock);
+    return SW_OK;
 }

@@ -62,9 +62,7 @@ typedef intptr_t cl_context_properties;
 #define SW_CL_PROGRAM_BUILD_LOG 0x1183
 #define SW_CL_MAP_READ ((cl_bitfield)1 << 0)
 #define SW_CL_MAP_WRITE_INVALIDATE_REGION ((cl_bitfield)1 << 2)
-#define SW_CL_QUEUE_PROFILING_ENABLE ((cl_bitfield)1 << 1)
-#define SW_CL_PROFILING_COMMAND_START 0x1282
-#define SW_CL_PROFILING_COMMAND_END 0x1283
+#define SW_CL_COMPLETE 0
 
 /* The entry points used, resolved by name from the ICD loader. */
 typedef struct sw_cl_api {
@@ -93,6 +91,23 @@ typedef struct sw_cl_api {
     cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t,
                                 size_t, size_t, cl_uint, const cl_event *,
                                 cl_event *);
+    /* Rectangular transfers (strided blocks, buffers.c): origins and regions in
+     * bytes along the first dimension, rows and slices along the other two. */
+    cl_int (*EnqueueReadBufferRect)(cl_command_queue, cl_mem, cl_uint,
+                                    const size_t *, const size_t *,
+                                    const size_t *, size_t, size_t, size_t,
+                                    size_t, void *, cl_uint, const cl_event *,
+                                    cl_event *);
+    cl_int (*EnqueueWriteBufferRect)(cl_command_queue, cl_mem, cl_uint,
+                                     const size_t *, const size_t *,
+                                     const size_t *, size_t, size_t, size_t,
+                                     size_t, const void *, cl_uint,
+                                     const cl_event *, cl_event *);
+    cl_int (*EnqueueCopyBufferRect)(cl_command_queue, cl_mem, cl_mem,
+                                    const size_t *, const size_t *,
+                                    const size_t *, size_t, size_t, size_t,
+                                    size_t, cl_uint, const cl_event *,
+                                    cl_event *);
     cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t,
                                 size_t, size_t, cl_uint, const cl_event *,
                                 cl_event *);
@@ -102,9 +117,12 @@ typedef struct sw_cl_api {
     cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint,
                                     const cl_event *, cl_event *);
     cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    /* User events and barriers: the test hold (sw_debug_opencl_hold). */
+    cl_event (*CreateUserEvent)(cl_context, cl_int *);
+    cl_int (*SetUserEventStatus)(cl_event, cl_int);
+    cl_int (*EnqueueBarrierWithWaitList)(cl_command_queue, cl_uint,
+                                         const cl_event *, cl_event *);
     cl_int (*ReleaseEvent)(cl_event);
-    cl_int (*GetEventProfilingInfo)(cl_event, cl_uint, size_t, void *,
-                                    size_t *);
     cl_int (*Flush)(cl_command_queue);
     cl_int (*Finish)(cl_command_queue);
     /* Programs and kernels (kernels.c). */

@@ -58,12 +58,17 @@ static int resolve(void *lib, const char **missing) {
         E(EnqueueReadBuffer),
         E(EnqueueWriteBuffer),
         E(EnqueueCopyBuffer),
+        E(EnqueueReadBufferRect),
+        E(EnqueueWriteBufferRect),
+        E(EnqueueCopyBufferRect),
         E(EnqueueFillBuffer),
         E(EnqueueMapBuffer),
         E(EnqueueUnmapMemObject),
         E(WaitForEvents),
+        E(CreateUserEvent),
+        E(SetUserEventStatus),
+        E(EnqueueBarrierWithWaitList),
         E(ReleaseEvent),
-        E(GetEventProfilingInfo),
         E(Flush),
         E(Finish),
         E(CreateProgramWithSource),
@@ -210,8 +215,7 @@ static sw_status device_ready(sw_cl_device *d) {
         if (!ctx) {
             st = sw_cl_fail("context creation", err);
         } else {
-            cl_command_queue q = sw_cl.CreateCommandQueue(
-                ctx, d->id, SW_CL_QUEUE_PROFILING_ENABLE, &err);
+            cl_command_queue q = sw_cl.CreateCommandQueue(ctx, d->id, 0, &err);
             if (!q) {
                 st = sw_cl_fail("command queue creation", err);
             } else {
@@ -315,4 +319,47 @@ void sw_cl_release_events(cl_uint n, cl_event *events) {
             (void)sw_cl.ReleaseEvent(events[i]);
             events[i] = NULL;
         }
+}
+
+/* ---------------------------------------------------------- test hold */
+
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static cl_event hold_events[MAX_DEVICES]; /* under hold_lock */
+
+sw_status sw_debug_opencl_hold(int hold) {
+    sw_cl_device *first = NULL;
+    sw_status st = sw_cl_device_get(-1, &first);
+    if (st)
+        return st;
+    pthread_mutex_lock(&hold_lock);
+    for (int64_t i = 0; i < device_count && !st; ++i) {
+        sw_cl_device *d = &devices[i];
+        pthread_mutex_lock(&d->lock);
+        int ready = d->ready;
+        pthread_mutex_unlock(&d->lock);
+        if (!hold && hold_events[i]) {
+            (void)sw_cl.SetUserEventStatus(hold_events[i], SW_CL_COMPLETE);
+            sw_cl_release_events(1, &hold_events[i]);
+        } else if (hold && ready && !hold_events[i]) {
+            cl_int err = SW_CL_SUCCESS;
+            cl_event ev = sw_cl.CreateUserEvent(d->context, &err);
+            if (!ev) {
+                st = sw_cl_fail("user event creation", err);
+                break;
+            }
+            /* The in-order queue runs nothing enqueued after the barrier
+             * until the user event completes. */
+            err = sw_cl.EnqueueBarrierWithWaitList(d->queue, 1, &ev, NULL);
+            if (err != SW_CL_SUCCESS) {
+                (void)sw_cl.SetUserEventStatus(ev, SW_CL_COMPLETE);
+                sw_cl_release_events(1, &ev);
+                st = sw_cl_fail("barrier", err);
+                break;
+            }
+            (void)sw_cl.Flush(d->queue);
+            hold_events[i] = ev;
+        }
+    }
+    pthread_mutex_unlock(&hold_lock);
+    return st;
 }

@@ -42,7 +42,7 @@ class TiledEvictable(DependentCarrier):
 
     Args:
         primary: the compute tier (a Carrier holding the whole extent, or
-            an empty FileBacked one).
+            an empty FileBacked or OpenCL one, which grows).
         secondary: the backing tier (likewise; mutable).
         grid_shape: tiles per axis.
         tile_shape: slots per tile per axis.
@@ -58,7 +58,8 @@ class TiledEvictable(DependentCarrier):
             without a callable ``plan``, a subclass.
         ValueError: a tier of another size, ranks that differ, a zero
             extent.
-        RuntimeError: a released or owned tier.
+        RuntimeError: a released or owned tier; an OpenCL tier paired with
+            a class it has no exact registered move with (FileBacked).
 
     Examples:
         >>> import strideweave as sw

@@ -15,7 +15,7 @@ def project(tensor: Any, selection: Any, destination: Any = None) -> AwaitProjec
         selection: the TileSelection of tiles to gather.
         destination: a live, mutable Carrier of the primary tier's exact
             class and dtype holding at least the compact size (an empty
-            FileBacked one grows), or None for a fresh one.
+            FileBacked or OpenCL one grows), or None for a fresh one.
 
     Returns:
         AwaitProjection: wait() gives the compact Tensor, column-major over
