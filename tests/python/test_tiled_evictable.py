@@ -3,7 +3,8 @@
 Checklist (built): 8.1 top-level identity ``test_exports``; 8.3
 construction and geometry ``test_geometry``, ``test_construction_errors``,
 ``test_initial_residency``, ``test_storage_dtypes``, ``test_definition_and_facet``,
-``test_writes_and_factories``; 8.4 ``test_footprint_compatibility``; 8.5
+``test_writes_and_factories``,
+``test_element_values_take_the_primary_tiers_kind``; 8.4 ``test_footprint_compatibility``; 8.5
 blocking residency ``test_promote_evict``, ``test_residency_errors``,
 policies ``test_policy_consulted_once_per_work``, ``test_policy_bad_plans``,
 ``test_policy_exception_propagates``; 8.8
@@ -159,6 +160,25 @@ def test_writes_and_factories():
     n = t.new_like([float(i) for i in range(8)])
     assert [n[i] for i in range(8)] == [float(i) for i in range(8)]
     assert n.primary_tiles == n.valid_tiles
+
+
+def test_element_values_take_the_primary_tiers_kind():
+    # Values are converted for the innermost primary, as for an Evictable:
+    # an Int32 TiledEvictable takes and gives integers, a Bool one bools.
+    t = TiledEvictable(sw.CPU(4, dtype=I32), sw.CPU(4, dtype=I32), (2,), (2,))
+    t[1] = 7
+    t.evict(TileSet([(1,)]))
+    t[3] = -2
+    assert [t[i] for i in range(4)] == [0, 7, 0, -2]
+    assert type(t[1]) is int
+    with pytest.raises(TypeError, match="must be an integer"):
+        t[0] = 1.5
+    x = sw.Tensor(t, 0, compact([4]))
+    x[2] = 5
+    assert x[2] == 5
+    b = TiledEvictable(sw.CPU(2, dtype=sw.DType.Bool), sw.CPU(2, dtype=sw.DType.Bool), (2,), (1,))
+    b[0] = True
+    assert b[0] is True and b[1] is False
 
 
 def test_footprint_compatibility():

@@ -209,13 +209,19 @@ static int is_numeric_backend(const sw_carrier *c) {
            sw_carrier_is_blockdev(c) || sw_carrier_is_opencl(c);
 }
 
-/* The carrier whose way of storing values c uses: a hierarchy stores them
- * the way its innermost primary does. */
+/* The carrier whose way of storing values c uses: a hierarchy (an
+ * Evictable or a TiledEvictable) stores them the way its innermost
+ * primary does. */
 static sw_carrier *value_store_of(sw_carrier *c) {
-    while (sw_carrier_is_evictable(c)) {
-        c = sw_evictable_primary(c);
+    for (;;) {
+        if (sw_carrier_is_evictable(c)) {
+            c = sw_evictable_primary(c);
+        } else if (sw_carrier_is_tiled(c) && sw_tiled_primary(c) != NULL) {
+            c = sw_tiled_primary(c);
+        } else {
+            return c;
+        }
     }
-    return c;
 }
 
 int swpy_value_for(sw_carrier *dest, PyObject *v, sw_value *out) {
@@ -246,8 +252,9 @@ PyObject *swpy_value_new_ref(const sw_value *v) {
 
 PyObject *swpy_value_to_py(const sw_carrier *src, sw_value *v) {
     PyObject *r;
-    if (v->kind == SW_VALUE_I64 && sw_carrier_is_cpu(src) &&
-        sw_carrier_dtype(src) == SW_DTYPE_BOOL) {
+    const sw_carrier *store = value_store_of((sw_carrier *)src);
+    if (v->kind == SW_VALUE_I64 && sw_carrier_is_cpu(store) &&
+        sw_carrier_dtype(store) == SW_DTYPE_BOOL) {
         r = PyBool_FromLong(v->as.i != 0);
     } else {
         r = swpy_value_new_ref(v);
