@@ -405,6 +405,35 @@ def test_move_failure_is_atomic(runtime, no_faults, direction, stage, after):
     assert sw.move(t, dst).carrier is dst  # usable again
 
 
+@pytest.mark.parametrize("stage", ["enqueue", "map", "wait"])
+def test_large_upload_is_whole_or_nothing(runtime, no_faults, stage):
+    # A 5 MiB upload from an offset: a failure at every successive point
+    # of that stage leaves the destination as it was, and the first move
+    # that gets through delivers every value.
+    import array
+
+    m = (5 << 20) // 4 + 3
+    src = array.array("f", range(m + 2))
+    t = Tensor(CPU(len(src), src.buffer_info()[0]), 2, L([m], [1]))
+    dst = OpenCL(m)
+    version = dst.version
+    for after in range(8):
+        _native._debug_opencl_fail(stage, after)
+        try:
+            sw.move(t, dst)
+            break
+        except RuntimeError as e:
+            assert "injected" in str(e)
+            assert (dst[0], dst[m // 2], dst[m - 1], dst.version) == (0.0, 0.0, 0.0, version)
+            assert t.carrier.size() == m + 2  # the source is not released
+    else:
+        pytest.fail(f"every {stage} failed")
+    _native._debug_opencl_fail("none", 0)
+    out = array.array("f", bytes(4 * m))
+    sw.move(Tensor(dst, 0, L([m], [1])), CPU(m, out.buffer_info()[0]))
+    assert out == array.array("f", range(2, m + 2))
+
+
 def test_move_backward(runtime):
     x = cpu([1.0, 2.0, 3.0])
     y = sw.mul(x, 2.0)
