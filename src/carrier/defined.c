@@ -40,9 +40,10 @@ typedef struct defined_state {
 
 static const sw_carrier_class defined_class;
 
+/* The carrier's fields directly (carrier/internal.h): this is on every
+ * call's path, several times. */
 static defined_state *state_of(const sw_carrier *c) {
-    return sw_carrier_get_class(c) == &defined_class ? sw_carrier_state(c)
-                                                     : NULL;
+    return c->cls == &defined_class ? c->state : NULL;
 }
 
 static const sw_storage_provider *storage_of(const defined_state *s) {
@@ -263,18 +264,18 @@ int sw_carrier_definition_fallback(const void *cls) {
 /* ------------------------------------------------------------ the slots */
 
 static int64_t defined_size(sw_carrier *c) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     return s->allocated ? s->size : 0;
 }
 
 static sw_status defined_get(sw_carrier *c, int64_t i, sw_value *out) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     const sw_storage_provider *p = storage_of(s);
     return p->read(p->ctx, c, i, out);
 }
 
 static sw_status defined_set(sw_carrier *c, int64_t i, const sw_value *v) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     const sw_storage_provider *p = storage_of(s);
     sw_journal *j = atomic_load(&s->journal);
     if (j) {
@@ -297,9 +298,12 @@ int sw_defined_journal_begin(sw_carrier *c, sw_journal *j) {
 }
 
 void sw_defined_journal_end(sw_carrier *c, sw_journal *j) {
+    /* j was installed by sw_defined_journal_begin, and no other call
+     * replaces an installed journal: a plain store takes it out. */
     defined_state *s = state_of(c);
+    (void)j;
     if (s)
-        atomic_compare_exchange_strong(&s->journal, &j, NULL);
+        atomic_store_explicit(&s->journal, NULL, memory_order_release);
 }
 
 sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v) {
@@ -315,15 +319,15 @@ void sw_carrier_version_restore(sw_carrier *c, int64_t version) {
 }
 
 static sw_dtype defined_dtype(sw_carrier *c) {
-    return ((defined_state *)sw_carrier_state(c))->dtype;
+    return ((defined_state *)c->state)->dtype;
 }
 
 static int defined_is_mutable(sw_carrier *c) {
-    return ((defined_state *)sw_carrier_state(c))->mutable_;
+    return ((defined_state *)c->state)->mutable_;
 }
 
 static sw_status release_storage_now(sw_carrier *c) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     if (!s->allocated)
         return SW_OK;
     const sw_storage_provider *p = storage_of(s);
@@ -340,7 +344,7 @@ static void defined_release(sw_carrier *c) {
 }
 
 static void defined_destroy(sw_carrier *c) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     sw_capability_snapshot_free(atomic_load(&s->snap));
     sw_defn_unref((sw_defn *)s->defn); /* the state goes with the block */
 }
@@ -351,7 +355,7 @@ static sw_status allocate(sw_carrier *c, int64_t slots, sw_dtype dtype,
 
 static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
                            sw_dtype dtype, sw_carrier **out) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     const sw_carrier_definition *def = &s->defn->def;
     if (def->make)
         return def->make(def->ctx, c, size, dtype, mutable_, out);
@@ -374,7 +378,7 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
 }
 
 static int s_dependent(const sw_carrier *c) {
-    return ((defined_state *)sw_carrier_state(c))->defn->def.dependent;
+    return ((defined_state *)c->state)->defn->def.dependent;
 }
 
 static sw_status defined_allocate_like(sw_carrier *c, int64_t size,
@@ -402,7 +406,7 @@ static sw_status defined_new_like(sw_carrier *c, int64_t n,
     if (!rs) {
         sw_carrier_unref(r);
         return sw_fail(SW_ETYPE, "%s: make returned another kind of carrier",
-                       ((defined_state *)sw_carrier_state(c))->defn->def.name);
+                       ((defined_state *)c->state)->defn->def.name);
     }
     const sw_storage_provider *p = storage_of(rs);
     for (int64_t i = 0; i < n && !st; ++i)
@@ -419,7 +423,7 @@ static sw_status defined_new_like(sw_carrier *c, int64_t n,
 /* Why c runs no operation named opname, or SW_OK when it may (its
  * kernels decide per plan when the operation runs). */
 static sw_status kernels_refuse(sw_carrier *c, const char *opname) {
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     const sw_carrier_definition *def = &s->defn->def;
     if (sw_carrier_is_released(c))
         return sw_fail(SW_ERUNTIME, "%s is released", def->name);
@@ -441,7 +445,7 @@ static sw_status defined_dispatch(sw_carrier *c, const struct sw_op_info *op,
     /* Views need no kernel: they share the carrier. */
     if (op->flags & SW_OPF_LAYOUT)
         return sw_shared_op_new_info(op, out);
-    const sw_defn *d = ((defined_state *)sw_carrier_state(c))->defn;
+    const sw_defn *d = ((defined_state *)c->state)->defn;
     if (d->def.dependent)
         return op->id >= SW_OP_BUILTIN_COUNT
                    ? sw_fail(SW_ENOTIMPL,
@@ -459,8 +463,7 @@ static sw_status defined_dispatch(sw_carrier *c, const struct sw_op_info *op,
         return sw_fail(SW_ENOTIMPL,
                        "'%s' is a defined operation: call its definition, "
                        "which dispatches on %s",
-                       op->name,
-                       ((defined_state *)sw_carrier_state(c))->defn->def.name);
+                       op->name, ((defined_state *)c->state)->defn->def.name);
     return sw_defined_op_new(op, out);
 }
 
@@ -470,7 +473,7 @@ static sw_status defined_dispatch_op(sw_carrier *c, const char *name,
     sw_status st = kernels_refuse(c, name);
     if (st)
         return st;
-    defined_state *s = sw_carrier_state(c);
+    defined_state *s = c->state;
     return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s'", s->defn->def.name,
                    name);
 }

@@ -49,6 +49,8 @@ sw_status sw_journal_record(sw_journal *j, sw_carrier *c, int64_t i,
 /* Puts c's writes under j; 0 when c is not definition-backed or already
  * under a journal (a nested or concurrent call keeps the outer one). */
 int sw_defined_journal_begin(sw_carrier *c, sw_journal *j);
+/* Takes j out of c again: only after sw_defined_journal_begin(c, j)
+ * returned 1. */
 void sw_defined_journal_end(sw_carrier *c, sw_journal *j);
 /* Writes element i through the provider, without journal or version. */
 sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v);

@@ -549,7 +549,7 @@ static sw_status tensor_operand(const sw_op_info *info, int32_t nargs,
 
 sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
                                     const sw_arg *args, sw_bound_call *call,
-                                    sw_resolution *res) {
+                                    sw_resolution *res, int *borrowed) {
     /* Only the fields a built-in call uses are set (the structs are large
      * and this is the per-call path): sw_resolution_clear reads every
      * result's layout and the token. */
@@ -565,6 +565,7 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     res->results[0].layout = NULL;
     res->results[0].alias_of = -1;
     res->results[0].atol = res->results[0].rtol = 0.0;
+    *borrowed = 0;
     int32_t n = info->noperands;
     if (nargs < n || n > SW_PLAN_MAX_OPERANDS)
         return sw_fail(SW_ETYPE, "'%s' takes %d operands, got %d", info->name,
@@ -614,7 +615,8 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     }
     case SW_FORM_SCALAR:
     case SW_FORM_UNARY:
-        layout = sw_layout_retain((sw_layout *)xl);
+        layout = (sw_layout *)xl;
+        *borrowed = 1;
         break;
     case SW_FORM_REDUCE:
     case SW_FORM_MATMUL:

@@ -949,7 +949,9 @@ static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     const sw_op_info *info = sw_op_info_get(s->id);
     sw_bound_call call;
     sw_resolution res;
-    sw_status st = sw_kernel_resolve_builtin(info, nargs, args, &call, &res);
+    int borrowed = 0;
+    sw_status st =
+        sw_kernel_resolve_builtin(info, nargs, args, &call, &res, &borrowed);
     if (st) {
         sw_resolution_clear(&res);
         return st;
@@ -958,6 +960,8 @@ static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         s->scalar = args[1];
     sw_tensor *r = NULL;
     st = sw_kernel_run(args[0].as.tensor->carrier, info, &call, &res, &r);
+    if (borrowed)
+        res.results[0].layout = NULL;
     sw_resolution_clear(&res);
     if (!st)
         *out = r;

@@ -75,11 +75,14 @@ sw_status sw_generic_result_layout(const sw_op_info *info, int32_t nargs,
 sw_status sw_defined_op_new(const sw_op_info *op, sw_op **out);
 /* Binds and resolves a built-in operation's call for the kernels: the
  * central plan and one result (same layout for elementwise operations,
- * Generic's for reduce and matmul). On failure *res holds nothing. */
+ * Generic's for reduce and matmul). *borrowed 1: the result's layout is
+ * the first operand's, not retained (the unary and scalar forms; the
+ * operand holds it through the call): the caller sets it to NULL before
+ * sw_resolution_clear. On failure *res holds nothing. */
 sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
                                     const sw_arg *args,
                                     struct sw_bound_call *call,
-                                    struct sw_resolution *res);
+                                    struct sw_resolution *res, int *borrowed);
 /* Fails with SW_ERUNTIME and the message, marked as a broken provider
  * contract (sw_op_contract_failed). */
 sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);
