@@ -230,7 +230,7 @@ def print_thread_rows(rows):
 # max(|gelu'(x)|, Phi(x)).
 GELU_ULP = 1.43
 GELU_GRAD_ULP = 2.25
-ULP_BOUND = {"exp": 0.61, "tanh": 0.78, "sigmoid": 2.41, "gelu": GELU_ULP, "silu": 3.40}
+ULP_BOUND = {"exp": 0.61, "tanh": 0.71, "sigmoid": 2.41, "gelu": GELU_ULP, "silu": 3.40}
 
 
 def activation_rows_at(n: int):

@@ -8,8 +8,8 @@ feeds. Coefficients are then rounded to float one at a time, lowest order
 first, refitting the remaining ones after each rounding so that the later
 coefficients absorb the rounding of the earlier ones. The script prints the
 C initialisers and the largest weighted error of each fit (in units of
-2**-24, the half-ULP scale of float) with the rounded coefficients; gelu's
-32-interval tables come out as the declarations of vmath_body.h.
+2**-24, the half-ULP scale of float) with the rounded coefficients; gelu's and
+tanh's 32-interval tables come out as the declarations of vmath_body.h.
 
 Run: python tools/vmath_fit.py
 """
@@ -63,12 +63,80 @@ def exp_fit() -> None:
     show("exp P(r), degree 5", *fit(r, target, weight, 5))
 
 
+# tanh's range a = |x| <= TANH_MAX is cut into 32 intervals, uniform in
+# g(a) = a (s + t a) with t = -s/(2 TANH_MAX) (g levels off at the clamp):
+# interval j holds the a with round(g(a)) = j, g(TANH_MAX) = 31.45.
+TANH_MAX = 9.015625  # tanh rounds to 1 from 9.01091
+TANH_S = f32(62.9 / TANH_MAX)
+TANH_T = f32(-TANH_S / (2 * TANH_MAX))
+
+
+def tanh_intervals() -> list[tuple[float, float]]:
+    s, t = TANH_S, TANH_T
+
+    def ginv(j: float) -> float:
+        return (-s + math.sqrt(max(0.0, s * s + 4 * t * j))) / (2 * t)
+
+    return [(0.0 if j == 0 else ginv(j - 0.5), min(TANH_MAX, ginv(j + 0.5))) for j in range(32)]
+
+
+def ulp_of(v: np.ndarray) -> np.ndarray:
+    """The spacing of floats in the binade of |v| (normal v)."""
+    return 2.0 ** (np.floor(np.log2(np.abs(v))) - 23)
+
+
+def tanh_centre(lo: float, hi: float) -> float:
+    """The float c in [lo, hi] with tanh(c) within 0.005 x 2^-24 of a float
+    (the constant term) for which the rounding of p in tanh(a) = c0 + u p
+    (half an ULP of p ~ tanh'(a), times |u|) costs the fewest ULP of the
+    result over the interval: the centre is nearer the low end, where the
+    result is smaller, on the first intervals."""
+    a = np.linspace(lo, hi, 201)
+    ta = np.tanh(a)
+    best, best_cost = lo, math.inf
+    for v in np.linspace(lo, hi, 4001):
+        c = f32(v)
+        tc = math.tanh(c)
+        if abs(f32(tc) - tc) / tc > 0.005 * 2.0**-24:
+            continue
+        u = a - c
+        keep = u != 0
+        p = (ta[keep] - tc) / u[keep]
+        cost = float(np.max(np.abs(u[keep]) * ulp_of(p) / 2 / ulp_of(ta[keep])))
+        if cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
 def tanh_fit() -> None:
-    # tanh(x) = x + x^3 P(x^2) on |x| <= 0.5625.
-    x = nodes(1e-4, 0.5625)
-    target = (np.tanh(x) - x) / x**3
-    weight = x**3 / np.tanh(x)
-    show("tanh P(x^2), degree 4", *fit(x * x, target, weight, 4))
+    """A degree-5 polynomial in u = a - c per interval, relative error,
+    c from tanh_centre; the interval widened by 0.1% for the rounding of
+    the index. The first
+    interval has c = 0 and is a + a (c2 a + ... + c5 a^4): its u^1 entry is
+    0, as vm_tanh adds u itself there."""
+    rows: list[tuple[float, list[float]]] = []
+    worst = 0.0
+    for j, (lo, hi) in enumerate(tanh_intervals()):
+        w = hi - lo
+        a = nodes(max(0.0, lo - 0.001 * w), hi + 0.001 * w if j < 31 else hi, 800)
+        target = np.tanh(a)
+        if j == 0:
+            coeffs, err = fit(a, (target - a) / a**2, a**2 / target, 3)
+            c, coeffs = 0.0, [0.0, 0.0, *coeffs]
+        else:
+            c = tanh_centre(lo, hi)
+            coeffs, err = fit_fixed_c0(a - c, target, 1 / target, 5, f32(math.tanh(c)))
+        worst = max(worst, err)
+        rows.append((c, coeffs))
+    print(f"/* tanh index: s = {TANH_S:.9g}f, t = {TANH_T:.9g}f */")
+    print(f"/* tanh(c + u), degree 5: max error {worst:.4f} x 2^-24 */")
+    print("static const float vm_tanh_c[32] = {")
+    print(", ".join(cfloat(c) for c, _ in rows) + "};")
+    print("static const float vm_tanh_t[6 * 32] = {")
+    for k in range(6):
+        print(f"/* u^{k} */")
+        end = "," if k < 5 else "};"
+        print(", ".join(cfloat(co[k]) for _, co in rows) + end)
 
 
 def log1p_fit() -> None:

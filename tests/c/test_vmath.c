@@ -5,8 +5,9 @@
  * branches, saturate, overflow or underflow), all paths giving the same
  * bits, the special values, and the activation kernels giving exactly the
  * array functions' results on contiguous and strided layouts, forward
- * and backward. The sample includes gelu's gradient (vmath_ulp.h). The
- * exhaustive form of the ULP check is test_vmath_ulp.c (`make test-ulp`).
+ * and backward. The sample includes the gradients of gelu and tanh
+ * (vmath_ulp.h). The exhaustive form of the ULP check is test_vmath_ulp.c
+ * (`make test-ulp`).
  */
 #include <float.h>
 #include <math.h>
@@ -24,11 +25,11 @@
 
 /* Values near which a function changes branch or saturates. */
 static const float edges[] = {
-    0.0f,   0x1p-126f, 0x1p-149f, 0.3466f, 0.5f,     0.5625f, 0.75f,
-    0.881f, 1.0f,      1.5f,      2.0f,    3.0f,     4.0f,    6.0f,
-    8.0f,   9.01f,     12.0f,     14.3f,   14.5f,    16.0f,   17.33f,
-    86.0f,  87.0f,     87.34f,    88.0f,   88.7228f, 89.0f,   103.97f,
-    104.0f, 108.6f,    110.0f,    FLT_MAX, INFINITY};
+    0.0f,    0x1p-126f, 0x1p-149f, 0.072f, 0.2176f, 0.3466f, 0.5f,
+    0.5625f, 0.75f,     0.881f,    1.0f,   1.5f,    2.0f,    3.0f,
+    4.0f,    6.0f,      8.0f,      9.01f,  12.0f,   14.3f,   14.5f,
+    16.0f,   17.33f,    86.0f,     87.0f,  87.34f,  88.0f,   88.7228f,
+    89.0f,   103.97f,   104.0f,    108.6f, 110.0f,  FLT_MAX, INFINITY};
 #define N_EDGES ((int)(sizeof edges / sizeof edges[0]))
 #define EDGE_SPAN 4096 /* patterns around each edge, both signs */
 #define STRIDE 4099
@@ -126,6 +127,10 @@ static void test_specials(void) {
         im->fwd[SW_VMATH_TANH](d, yd, 1);
         ok(same_bits(yd[0], -0x1p-140f), "%s: tanh(-2^-140) = -2^-140",
            im->name);
+        float ts[2] = {0x1p-12f, -0x1.fffffep-13f}, yts[2];
+        im->fwd[SW_VMATH_TANH](ts, yts, 2);
+        ok(same_bits(yts[0], ts[0]) && same_bits(yts[1], ts[1]),
+           "%s: tanh(x) = x for |x| <= 2^-12", im->name);
         float t[2] = {9.1f, -20.0f}, yt[2];
         im->fwd[SW_VMATH_TANH](t, yt, 2);
         ok(yt[0] == 1.0f && yt[1] == -1.0f, "%s: tanh saturates to +-1",

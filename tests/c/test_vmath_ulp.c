@@ -1,16 +1,17 @@
 /*
  * The exhaustive accuracy check of the vmath functions: every one of the
- * 2**32 float32 bit patterns through every function (and gelu's
- * gradient) on every path this CPU has (scalar, AVX2, AVX-512), against
- * the function in double (vmath_ulp.h). Passes when every path keeps the
- * bound vmath.h states and all paths give the same bits. Prints one TAP
- * line per function and path with the largest error found and where. Run
- * by `make test-ulp` (minutes: see docs/VMATH.md), not by `meson test`,
- * which runs the sample of test_vmath.c instead.
+ * 2**32 float32 bit patterns through every function (and the gradients
+ * of gelu and tanh) on every path this CPU has (scalar, AVX2, AVX-512),
+ * against the function in double (vmath_ulp.h). Passes when every path
+ * keeps the bound vmath.h states and all paths give the same bits. Prints
+ * one TAP line per function and path with the largest error found and
+ * where. Run by `make test-ulp` (minutes: see docs/VMATH.md), not by
+ * `meson test`, which runs the sample of test_vmath.c instead.
  *
  * An optional argument limits the run to every k-th bit pattern, for a
  * quicker look (test_vmath_ulp 97); a second one to some functions
- * (test_vmath_ulp 1 sigmoid,silu; gelu_grad names the gradient).
+ * (test_vmath_ulp 1 sigmoid,silu; gelu_grad and tanh_grad name the
+ * gradients).
  */
 #include <stdio.h>
 #include <stdlib.h>

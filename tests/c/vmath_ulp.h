@@ -12,11 +12,15 @@
  * rounds to one) must match exactly. The paths must also agree bit for
  * bit (any NaN matching any NaN).
  *
- * Besides the forward functions, the gradient of gelu is measured (g = 1
- * through grad[SW_VMATH_GELU], the same code as any g): gelu'(x) = Phi(x)
- * + x phi(x) crosses zero at x = -0.7518, where no relative accuracy is
- * possible, so its error is in ULP of max(|gelu'(x)|, Phi(x)) (of the
- * result itself except near that zero).
+ * Besides the forward functions, the gradients of gelu and tanh are
+ * measured (g = 1 through grad[], the same code as any g): gelu'(x) =
+ * Phi(x) + x phi(x) crosses zero at x = -0.7518, where no relative
+ * accuracy is possible, so its error is in ULP of max(|gelu'(x)|, Phi(x))
+ * (of the result itself except near that zero). tanh'(x) = 1 - tanh(x)^2
+ * is formed as 1 - t*t from the forward's t (the activation kernels'
+ * expression), which cancels where t is near 1, so its error is in ULP of
+ * max(tanh'(x), tanh(x)^2) (the two add up to 1, so this is an absolute
+ * error in units of 2**-24, and the relative one where |x| < 0.88).
  *
  * Work is split into blocks of VU_BLOCK consecutive indices taken from a
  * shared counter by VU_THREADS threads; index i maps to the bit pattern
@@ -36,12 +40,18 @@
 #define VU_BLOCK 4096
 #define VU_THREADS 2
 
-/* The measured functions: the vmath ones, then gelu's gradient. */
+/* The measured functions: the vmath ones, then gelu's and tanh's
+ * gradients. */
 #define VU_GELU_GRAD SW_VMATH_COUNT
-#define VU_COUNT (SW_VMATH_COUNT + 1)
+#define VU_TANH_GRAD (SW_VMATH_COUNT + 1)
+#define VU_COUNT (SW_VMATH_COUNT + 2)
 
 static inline const char *vu_name(int f) {
-    return f == VU_GELU_GRAD ? "gelu_grad" : sw_vmath_name((sw_vmath_fn)f);
+    if (f == VU_GELU_GRAD)
+        return "gelu_grad";
+    if (f == VU_TANH_GRAD)
+        return "tanh_grad";
+    return sw_vmath_name((sw_vmath_fn)f);
 }
 
 /*
@@ -50,13 +60,13 @@ static inline const char *vu_name(int f) {
  * in the second decimal (vmath.h and docs/VMATH.md state the same).
  */
 static const double vu_bound[VU_COUNT] = {
-    [SW_VMATH_EXP] = 0.61,  [SW_VMATH_TANH] = 0.78, [SW_VMATH_SIGMOID] = 2.41,
+    [SW_VMATH_EXP] = 0.61,  [SW_VMATH_TANH] = 0.71, [SW_VMATH_SIGMOID] = 2.41,
     [SW_VMATH_GELU] = 1.43, [SW_VMATH_SILU] = 3.40, [SW_VMATH_SOFTPLUS] = 0.85,
-    [SW_VMATH_ELU] = 0.82,  [VU_GELU_GRAD] = 2.25};
+    [SW_VMATH_ELU] = 0.82,  [VU_GELU_GRAD] = 2.25,  [VU_TANH_GRAD] = 1.51};
 static const double vu_bound_sub[VU_COUNT] = {
     [SW_VMATH_EXP] = 0.76,  [SW_VMATH_TANH] = 0.0,  [SW_VMATH_SIGMOID] = 0.76,
     [SW_VMATH_GELU] = 1.08, [SW_VMATH_SILU] = 1.31, [SW_VMATH_SOFTPLUS] = 0.76,
-    [SW_VMATH_ELU] = 0.0,   [VU_GELU_GRAD] = 1.48};
+    [SW_VMATH_ELU] = 0.0,   [VU_GELU_GRAD] = 1.48,  [VU_TANH_GRAD] = 0.0};
 
 static inline double vu_sigmoid(double x) {
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
@@ -85,6 +95,14 @@ static inline double vu_ref(sw_vmath_fn fn, double x) {
     default:
         return NAN;
     }
+}
+
+/* tanh'(x) = 1/cosh(x)^2 in double, and tanh(x)^2 in *t2 (the scale of
+ * its error, with tanh'(x)), with the limit 0 at +-inf. */
+static inline double vu_tanh_grad_ref(double x, double *t2) {
+    double t = tanh(x), c = cosh(x);
+    *t2 = t * t;
+    return 1.0 / (c * c);
 }
 
 /* gelu'(x) = Phi(x) + x phi(x) in double, and Phi(x) in *phi (the
@@ -177,6 +195,8 @@ static void *vu_worker(void *arg) {
                     continue;
                 if (f == VU_GELU_GRAD)
                     run->impl[p]->grad[SW_VMATH_GELU](one, x, y[p], n);
+                else if (f == VU_TANH_GRAD)
+                    run->impl[p]->grad[SW_VMATH_TANH](one, x, y[p], n);
                 else
                     run->impl[p]->fwd[f](x, y[p], n);
             }
@@ -185,6 +205,9 @@ static void *vu_worker(void *arg) {
                 if (f == VU_GELU_GRAD) {
                     ref = vu_gelu_grad_ref(x[j], &scale);
                     scale = fabs(ref) > scale ? ref : scale;
+                } else if (f == VU_TANH_GRAD) {
+                    ref = vu_tanh_grad_ref(x[j], &scale);
+                    scale = ref > scale ? ref : scale;
                 } else {
                     ref = scale = vu_ref((sw_vmath_fn)f, x[j]);
                 }

@@ -23,7 +23,9 @@
  *
  *   exp      0.61  0.76  overflow to +inf above 88.72284, gradual
  *                        underflow to +0 below -103.97
- *   tanh     0.78  0     odd (-0.0 stays -0.0), exactly +-1 beyond 9.01
+ *   tanh     0.71  0     odd (-0.0 stays -0.0), exactly +-1 beyond 9.01:
+ *                        one of 32 polynomials of degree 5, no
+ *                        exponential and no division
  *   sigmoid  2.41  0.76  1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise,
  *                        with one division
  *   gelu     1.43  1.08  0.5*x*(1+erf(x/sqrt 2)), evaluated as x - K
@@ -58,7 +60,11 @@
  * or D, D = Phi(-|x|) - |x| phi(x) from tables of its own), within
  * 2.25 ULP of max(|Phi(x) + x*phi(x)|, Phi(x)) over all 2**32 inputs
  * (1.48 for subnormal results): that derivative crosses zero at
- * x = -0.7518, where only that absolute accuracy is possible.
+ * x = -0.7518, where only that absolute accuracy is possible. tanh's
+ * 1 - t*t cancels where |t| is near 1, so its error is in ULP of
+ * max(1 - tanh(x)^2, tanh(x)^2), which is at least 1/2: within 1.51 over
+ * all 2**32 inputs, an absolute error of 1.51 x 2**-24, and 1.51 ULP of
+ * the result itself where |x| < 0.88.
  *
  * In place (out == in, or out == g or x for the backward forms) is
  * allowed; other overlaps are not. n may be 0. The functions touch no
