@@ -65,13 +65,15 @@ def best(fn, repeat=7, number=3):
     Each round first lets the threads of whatever ran before go idle
     (OpenMP's workers poll for milliseconds after a call, as ours do, and on
     two cores a polling peer halves the next candidate's second thread),
-    then makes one untimed call, which wakes the candidate's own workers and
-    warms the caches, and then times `number` calls.
+    then makes `number` untimed calls, which wake the candidate's own
+    workers and warm the caches (after a pause the first few calls of every
+    candidate are slow), and then times `number` calls.
     """
     times = []
     for _ in range(repeat):
         time.sleep(0.005)
-        fn()
+        for _ in range(number):
+            fn()
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
