@@ -195,8 +195,7 @@ static void spin_for_job(uintptr_t seen) {
     int64_t deadline = now_ns() + SW_POOL_SPIN_NS;
     for (;;) {
         for (int i = 0; i < 64; ++i) {
-            if (atomic_load_explicit(&generation, memory_order_relaxed) !=
-                seen)
+            if (atomic_load_explicit(&generation, memory_order_relaxed) != seen)
                 return;
             cpu_relax();
         }
