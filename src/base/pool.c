@@ -190,10 +190,14 @@ static int64_t now_ns(void) {
 }
 
 /* Polls for a generation other than seen (or a stop) for up to
- * SW_POOL_SPIN_NS; no lock taken. The clock is read every 64 polls. */
+ * SW_POOL_SPIN_NS; no lock taken. The clock is read every 64 polls, and
+ * from the second batch on the worker also yields its core to any other
+ * thread ready to run there (another runtime's workers, such as an OpenCL
+ * or OpenMP pool in the same process): polling then keeps no one else off
+ * the core, and a yield with nothing else to run returns at once. */
 static void spin_for_job(uintptr_t seen) {
     int64_t deadline = now_ns() + SW_POOL_SPIN_NS;
-    for (;;) {
+    for (int batch = 0;; ++batch) {
         for (int i = 0; i < 64; ++i) {
             if (atomic_load_explicit(&generation, memory_order_relaxed) != seen)
                 return;
@@ -201,6 +205,8 @@ static void spin_for_job(uintptr_t seen) {
         }
         if (now_ns() >= deadline)
             return;
+        if (batch > 0)
+            sched_yield();
     }
 }
 
