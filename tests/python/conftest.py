@@ -1,4 +1,5 @@
-"""Shared pytest configuration: Hypothesis profiles.
+"""Shared pytest configuration: Hypothesis profiles, and the OpenCL
+fixtures ``runtime`` and ``no_faults`` (helpers_opencl.py).
 
 ``default`` runs each layout property over a few hundred random layouts (so
 the suite covers thousands overall); ``sanitize`` runs far fewer, for the
@@ -7,6 +8,7 @@ AddressSanitizer build. Pick one with SW_HYPOTHESIS_PROFILE.
 
 import os
 
+from helpers_opencl import no_faults, runtime  # noqa: F401 (fixtures for every module)
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

@@ -73,28 +73,10 @@ import threading
 import pytest
 import strideweave as sw
 import strideweave.friendly as F
+from helpers_opencl import device_held, devices
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strideweave import CPU, DType, Evictable, FileBacked, Generic, OpenCL, Tensor, _native
-
-DEVICES = sw.opencl_devices()
-
-
-@pytest.fixture
-def runtime():
-    """Skips (or, in CI, fails) a test that needs an OpenCL runtime."""
-    if DEVICES:
-        return DEVICES
-    reason = "no OpenCL runtime: install ocl-icd-libopencl1 and pocl-opencl-icd"
-    if os.environ.get("STRIDEWEAVE_REQUIRE_OPENCL"):
-        pytest.fail(f"STRIDEWEAVE_REQUIRE_OPENCL is set but there is {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def no_faults():
-    yield
-    _native._debug_opencl_fail("none", 0)
 
 
 def L(shape, stride):
@@ -304,7 +286,7 @@ def layouts(draw):
 @settings(max_examples=40, deadline=None)
 @given(layouts())
 def test_move_round_trip_over_random_layouts(spec):
-    if not DEVICES:
+    if not devices():
         pytest.skip("no OpenCL runtime")
     shape, stride, offset = spec
     layout = L(shape, stride)
@@ -465,35 +447,6 @@ def test_profiled_move(runtime):
     submit, complete = prof.events()
     assert (submit.name, complete.name) == ("move.submit", "move.complete")
     assert complete.parent_id == submit.id and submit.carrier_type is CPU
-
-
-class device_held:
-    """The OpenCL devices start no command inside the block. A watchdog
-    ends the hold if the block waits for the device (which would otherwise
-    never return), and the test then fails."""
-
-    def __enter__(self):
-        self.fired = []
-
-        def release():
-            self.fired.append(True)
-            _native._debug_opencl_hold(False)
-
-        self.timer = threading.Timer(60.0, release)
-        _native._debug_opencl_hold(True)
-        self.timer.start()
-        return self
-
-    def release(self):
-        """Lets the devices run; returns the profiler-clock moment before."""
-        moment = _native.profile_now_ns()
-        _native._debug_opencl_hold(False)
-        return moment
-
-    def __exit__(self, *exc):
-        self.timer.cancel()
-        _native._debug_opencl_hold(False)
-        assert not self.fired, "the block waited for a held device"
 
 
 @pytest.mark.parametrize("to_device", [True, False])

@@ -48,40 +48,16 @@ Checklist (what is built, and its tests):
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
 import strideweave as sw
+from helpers_opencl import need_runtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strideweave import CPU, DType, OpenCL, Tensor, _native
 
-DEVICES = sw.opencl_devices()
-
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def need_runtime():
-    """Skips (or, in CI, fails) a test that needs an OpenCL runtime."""
-    if DEVICES:
-        return
-    reason = "no OpenCL runtime: install ocl-icd-libopencl1 and pocl-opencl-icd"
-    if os.environ.get("STRIDEWEAVE_REQUIRE_OPENCL"):
-        pytest.fail(f"STRIDEWEAVE_REQUIRE_OPENCL is set but there is {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def runtime():
-    need_runtime()
-    return DEVICES
-
-
-@pytest.fixture
-def no_faults():
-    yield
-    _native._debug_opencl_fail("none", 0)
 
 
 def L(shape, stride):

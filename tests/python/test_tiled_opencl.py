@@ -39,42 +39,17 @@ Checklist (what is built, and its tests):
 
 from __future__ import annotations
 
-import os
-import threading
-
 import numpy as np
 import pytest
 import strideweave as sw
+from helpers_opencl import device_held, need_runtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strideweave import CPU, DType, FileBacked, OpenCL, Tensor, _native
 from strideweave.carriers.tiled_evictable import TiledEvictable, TileSelection, TileSet
 from strideweave.carriers.tiled_evictable.projection import project, scatter
 
-DEVICES = sw.opencl_devices()
 F32, I32 = DType.Float32, DType.Int32
-
-
-def need_runtime():
-    """Skips (or, in CI, fails) a test that needs an OpenCL runtime."""
-    if DEVICES:
-        return
-    reason = "no OpenCL runtime: install ocl-icd-libopencl1 and pocl-opencl-icd"
-    if os.environ.get("STRIDEWEAVE_REQUIRE_OPENCL"):
-        pytest.fail(f"STRIDEWEAVE_REQUIRE_OPENCL is set but there is {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def runtime():
-    need_runtime()
-    return DEVICES
-
-
-@pytest.fixture
-def no_faults():
-    yield
-    _native._debug_opencl_fail("none", 0)
 
 
 def compact(shape):
@@ -111,29 +86,6 @@ def agree(want, got, exact=False):
 
 def state(t):
     return (t.primary_tiles, t.secondary_tiles, t.valid_tiles, t.dirty_tiles, t.version)
-
-
-class device_held:
-    """The OpenCL devices start no command inside the block. A watchdog
-    ends the hold if the block waits for the device (which would otherwise
-    never return), and the test then fails."""
-
-    def __enter__(self):
-        self.fired = []
-
-        def release():
-            self.fired.append(True)
-            _native._debug_opencl_hold(False)
-
-        self.timer = threading.Timer(60.0, release)
-        _native._debug_opencl_hold(True)
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.timer.cancel()
-        _native._debug_opencl_hold(False)
-        assert not self.fired, "the block waited for a held device"
 
 
 # --------------------------------------------------------- construction
