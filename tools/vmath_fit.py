@@ -30,11 +30,14 @@ def nodes(lo: float, hi: float, m: int = 2000) -> np.ndarray:
     return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / m)
 
 
-def fit(t: np.ndarray, target: np.ndarray, weight: np.ndarray, degree: int):
-    """Float coefficients c[0..degree] of sum c[k] t**k, greedily rounded."""
-    coeffs: list[float] = []
-    resid = target.copy()
-    for k in range(degree + 1):
+def fit(
+    t: np.ndarray, target: np.ndarray, weight: np.ndarray, degree: int, c0: float | None = None
+):
+    """Float coefficients c[0..degree] of sum c[k] t**k, greedily rounded;
+    c0, when given, is the constant term (the rest are fitted around it)."""
+    coeffs: list[float] = [] if c0 is None else [c0]
+    resid = target.copy() if c0 is None else target - c0
+    for k in range(len(coeffs), degree + 1):
         powers = np.stack([t**j for j in range(k, degree + 1)], axis=1)
         sol, *_ = np.linalg.lstsq(powers * weight[:, None], resid * weight, rcond=None)
         c = f32(sol[0])
@@ -125,7 +128,7 @@ def tanh_fit() -> None:
             c, coeffs = 0.0, [0.0, 0.0, *coeffs]
         else:
             c = tanh_centre(lo, hi)
-            coeffs, err = fit_fixed_c0(a - c, target, 1 / target, 5, f32(math.tanh(c)))
+            coeffs, err = fit(a - c, target, 1 / target, 5, c0=f32(math.tanh(c)))
         worst = max(worst, err)
         rows.append((c, coeffs))
     print(f"/* tanh index: s = {TANH_S:.9g}f, t = {TANH_T:.9g}f */")
@@ -166,20 +169,6 @@ def gelu_phi(v: float) -> float:
     return math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
 
 
-def fit_fixed_c0(t: np.ndarray, target: np.ndarray, weight: np.ndarray, degree: int, c0: float):
-    """As fit, with the constant term given."""
-    coeffs = [c0]
-    resid = target - c0
-    for k in range(1, degree + 1):
-        powers = np.stack([t**j for j in range(k, degree + 1)], axis=1)
-        sol, *_ = np.linalg.lstsq(powers * weight[:, None], resid * weight, rcond=None)
-        c = f32(sol[0])
-        coeffs.append(c)
-        resid = resid - c * t**k
-    err = np.max(np.abs(resid * weight)) / 2.0**-24
-    return coeffs, err
-
-
 # gelu's near range a = |x| <= GELU_NEAR is cut into 32 intervals, uniform
 # in a (a + GELU_B): interval j holds the a with round(s a (a + b)) = j.
 GELU_NEAR = 8.0
@@ -218,7 +207,7 @@ def gelu_table(name: str, fn, scale, degree: int = 7) -> None:
         else:
             cands = [f32(v) for v in np.linspace(lo + 0.4 * w, lo + 0.6 * w, 2001)]
             c = min(cands, key=lambda v: abs(f32(fn(v)) - fn(v)) / scale(v))
-            coeffs, err = fit_fixed_c0(a - c, target, weight, degree, f32(fn(c)))
+            coeffs, err = fit(a - c, target, weight, degree, c0=f32(fn(c)))
         worst = max(worst, err)
         rows.append((c, coeffs))
     lname = name.lower()
