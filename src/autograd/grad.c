@@ -14,14 +14,16 @@
 
 /* -------------------------------------------------------------- grad mode */
 
-static _Thread_local int grad_disabled;
+/* Extern for the per-call paths that turn it off around a kernel
+ * (op/internal.h). */
+_Thread_local int sw_grad_disabled_tls;
 
 int sw_grad_enabled(void) {
-    return !grad_disabled;
+    return !sw_grad_disabled_tls;
 }
 
 void sw_set_grad_enabled(int enabled) {
-    grad_disabled = !enabled;
+    sw_grad_disabled_tls = !enabled;
 }
 
 /* ----------------------------------------------------- tensor bookkeeping */

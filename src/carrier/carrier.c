@@ -128,10 +128,6 @@ static void carrier_init(sw_carrier *c, const sw_carrier_class *cls,
     atomic_init(&c->tensor_room, NULL);
 }
 
-void sw_carrier_offer_tensor_room(sw_carrier *c, void *room) {
-    atomic_store_explicit(&c->tensor_room, room, memory_order_relaxed);
-}
-
 void *sw_carrier_take_tensor_room(sw_carrier *c) {
     /* Most carriers have none: a load, not an exchange, says so. */
     if (!atomic_load_explicit(&c->tensor_room, memory_order_relaxed))
@@ -219,16 +215,11 @@ void *sw_carrier_state(const sw_carrier *c) {
 }
 
 sw_dtype sw_carrier_dtype(const sw_carrier *c) {
-    if (c->cls->dtype)
-        return c->cls->dtype((sw_carrier *)c);
-    return c->dtype;
+    return sw_carrier_dtype_inline(c);
 }
 
 int64_t sw_carrier_size(sw_carrier *c) {
-    if (sw_carrier_is_released(c))
-        return 0;
-    int64_t n = c->cls->size(c);
-    return n < 0 ? 0 : n;
+    return sw_carrier_size_inline(c);
 }
 
 int64_t sw_carrier_version(const sw_carrier *c) {
@@ -236,7 +227,7 @@ int64_t sw_carrier_version(const sw_carrier *c) {
 }
 
 int sw_carrier_is_released(const sw_carrier *c) {
-    return (atomic_load(&((sw_carrier *)c)->life) & SW_LIFE_RELEASED) != 0;
+    return sw_carrier_released_inline(c);
 }
 
 sw_status sw_carrier_pin(sw_carrier *c) {
@@ -431,8 +422,9 @@ sw_status sw_carrier_allocate_like(sw_carrier *c, int64_t size, int mutable_,
     if (!c->cls->allocate_like)
         return sw_fail(SW_ENOTIMPL, "%s carrier does not support allocation",
                        c->cls->name);
-    return c->cls->allocate_like(c, size, mutable_,
-                                 sw_carrier_pick_dtype(c, dtype), empty, out);
+    return c->cls->allocate_like(
+        c, size, mutable_,
+        dtype == SW_DTYPE_COUNT ? sw_carrier_dtype(c) : dtype, empty, out);
 }
 
 sw_status sw_carrier_new_like(sw_carrier *c, int64_t n, const sw_value *values,

@@ -23,27 +23,13 @@
 #include "strideweave/tiled.h"
 #include "strideweave/registry.h"
 
-typedef struct defined_state {
-    const sw_defn *defn;
-    sw_dtype dtype;
-    int mutable_;
-    int allocated;
-    int64_t size;
-    void *data;
-    void *
-        room; /* SW_DEFINED_ROOM bytes in the block (sw_carrier_defined_room) */
-    /* The rollback journal of the kernel call writing this carrier now. */
-    _Atomic(sw_journal *) journal;
-    /* A dependent class's instance capabilities (made at finalization). */
-    _Atomic(sw_capability_snapshot *) snap;
-} defined_state;
-
-static const sw_carrier_class defined_class;
+/* The state (carrier/defined.h): shared with the per-call paths. */
+typedef sw_defined_state defined_state;
 
 /* The carrier's fields directly (carrier/internal.h): this is on every
  * call's path, several times. */
 static defined_state *state_of(const sw_carrier *c) {
-    return c->cls == &defined_class ? c->state : NULL;
+    return sw_defined_state_of(c);
 }
 
 static const sw_storage_provider *storage_of(const defined_state *s) {
@@ -291,21 +277,6 @@ static sw_status defined_set(sw_carrier *c, int64_t i, const sw_value *v) {
     return p->write(p->ctx, c, i, v);
 }
 
-int sw_defined_journal_begin(sw_carrier *c, sw_journal *j) {
-    defined_state *s = state_of(c);
-    sw_journal *none = NULL;
-    return s && atomic_compare_exchange_strong(&s->journal, &none, j);
-}
-
-void sw_defined_journal_end(sw_carrier *c, sw_journal *j) {
-    /* j was installed by sw_defined_journal_begin, and no other call
-     * replaces an installed journal: a plain store takes it out. */
-    defined_state *s = state_of(c);
-    (void)j;
-    if (s)
-        atomic_store_explicit(&s->journal, NULL, memory_order_release);
-}
-
 sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v) {
     defined_state *s = state_of(c);
     if (!s || !s->allocated || i < 0 || i >= s->size)
@@ -316,10 +287,6 @@ sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v) {
 
 void sw_carrier_version_restore(sw_carrier *c, int64_t version) {
     atomic_store(&c->version, version);
-}
-
-static sw_dtype defined_dtype(sw_carrier *c) {
-    return ((defined_state *)c->state)->dtype;
 }
 
 static int defined_is_mutable(sw_carrier *c) {
@@ -345,13 +312,18 @@ static void defined_release(sw_carrier *c) {
 
 static void defined_destroy(sw_carrier *c) {
     defined_state *s = c->state;
-    sw_capability_snapshot_free(atomic_load(&s->snap));
+    sw_capability_snapshot *snap = atomic_load(&s->snap);
+    if (snap)
+        sw_capability_snapshot_free(snap);
     sw_defn_unref((sw_defn *)s->defn); /* the state goes with the block */
 }
 
 static sw_status new_of(const sw_defn *d, sw_carrier **out);
 static sw_status allocate(sw_carrier *c, int64_t slots, sw_dtype dtype,
                           int mutable_, int known);
+static sw_status allocate_storage(sw_carrier *c, defined_state *s,
+                                  int64_t slots, sw_dtype dtype, int mutable_,
+                                  int known);
 
 static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
                            sw_dtype dtype, sw_carrier **out) {
@@ -364,11 +336,14 @@ static sw_status make_like(sw_carrier *c, int64_t size, int mutable_,
     atomic_fetch_add(&((sw_defn *)s->defn)->refs, 1);
     sw_carrier *r = NULL;
     sw_status st = new_of(s->defn, &r);
-    /* The class stores c's own dtype: its provider said so when c was
-     * allocated, so only another dtype is asked about. */
+    /* allocate's checks hold: r is fresh, of this class, neither
+     * allocated nor released, and the base checked size and dtype
+     * (sw_carrier_allocate_like, sw_carrier_new_like). The class stores
+     * c's own dtype: its provider said so when c was allocated, so only
+     * another dtype is asked about. */
     if (!st)
-        st = allocate(r, size, dtype, mutable_,
-                      s->allocated && dtype == s->dtype);
+        st = allocate_storage(r, r->state, size, dtype, mutable_,
+                              s->allocated && dtype == s->dtype);
     if (st) {
         sw_carrier_unref(r);
         return st;
@@ -385,9 +360,11 @@ static sw_status defined_allocate_like(sw_carrier *c, int64_t size,
                                        int mutable_, sw_dtype dtype, int empty,
                                        sw_carrier **out) {
     /* A provider's storage is whatever allocate makes; a TiledEvictable's
-     * tiles become invalid when no values are asked for. */
-    sw_status st =
-        make_like(c, size, mutable_, sw_carrier_pick_dtype(c, dtype), out);
+     * tiles become invalid when no values are asked for. The base picked
+     * the dtype already (sw_carrier_allocate_like); the class has no dtype
+     * slot, so its own is the carrier's field. */
+    sw_status st = make_like(c, size, mutable_,
+                             dtype == SW_DTYPE_COUNT ? c->dtype : dtype, out);
     if (!st && empty && s_dependent(c) && sw_carrier_is_tiled(*out))
         sw_tiled_forget_values(*out);
     return st;
@@ -425,7 +402,7 @@ static sw_status defined_new_like(sw_carrier *c, int64_t n,
 static sw_status kernels_refuse(sw_carrier *c, const char *opname) {
     defined_state *s = c->state;
     const sw_carrier_definition *def = &s->defn->def;
-    if (sw_carrier_is_released(c))
+    if (sw_carrier_released_inline(c))
         return sw_fail(SW_ERUNTIME, "%s is released", def->name);
     if (def->dependent)
         return SW_OK; /* its composite decides, by its instance snapshot */
@@ -478,13 +455,12 @@ static sw_status defined_dispatch_op(sw_carrier *c, const char *name,
                    name);
 }
 
-static const sw_carrier_class defined_class = {
+const sw_carrier_class sw_defined_class = {
     .version = SW_CARRIER_CLASS_VERSION,
     .name = "defined carrier",
     .size = defined_size,
     .get = defined_get,
     .set = defined_set,
-    .dtype = defined_dtype,
     .is_mutable = defined_is_mutable,
     .release = defined_release,
     .destroy = defined_destroy,
@@ -518,7 +494,7 @@ static sw_status new_of(const sw_defn *d, sw_carrier **out) {
     size_t at = align_max(sizeof(defined_state));
     size_t room_at = align_max(at + SW_TENSOR_ROOM);
     sw_status st =
-        sw_carrier_new_block(&defined_class, room_at + SW_DEFINED_ROOM, 0, 0,
+        sw_carrier_new_block(&sw_defined_class, room_at + SW_DEFINED_ROOM, 0, 0,
                              SW_DTYPE_FLOAT32, &c, &state, &tail);
     if (st) {
         sw_defn_unref((sw_defn *)d);
@@ -625,9 +601,20 @@ static sw_status allocate(sw_carrier *c, int64_t slots, sw_dtype dtype,
         return sw_fail(SW_EVALUE, "%s slots must be non-negative", name);
     if ((int)dtype < 0 || (int)dtype >= SW_DTYPE_COUNT)
         return sw_fail(SW_EVALUE, "unknown dtype %d", (int)dtype);
-    if (s->allocated || sw_carrier_is_released(c))
+    if (s->allocated || sw_carrier_released_inline(c))
         return sw_fail(SW_ERUNTIME, "%s storage is already allocated", name);
+    return allocate_storage(c, s, slots, dtype, mutable_, known);
+}
+
+/* allocate once its arguments and c are checked. */
+static sw_status allocate_storage(sw_carrier *c, defined_state *s,
+                                  int64_t slots, sw_dtype dtype, int mutable_,
+                                  int known) {
+    const char *name = s->defn->def.name;
+    /* The base reads the dtype from the carrier (the class has no dtype
+     * slot): kept with the state's. */
     s->dtype = dtype;
+    c->dtype = dtype;
     s->mutable_ = mutable_ != 0;
     int yes = known;
     sw_status st =

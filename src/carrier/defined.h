@@ -7,6 +7,7 @@
 #ifndef SW_CARRIER_DEFINED_H
 #define SW_CARRIER_DEFINED_H
 
+#include "carrier/internal.h"
 #include "strideweave/extension.h"
 #include "strideweave/interop.h"
 
@@ -46,12 +47,6 @@ typedef struct sw_journal sw_journal;
 /* Records the old value of element i of c (the journal takes it over). */
 sw_status sw_journal_record(sw_journal *j, sw_carrier *c, int64_t i,
                             const sw_value *old);
-/* Puts c's writes under j; 0 when c is not definition-backed or already
- * under a journal (a nested or concurrent call keeps the outer one). */
-int sw_defined_journal_begin(sw_carrier *c, sw_journal *j);
-/* Takes j out of c again: only after sw_defined_journal_begin(c, j)
- * returned 1. */
-void sw_defined_journal_end(sw_carrier *c, sw_journal *j);
 /* Writes element i through the provider, without journal or version. */
 sw_status sw_defined_restore(sw_carrier *c, int64_t i, const sw_value *v);
 /* Sets c's version (rollback and the one step of a declared mutation). */
@@ -103,6 +98,48 @@ const sw_defn *sw_defn_lookup(const void *cls, int observe);
 /* The definition of a definition-backed carrier (borrowed: the carrier
  * holds a reference), NULL for other carriers. */
 const sw_defn *sw_carrier_defn(const sw_carrier *c);
+
+/*
+ * The state of a definition-backed carrier (in its block, defined.c) and
+ * their class: shared so that the per-call paths (kernel.c) read it
+ * directly instead of calling across translation units.
+ */
+typedef struct sw_defined_state {
+    const sw_defn *defn;
+    sw_dtype dtype;
+    int mutable_;
+    int allocated;
+    int64_t size;
+    void *data;
+    void *room; /* SW_DEFINED_ROOM bytes in the block */
+    /* The rollback journal of the kernel call writing this carrier now. */
+    _Atomic(sw_journal *) journal;
+    /* A dependent class's instance capabilities (made at finalization). */
+    _Atomic(struct sw_capability_snapshot *) snap;
+} sw_defined_state;
+
+extern const sw_carrier_class sw_defined_class;
+
+/* c's state when c is definition-backed, else NULL. */
+static inline sw_defined_state *sw_defined_state_of(const sw_carrier *c) {
+    return c->cls == &sw_defined_class ? (sw_defined_state *)c->state : NULL;
+}
+
+/* Puts c's writes under j; 0 when c is not definition-backed or already
+ * under a journal (a nested or concurrent call keeps the outer one). */
+static inline int sw_defined_journal_begin(sw_carrier *c, sw_journal *j) {
+    sw_defined_state *s = sw_defined_state_of(c);
+    sw_journal *none = NULL;
+    return s && atomic_compare_exchange_strong(&s->journal, &none, j);
+}
+
+/* Takes j out of c again: only after sw_defined_journal_begin(c, j)
+ * returned 1 (no other call replaces an installed journal, so a plain
+ * store takes it out). */
+static inline void sw_defined_journal_end(sw_carrier *c) {
+    atomic_store_explicit(&((sw_defined_state *)c->state)->journal, NULL,
+                          memory_order_release);
+}
 
 /* Makes every tile of the TiledEvictable c invalid (tiled.c; for
  * allocate_like with empty). */

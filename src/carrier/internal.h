@@ -68,7 +68,9 @@ sw_status sw_carrier_new_block(const sw_carrier_class *cls, size_t state_size,
  * Called by a constructor before c is handed out. sw_carrier_take_tensor_room
  * returns the room once (then NULL), from any thread.
  */
-void sw_carrier_offer_tensor_room(sw_carrier *c, void *room);
+static inline void sw_carrier_offer_tensor_room(sw_carrier *c, void *room) {
+    atomic_store_explicit(&c->tensor_room, room, memory_order_relaxed);
+}
 void *sw_carrier_take_tensor_room(sw_carrier *c);
 
 /* Common failures with the reference texts. */
@@ -145,6 +147,30 @@ sw_status sw_cpu_new_fresh(int64_t size, sw_dtype dtype, int empty,
 sw_value sw_element_load(sw_dtype dtype, const void *src);
 sw_status sw_element_store(const char *who, sw_dtype dtype, const sw_value *v,
                            void *dst);
+
+/*
+ * The bodies of sw_carrier_dtype, sw_carrier_is_released, sw_carrier_size
+ * and sw_carrier_class_tag, inline for the per-call paths (kernel.c); the
+ * public functions are these.
+ */
+static inline sw_dtype sw_carrier_dtype_inline(const sw_carrier *c) {
+    return c->cls->dtype ? c->cls->dtype((sw_carrier *)c) : c->dtype;
+}
+
+static inline int sw_carrier_released_inline(const sw_carrier *c) {
+    return (atomic_load(&((sw_carrier *)c)->life) & SW_LIFE_RELEASED) != 0;
+}
+
+static inline int64_t sw_carrier_size_inline(sw_carrier *c) {
+    if (sw_carrier_released_inline(c))
+        return 0;
+    int64_t n = c->cls->size(c);
+    return n < 0 ? 0 : n;
+}
+
+static inline const void *sw_carrier_tag_inline(const sw_carrier *c) {
+    return c->dispatch_tag ? c->dispatch_tag : (const void *)c->cls;
+}
 
 /* Checks a dtype argument: SW_DTYPE_COUNT means "the carrier's own". */
 sw_dtype sw_carrier_pick_dtype(const sw_carrier *c, sw_dtype dtype);

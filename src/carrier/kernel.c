@@ -254,11 +254,13 @@ struct sw_journal {
         sw_value old;
     } *entries;
     int failed; /* an entry could not be recorded: the write was refused */
+    int locked; /* the lock was taken: it is destroyed at the end */
 };
 
 sw_status sw_journal_record(sw_journal *j, sw_carrier *c, int64_t i,
                             const sw_value *old) {
     pthread_mutex_lock(&j->lock);
+    j->locked = 1;
     if (j->n == j->cap) {
         int64_t want = j->cap ? j->cap * 2 : 16;
         void *grown = sw_realloc(j->entries, (size_t)want * sizeof *j->entries);
@@ -283,6 +285,7 @@ static int journal_touched(sw_journal *j, const sw_carrier *c) {
     if (j->n == 0)
         return 0;
     pthread_mutex_lock(&j->lock);
+    j->locked = 1;
     int hit = 0;
     for (int64_t k = 0; k < j->n && !hit; ++k)
         hit = j->entries[k].c == c;
@@ -299,12 +302,21 @@ static void journal_undo(sw_journal *j) {
     }
 }
 
+/* Frees the entries and ends the lock. A lock never taken (nothing was
+ * recorded: the common case) was only initialised, statically, and needs
+ * no destruction. */
 static void journal_clear(sw_journal *j) {
+    if (!j->entries && !j->locked)
+        return; /* nothing recorded, nothing locked */
     for (int64_t k = 0; k < j->n; ++k)
         sw_value_clear(&j->entries[k].old);
-    sw_free(j->entries);
+    if (j->entries)
+        sw_free(j->entries);
     j->entries = NULL;
     j->n = j->cap = 0;
+    if (j->locked)
+        pthread_mutex_destroy(&j->lock);
+    j->locked = 0;
 }
 
 /* ------------------------------------------------------------- pipeline */
@@ -333,7 +345,7 @@ static void operands_collect(const sw_bound_call *call,
             ++at;
         if (at == s->n) {
             s->c[at] = c;
-            s->version[at] = sw_carrier_version(c);
+            s->version[at] = atomic_load(&c->version);
             s->journaled[at] = 0;
             s->authorized[at] = 0;
             ++s->n;
@@ -357,13 +369,13 @@ static sw_status check_result(const sw_defn *d, const sw_kernel_invocation *inv,
                                 "results: the count is %d",
                                 op, class_name(d),
                                 (int)inv->resolution->nresults);
-    if (sw_tensor_dtype(r) != spec->dtype)
+    sw_dtype dtype = sw_carrier_dtype_inline(r->carrier);
+    if (dtype != spec->dtype)
         return sw_contract_fail("result %d of '%s' on %s has dtype %s, not "
                                 "the declared dtype %s",
-                                (int)k, op, class_name(d),
-                                sw_dtype_name(sw_tensor_dtype(r)),
+                                (int)k, op, class_name(d), sw_dtype_name(dtype),
                                 sw_dtype_name(spec->dtype));
-    if (!sw_layout_equal(r->layout, spec->layout))
+    if (r->layout != spec->layout && !sw_layout_equal(r->layout, spec->layout))
         return sw_contract_fail("result %d of '%s' on %s does not have the "
                                 "declared layout",
                                 (int)k, op, class_name(d));
@@ -375,13 +387,13 @@ static sw_status check_result(const sw_defn *d, const sw_kernel_invocation *inv,
                                     (int)spec->alias_of);
         return SW_OK;
     }
-    int64_t size = sw_carrier_size(r->carrier);
+    int64_t size = sw_carrier_size_inline(r->carrier);
     if (size != spec->layout->cosize)
         return sw_contract_fail("result %d of '%s' on %s: its carrier holds "
                                 "%lld slots, not the layout's size %lld",
                                 (int)k, op, class_name(d), (long long)size,
                                 (long long)spec->layout->cosize);
-    if (sw_carrier_class_tag(r->carrier) != role)
+    if (sw_carrier_tag_inline(r->carrier) != role)
         return sw_contract_fail("result %d of '%s' on %s is on another "
                                 "carrier class than its carrier role",
                                 (int)k, op, class_name(d));
@@ -421,17 +433,19 @@ submit_checked(const sw_defn *d, const sw_kernel_invocation *inv,
     const sw_resolution *res = inv->resolution;
     operand_set ops;
     operands_collect(inv->call, res, &ops);
-    sw_journal journal = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0};
+    sw_journal journal = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0};
     for (int32_t i = 0; i < ops.n; ++i)
         ops.journaled[i] = sw_defined_journal_begin(ops.c[i], &journal);
 
     sw_tensor *got[SW_DEF_MAX_RESULTS];
     for (int32_t k = 0; k < SW_DEF_MAX_RESULTS; ++k)
         got[k] = NULL;
-    int grad = sw_grad_enabled();
-    sw_set_grad_enabled(0);
+    /* Grad mode off around the submission (sw_set_grad_enabled, read
+     * and set directly), then back to what it was. */
+    int grad_off = sw_grad_disabled_tls;
+    sw_grad_disabled_tls = 1;
     sw_status st = submit(ctx, work, inv, got);
-    sw_set_grad_enabled(grad);
+    sw_grad_disabled_tls = grad_off;
     if (finish)
         finish(ctx, work);
     for (int32_t k = 0; !st && k < res->nresults; ++k)
@@ -441,7 +455,7 @@ submit_checked(const sw_defn *d, const sw_kernel_invocation *inv,
             continue;
         int touched =
             (ops.journaled[i] && journal_touched(&journal, ops.c[i])) ||
-            sw_carrier_version(ops.c[i]) != ops.version[i];
+            atomic_load(&ops.c[i]->version) != ops.version[i];
         if (touched)
             st = sw_contract_fail("kernel '%s' for '%s' on %s made an "
                                   "unauthorized operand mutation: a carrier "
@@ -451,7 +465,7 @@ submit_checked(const sw_defn *d, const sw_kernel_invocation *inv,
     }
     for (int32_t i = 0; i < ops.n; ++i)
         if (ops.journaled[i])
-            sw_defined_journal_end(ops.c[i], &journal);
+            sw_defined_journal_end(ops.c[i]);
     if (st) {
         /* The operands go back to what they were: values, then versions. */
         journal_undo(&journal);
@@ -464,10 +478,12 @@ submit_checked(const sw_defn *d, const sw_kernel_invocation *inv,
         for (int32_t i = 0; i < ops.n; ++i)
             if (ops.authorized[i])
                 sw_carrier_version_restore(ops.c[i], ops.version[i] + 1);
-        memcpy(results, got, (size_t)res->nresults * sizeof *got);
+        if (res->nresults == 1) /* the common case, without a memcpy */
+            results[0] = got[0];
+        else
+            memcpy(results, got, (size_t)res->nresults * sizeof *got);
     }
     journal_clear(&journal);
-    pthread_mutex_destroy(&journal.lock);
     return st;
 }
 
@@ -476,12 +492,45 @@ static sw_status run_composite(const sw_defn *d, sw_carrier *c,
                                const sw_op_info *op, const sw_bound_call *call,
                                const sw_resolution *res, sw_tensor **results);
 
-sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
-                        const sw_bound_call *call, const sw_resolution *res,
-                        sw_tensor **results) {
-    const sw_defn *d = sw_carrier_defn(c);
-    if (!d)
+/* Whether cap is plan's capability: the bytes of
+ * sw_op_capability_from_plan(plan), compared field by field. cap is
+ * normalised (entries past its operand count are zero, as from_plan makes
+ * them), so equal counts leave only the first entries to compare. */
+static int cap_is_plan(const sw_op_capability *cap, const sw_op_plan *plan) {
+    if (cap->op != plan->op || cap->noperands != plan->noperands ||
+        cap->compute != plan->compute ||
+        cap->accumulation != plan->accumulation ||
+        cap->accumulator != plan->accumulator || cap->output != plan->output)
+        return 0;
+    for (int32_t i = 0; i < cap->noperands; ++i)
+        if (cap->operands[i].role != plan->operands[i].role ||
+            cap->operands[i].dtype != plan->operands[i].dtype ||
+            cap->operands[i].convert_to != plan->operands[i].convert_to)
+            return 0;
+    return 1;
+}
+
+/* Whether one of p's plans is plan's capability. */
+static int pattern_takes(const sw_kernel_pattern_decl *p,
+                         const sw_op_plan *plan) {
+    for (int64_t k = 0; k < p->nplans; ++k)
+        if (cap_is_plan(&p->plans[k], plan))
+            return 1;
+    return 0;
+}
+
+/* The most candidates asked, in candidate order. */
+#define MAX_CANDIDATES 64
+
+/* sw_kernel_run's body, shared with the built-in operations' path. */
+static inline sw_status run_kernels(sw_carrier *c, const sw_op_info *op,
+                                    const sw_bound_call *call,
+                                    const sw_resolution *res,
+                                    sw_tensor **results) {
+    const sw_defined_state *s = sw_defined_state_of(c);
+    if (!s)
         return sw_fail(SW_ETYPE, "carrier is not definition-backed");
+    const sw_defn *d = s->defn;
     if (d->def.dependent)
         return run_composite(d, c, op, call, res, results);
     if (!d->def.has_kernels)
@@ -489,19 +538,30 @@ sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
                        "%s is storage-only: its CarrierDefinition has no "
                        "KernelProvider, so it runs no '%s'",
                        class_name(d), op->name);
-    sw_op_capability want;
-    sw_op_capability_from_plan(&res->plan, &want);
-    const sw_kernel_pattern_decl *cand[64];
+    /* The candidates (the patterns of op with the call's plan, in
+     * candidate order, at most MAX_CANDIDATES) are asked in turn as they
+     * are found: the first that accepts runs. */
+    sw_kernel_invocation inv = {c, op, call, res};
+    char refusals[512];
+    refusals[0] = '\0';
     int64_t ncand = 0;
-    for (int64_t i = 0; i < d->norder && ncand < 64; ++i) {
+    for (int64_t i = 0; i < d->norder && ncand < MAX_CANDIDATES; ++i) {
         const sw_kernel_pattern_decl *p = d->order[i];
-        if (p->op != op->id)
+        if (p->op != op->id || !pattern_takes(p, &res->plan))
             continue;
-        for (int64_t k = 0; k < p->nplans; ++k)
-            if (memcmp(&p->plans[k], &want, sizeof want) == 0) {
-                cand[ncand++] = p;
-                break;
-            }
+        ++ncand;
+        char reason[256];
+        reason[0] = '\0';
+        int unsupported = 0;
+        void *work = NULL;
+        sw_status st = p->prepare(p->ctx, &inv, &work, &unsupported, reason,
+                                  sizeof reason);
+        if (st)
+            return st;
+        if (!unsupported)
+            return submit_checked(d, &inv, p->kernel_id, p->submit, p->finish,
+                                  p->ctx, work, NULL, results);
+        note_refusal(refusals, sizeof refusals, p->kernel_id, reason);
     }
     if (ncand == 0) {
         char plan[320];
@@ -509,31 +569,14 @@ sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
         return sw_fail(SW_ENOTIMPL, "%s has no kernel for '%s' with plan %s",
                        class_name(d), op->name, plan);
     }
-    sw_kernel_invocation inv = {c, op, call, res};
-    char refusals[512];
-    refusals[0] = '\0';
-    const sw_kernel_pattern_decl *chosen = NULL;
-    void *work = NULL;
-    for (int64_t i = 0; i < ncand && !chosen; ++i) {
-        char reason[256];
-        reason[0] = '\0';
-        int unsupported = 0;
-        work = NULL;
-        sw_status st = cand[i]->prepare(cand[i]->ctx, &inv, &work, &unsupported,
-                                        reason, sizeof reason);
-        if (st)
-            return st;
-        if (!unsupported)
-            chosen = cand[i];
-        else
-            note_refusal(refusals, sizeof refusals, cand[i]->kernel_id, reason);
-    }
-    if (!chosen)
-        return sw_fail(SW_ENOTIMPL, "no kernel of %s accepted '%s': %s",
-                       class_name(d), op->name, refusals);
+    return sw_fail(SW_ENOTIMPL, "no kernel of %s accepted '%s': %s",
+                   class_name(d), op->name, refusals);
+}
 
-    return submit_checked(d, &inv, chosen->kernel_id, chosen->submit,
-                          chosen->finish, chosen->ctx, work, NULL, results);
+sw_status sw_kernel_run(sw_carrier *c, const sw_op_info *op,
+                        const sw_bound_call *call, const sw_resolution *res,
+                        sw_tensor **results) {
+    return run_kernels(c, op, call, res, results);
 }
 
 /* ------------------------------------------- built-in operations' calls */
@@ -547,12 +590,20 @@ static sw_status tensor_operand(const sw_op_info *info, int32_t nargs,
     return SW_OK;
 }
 
-sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
-                                    const sw_arg *args, sw_bound_call *call,
-                                    sw_resolution *res, int *borrowed) {
+/*
+ * Binds and resolves a built-in operation's call for the kernels: the
+ * central plan and one result (same layout for elementwise operations,
+ * Generic's for reduce and matmul). *borrowed 1: the result's layout is
+ * the first operand's, not retained (the unary and scalar forms; the
+ * operand holds it through the call). On failure *res holds nothing.
+ * resolution_drop ends *res.
+ */
+static sw_status resolve_builtin(const sw_op_info *info, int32_t nargs,
+                                 const sw_arg *args, sw_bound_call *call,
+                                 sw_resolution *res, int *borrowed) {
     /* Only the fields a built-in call uses are set (the structs are large
-     * and this is the per-call path): sw_resolution_clear reads every
-     * result's layout and the token. */
+     * and this is the per-call path), and every result's layout and the
+     * token, which the kernels may read (NULL). */
     for (int32_t k = 1; k < SW_DEF_MAX_RESULTS; ++k)
         res->results[k].layout = NULL;
     call->noptions = 0;
@@ -574,17 +625,24 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     if (st)
         return st;
     sw_plan_input in[SW_PLAN_MAX_OPERANDS];
+    int uniform = n >= 1; /* tensors of one dtype: the plan may be memoised */
     for (int32_t i = 0; i < n; ++i) {
         const sw_arg *a = &args[i];
         if (info->operands[i].kind == SW_OPERAND_TENSOR) {
-            if ((st = tensor_operand(info, nargs, args, i)))
+            /* Operand 0 was checked above. */
+            if (i > 0 && (st = tensor_operand(info, nargs, args, i)))
                 return st;
-            in[i] = sw_plan_tensor(sw_tensor_dtype(a->as.tensor));
+            in[i] =
+                sw_plan_tensor(sw_carrier_dtype_inline(a->as.tensor->carrier));
+            uniform &= in[i].dtype == in[0].dtype;
         } else if (a->kind == SW_ARG_I64) {
+            uniform = 0;
             in[i] = sw_plan_scalar_value(SW_SCALAR_INTEGRAL, (double)a->as.i);
         } else if (a->kind == SW_ARG_BOOL) {
+            uniform = 0;
             in[i] = sw_plan_scalar_value(SW_SCALAR_BOOL, a->as.i ? 1.0 : 0.0);
         } else if (a->kind == SW_ARG_F64) {
+            uniform = 0;
             in[i] = sw_plan_scalar_value(SW_SCALAR_REAL, a->as.f);
         } else {
             return sw_fail(SW_ETYPE, "%s must be a numerical scalar",
@@ -594,8 +652,12 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     }
     call->op = info->id;
     call->noperands = n;
-    if ((st =
-             sw_op_plan_resolve(info->id, n, in, SW_PLAN_NO_DTYPE, &res->plan)))
+    const sw_op_plan *memo =
+        uniform ? sw_op_plan_memo(info->id, n, in[0].dtype) : NULL;
+    if (memo)
+        res->plan = *memo;
+    else if ((st = sw_op_plan_resolve(info->id, n, in, SW_PLAN_NO_DTYPE,
+                                      &res->plan)))
         return st;
     const sw_tensor *x = args[0].as.tensor;
     const sw_layout *xl = x->layout;
@@ -631,6 +693,30 @@ sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
     res->results[0].dtype = res->plan.output;
     res->results[0].layout = layout;
     return SW_OK;
+}
+
+/* sw_resolution_clear for what resolve_builtin sets: no token, and no
+ * layout but result 0's (NULL after a failure; borrowed: not owned). */
+static void resolution_drop(sw_resolution *res, int borrowed) {
+    if (!borrowed && res->results[0].layout)
+        sw_layout_unref(res->results[0].layout);
+    res->results[0].layout = NULL;
+}
+
+sw_status sw_kernel_run_builtin(const sw_op_info *info, int32_t nargs,
+                                const sw_arg *args, sw_arg *scalar,
+                                sw_tensor **out) {
+    sw_bound_call call;
+    sw_resolution res;
+    int borrowed = 0;
+    sw_status st = resolve_builtin(info, nargs, args, &call, &res, &borrowed);
+    if (!st) {
+        if (scalar)
+            *scalar = args[1];
+        st = run_kernels(args[0].as.tensor->carrier, info, &call, &res, out);
+    }
+    resolution_drop(&res, borrowed);
+    return st;
 }
 
 /* ---------------------------------------------------------------- packs */

@@ -785,7 +785,7 @@ sw_status sw_capability_snapshot_get(const sw_capability_snapshot *s,
 /* ------------------------------------------------------------- carriers */
 
 const void *sw_carrier_class_tag(const sw_carrier *c) {
-    return c->dispatch_tag ? c->dispatch_tag : (const void *)c->cls;
+    return sw_carrier_tag_inline(c);
 }
 
 int sw_carrier_supports_storage_dtype(sw_carrier *c, sw_dtype dtype) {

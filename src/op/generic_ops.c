@@ -946,23 +946,10 @@ sw_status sw_generic_result_layout(const sw_op_info *info, int32_t nargs,
 static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
                                 sw_tensor **out) {
     gen_state *s = gstate(op);
-    const sw_op_info *info = sw_op_info_get(s->id);
-    sw_bound_call call;
-    sw_resolution res;
-    int borrowed = 0;
-    sw_status st =
-        sw_kernel_resolve_builtin(info, nargs, args, &call, &res, &borrowed);
-    if (st) {
-        sw_resolution_clear(&res);
-        return st;
-    }
-    if (s->kind == GEN_SCALAR)
-        s->scalar = args[1];
     sw_tensor *r = NULL;
-    st = sw_kernel_run(args[0].as.tensor->carrier, info, &call, &res, &r);
-    if (borrowed)
-        res.results[0].layout = NULL;
-    sw_resolution_clear(&res);
+    sw_status st =
+        sw_kernel_run_builtin(sw_op_info_get(s->id), nargs, args,
+                              s->kind == GEN_SCALAR ? &s->scalar : NULL, &r);
     if (!st)
         *out = r;
     return st;

@@ -63,6 +63,18 @@ sw_status sw_cpu_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_generic_op_new(const sw_op_info *op, sw_op **out);
 sw_status sw_shared_op_new_info(const sw_op_info *op, sw_op **out);
 
+/* What sw_op_plan_resolve(op_id, n, inputs, SW_PLAN_NO_DTYPE, ...) gives
+ * for n tensor inputs of dtype when it has that answer memoised already
+ * (src/op/policy.c), else NULL: resolve in full then. */
+struct sw_op_plan;
+const struct sw_op_plan *sw_op_plan_memo(int32_t op_id, int32_t n,
+                                         sw_dtype dtype);
+
+/* This thread's grad mode, non-zero while it is off (autograd/grad.c:
+ * sw_grad_enabled, sw_set_grad_enabled): read and set directly where a
+ * per-call path turns it off around a kernel. */
+extern _Thread_local int sw_grad_disabled_tls;
+
 /* Definition-backed kernels (src/carrier/kernel.c, extension.h). */
 struct sw_bound_call;
 struct sw_resolution;
@@ -73,16 +85,15 @@ sw_status sw_generic_result_layout(const sw_op_info *info, int32_t nargs,
 /* A fresh operation running built-in op on a definition-backed carrier's
  * kernels, with the Generic backward. */
 sw_status sw_defined_op_new(const sw_op_info *op, sw_op **out);
-/* Binds and resolves a built-in operation's call for the kernels: the
- * central plan and one result (same layout for elementwise operations,
- * Generic's for reduce and matmul). *borrowed 1: the result's layout is
- * the first operand's, not retained (the unary and scalar forms; the
- * operand holds it through the call): the caller sets it to NULL before
- * sw_resolution_clear. On failure *res holds nothing. */
-sw_status sw_kernel_resolve_builtin(const sw_op_info *info, int32_t nargs,
-                                    const sw_arg *args,
-                                    struct sw_bound_call *call,
-                                    struct sw_resolution *res, int *borrowed);
+/* Runs built-in operation info on the kernels of the definition-backed
+ * carrier of args[0]: binds and resolves the call (the central plan and
+ * one result: the first operand's layout for the unary and scalar forms,
+ * the elementwise rule for binary ones, Generic's for reduce and matmul),
+ * then sw_kernel_run. scalar (or NULL) receives args[1] once the call is
+ * bound. *out is set only on success. */
+sw_status sw_kernel_run_builtin(const sw_op_info *info, int32_t nargs,
+                                const sw_arg *args, sw_arg *scalar,
+                                sw_tensor **out);
 /* Fails with SW_ERUNTIME and the message, marked as a broken provider
  * contract (sw_op_contract_failed). */
 sw_status sw_contract_fail(const char *fmt, ...) SW_PRINTF(1, 2);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "op/internal.h"
 #include "strideweave/policy.h"
 
 /* ---------------------------------------------------------------- names */
@@ -329,14 +330,27 @@ static plan_memo *memo_of(int32_t op_id, int32_t n, const sw_plan_input *inputs,
     return &memo[op_id][d];
 }
 
+const sw_op_plan *sw_op_plan_memo(int32_t op_id, int32_t n, sw_dtype dtype) {
+    /* memo_of's entry of n tensor inputs of dtype, when it is ready. */
+    if (op_id < 0 || op_id >= SW_OP_BUILTIN_COUNT || n < 1 ||
+        n > SW_PLAN_MAX_OPERANDS || (int)dtype < 0 ||
+        (int)dtype >= SW_DTYPE_COUNT)
+        return NULL;
+    const plan_memo *m = &memo[op_id][dtype];
+    if (atomic_load_explicit(&m->state, memory_order_acquire) != MEMO_READY ||
+        m->plan.noperands != n)
+        return NULL;
+    return &m->plan;
+}
+
 sw_status sw_op_plan_resolve(int32_t op_id, int32_t n,
                              const sw_plan_input *inputs, sw_dtype accumulator,
                              sw_op_plan *out) {
     plan_memo *m = memo_of(op_id, n, inputs, accumulator);
-    if (m && out &&
-        atomic_load_explicit(&m->state, memory_order_acquire) == MEMO_READY &&
-        m->plan.noperands == n) {
-        *out = m->plan;
+    const sw_op_plan *known =
+        m && out ? sw_op_plan_memo(op_id, n, inputs[0].dtype) : NULL;
+    if (known) {
+        *out = *known;
         return SW_OK;
     }
     sw_status st = resolve_plan(op_id, n, inputs, accumulator, out);
