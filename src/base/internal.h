@@ -121,6 +121,12 @@ void sw_free_aligned(void *p);
  * no longer needed. */
 void sw_discard_pages(void *p, size_t n);
 
+/* Maps the whole pages inside [p, p + n) of an anonymous allocation in
+ * one call, as writing them would one page fault at a time (a no-op where
+ * the system cannot). For memory about to be filled by a read that would
+ * otherwise fault inside the system call. */
+void sw_populate_pages(void *p, size_t n);
+
 /* Advises the whole pages inside [p, p + n) against huge pages, for memory
  * whose parts come and go on their own (a no-op where the system cannot). */
 void sw_advise_small_pages(void *p, size_t n);

@@ -263,6 +263,20 @@ void sw_discard_pages(void *p, size_t n) {
 #endif
 }
 
+/* Linux 5.14 and later; an older kernel refuses it with EINVAL. */
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void sw_populate_pages(void *p, size_t n) {
+#if defined(MADV_POPULATE_WRITE)
+    advise_pages(p, n, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 void sw_advise_small_pages(void *p, size_t n) {
 #if defined(MADV_NOHUGEPAGE)
     advise_pages(p, n, MADV_NOHUGEPAGE);

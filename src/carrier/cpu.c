@@ -320,6 +320,17 @@ void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count) {
                      (size_t)count * item);
 }
 
+void sw_cpu_populate(sw_carrier *c, int64_t first, int64_t count) {
+    if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c))
+        return;
+    const cpu_state *s = cpu(c);
+    if (!s->owned || first < 0 || count <= 0 || first > s->size - count)
+        return;
+    size_t item = (size_t)sw_dtype_itemsize(sw_carrier_dtype(c));
+    sw_populate_pages((char *)s->data + (size_t)first * item,
+                      (size_t)count * item);
+}
+
 void sw_cpu_small_pages(sw_carrier *c) {
     if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c) || !cpu(c)->owned)
         return;

@@ -990,6 +990,22 @@ sw_status sw_file_read(sw_carrier *c, int64_t i, int64_t n, void *buf) {
     return st;
 }
 
+void sw_file_will_read(sw_carrier *c, int64_t i, int64_t n) {
+    if (!sw_carrier_is_file(c))
+        return;
+    if (check_range(c, i, n)) {
+        sw_clear_error();
+        return;
+    }
+    file_state *f = fst(c);
+    int64_t size = item(c);
+    pthread_rwlock_rdlock(&f->lock);
+    if (f->fd >= 0 && n > 0)
+        (void)posix_fadvise(f->fd, (off_t)(f->origin + i * size),
+                            (off_t)(n * size), POSIX_FADV_WILLNEED);
+    pthread_rwlock_unlock(&f->lock);
+}
+
 sw_status sw_file_write(sw_carrier *c, int64_t i, int64_t n, const void *buf) {
     sw_status st = check_range(c, i, n);
     if (st)

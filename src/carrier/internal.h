@@ -121,9 +121,20 @@ void *sw_cpu_storage(sw_carrier *c);
  * and CPU carriers over memory they do not own are left alone. */
 void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count);
 
+/* Maps the memory of elements [first, first + count) of such a carrier
+ * ahead of a bulk read into them (sw_populate_pages); nothing for other
+ * carriers. */
+void sw_cpu_populate(sw_carrier *c, int64_t first, int64_t count);
+
 /* Advises the memory of such a carrier against huge pages, so that
  * discarding a part gives back that part alone. */
 void sw_cpu_small_pages(sw_carrier *c);
+
+/* Tells the system that elements [i, i + n) of a FileBacked carrier will
+ * be read soon, so that their reads from the disk start now, all at once,
+ * instead of one by one as the reads come. Only a hint: nothing happens
+ * for other carriers, ranges outside the file or a failure. */
+void sw_file_will_read(sw_carrier *c, int64_t i, int64_t n);
 
 /*
  * A fresh mutable CPU carrier of size elements, as sw_cpu_new(size, dtype,

@@ -393,6 +393,35 @@ static sw_status zero_tile(const tiled_state *s, int64_t t, sw_carrier *dst,
     return st;
 }
 
+/*
+ * Prepares the promotions of n tiles from a FileBacked secondary into a
+ * CPU primary, before any is copied: the disk reads of every tile start
+ * at once, then the primary's pages under them are mapped in one call
+ * each while the disk works. The copies then wait for one round of reads
+ * instead of a round each, and do not fault page by page inside the
+ * reads (the primary gave those pages back when the tiles were evicted).
+ * A thread that runs beside computation and waits for a core after each
+ * read gains most. Under the lock; only hints, nothing can fail.
+ */
+static void will_promote(const tiled_state *s, const int64_t *tiles,
+                         int64_t n) {
+    if (!sw_carrier_is_file(s->secondary))
+        return;
+    int64_t run = tile_run(&s->g), nruns = s->g.tile_size / run;
+    for (int pass = 0; pass < 2; ++pass)
+        for (int64_t i = 0; i < n; ++i) {
+            if (!s->valid[tiles[i]] || s->loc[tiles[i]] != SW_TILE_SECONDARY)
+                continue;
+            for (int64_t r = 0; r < nruns; ++r) {
+                int64_t p = sw_tile_slot(&s->g, tiles[i], r * run);
+                if (pass == 0)
+                    sw_file_will_read(s->secondary, p, run);
+                else
+                    sw_cpu_populate(s->primary, p, run);
+            }
+        }
+}
+
 /* Makes tile t primary and valid; under the lock. */
 static sw_status promote_locked(tiled_state *s, int64_t t) {
     if (s->loc[t] == SW_TILE_PRIMARY)
@@ -471,6 +500,11 @@ static sw_status work_begin(sw_carrier *c, const int64_t *required, int64_t n,
     }
     /* The promotions: the plan's, then whatever is required. */
     pthread_mutex_lock(&s->lock);
+    if (!st) {
+        if (asked)
+            will_promote(s, plan.promote, plan.npromote);
+        will_promote(s, required, n);
+    }
     for (int64_t i = 0; !st && asked && i < plan.npromote; ++i)
         if (s->valid[plan.promote[i]])
             st = promote_locked(s, plan.promote[i]);
@@ -1255,6 +1289,8 @@ static sw_status residency_of(sw_carrier *c, int64_t n, const int64_t *tiles,
     memcpy(saved, s->loc, (size_t)s->g.ntiles);
     memcpy(saved + s->g.ntiles, s->dirty, (size_t)s->g.ntiles);
     memcpy(saved + 2 * s->g.ntiles, s->backed, (size_t)s->g.ntiles);
+    if (!st && !evict)
+        will_promote(s, tiles, n);
     for (int64_t i = 0; i < n && !st; ++i) {
         int64_t t = tiles[i];
         if (!evict) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #endif
 
+#include "carrier/internal.h"
 #include "check.h"
 #include "strideweave/strideweave.h"
 
@@ -747,6 +748,27 @@ static int64_t resident_pages(const void *p, size_t n) {
     return k;
 }
 
+/* The number of whole pages inside [p, p + n). */
+static int64_t whole_pages(const void *p, size_t n) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    return lo < hi ? (int64_t)((hi - lo) / page) : 0;
+}
+
+/* Whether this kernel maps pages on request (MADV_POPULATE_WRITE, Linux
+ * 5.14 and later); the library's populating is a no-op where not. */
+static int can_populate(void) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *m = mmap(NULL, page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    int yes = madvise(m, page, 23 /* MADV_POPULATE_WRITE */) == 0;
+    munmap(m, page);
+    return yes;
+}
+
 /* An evicted tile's pages go back from a CPU primary that allocated its
  * memory; promotion brings the values back from the secondary. */
 static void test_tiled_discard(void) {
@@ -777,6 +799,53 @@ static void test_tiled_discard(void) {
     for (int64_t i = 2 * per; i < 3 * per; ++i)
         good &= data[i] == (float)i;
     ok(good, "promotion brings its values back into the primary");
+    is_int(resident_pages(data + 2 * per, bytes),
+           whole_pages(data + 2 * per, bytes),
+           "the promoted tile's pages are all mapped again");
+    expect_ok(sw_tiled_evict(t, 1, two), "evict tile 2 again");
+    /* The hints a promotion gives change nothing but timing, and never
+     * fail. */
+    sw_clear_error();
+    sw_file_will_read(q, -1, 4);
+    sw_file_will_read(q, n - 2, 4);
+    sw_file_will_read(q, 0, INT64_MAX);
+    sw_file_will_read(p, 0, 4);
+    sw_cpu_populate(p, -1, 4);
+    sw_cpu_populate(p, n - 2, 4);
+    sw_cpu_populate(q, 0, 4);
+    is_int(sw_errcode(), SW_OK,
+           "hints outside the range or on another class "
+           "do nothing and leave no error");
+    sw_file_will_read(q, 2 * per, per);
+    sw_cpu_populate(p, 2 * per, per);
+    if (can_populate())
+        is_int(resident_pages(data + 2 * per, bytes),
+               whole_pages(data + 2 * per, bytes),
+               "populating maps an evicted tile's pages");
+    else
+        ok(1, "populating an evicted tile # SKIP this kernel does not map "
+              "pages on request");
+    /* The whole pages of tile 2 were given back; the pages it shares
+     * with its neighbours were not. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)(data + 2 * per) + page - 1) & ~(page - 1);
+    int64_t first = (int64_t)((float *)lo - data);
+    int64_t count = whole_pages(data + 2 * per, bytes) * (int64_t)page / 4;
+    good = count > 0;
+    for (int64_t i = first; i < first + count; ++i)
+        good &= data[i] == 0.0f;
+    for (int64_t i = 3 * per; i < 4 * per; ++i)
+        good &= data[i] == (float)i;
+    ok(good, "populated pages read as zeros, written ones keep their values");
+    good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; i += 97)
+        good &= at(t, i) == (double)i;
+    ok(good, "the evicted tile still reads from the secondary");
+    expect_ok(sw_tiled_promote(t, 1, two), "and promotes again");
+    good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; ++i)
+        good &= data[i] == (float)i;
+    ok(good, "with its values");
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
