@@ -153,4 +153,16 @@ sw_status sw_tiled_work_begin(sw_carrier *c, const char *purpose,
                               void **ticket);
 void sw_tiled_work_end(void *ticket);
 
+/* A dense copy of t, a full tensor of a TiledEvictable, on its primary's
+ * class: the same layout at offset 0, slot j holding tiled slot
+ * t->offset + j (tiled.c; its work must be held, so that the tiles are
+ * primary and the copy is one memcpy or device copy). */
+sw_status sw_tiled_densify(const sw_tensor *t, sw_tensor **out);
+
+/* A fresh TiledEvictable of like's geometry and tier classes whose
+ * primary is dense (taken as it is, not copied: a carrier of like's
+ * primary's class, dtype and full extent, owned by nobody), every tile
+ * valid and primary; the secondary is fresh (tiled.c). */
+sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense, sw_carrier **out);
+
 #endif

@@ -870,6 +870,14 @@ static sw_status densify(const sw_tensor *t, sw_tensor **out) {
     return st;
 }
 
+sw_status sw_tiled_densify(const sw_tensor *t, sw_tensor **out) {
+    if (!t || !sw_carrier_is_tiled(t->carrier) ||
+        !sw_carrier_defined_data(t->carrier) ||
+        sw_carrier_is_released(t->carrier))
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    return densify(t, out);
+}
+
 /* r laid out by layout on a fresh carrier of r's class, if it is not. */
 static sw_status relaid(sw_tensor *r, sw_layout *layout, sw_tensor **out) {
     if (r->offset == 0 && sw_layout_equal(r->layout, layout) &&
@@ -1178,6 +1186,26 @@ static sw_status t_make(void *ctx, sw_carrier *like, int64_t slots,
     if (!st)
         st = make_tiled(p, q, &s->g, 1, mutable_, out);
     sw_carrier_unref(p);
+    sw_carrier_unref(q);
+    return st;
+}
+
+sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense,
+                         sw_carrier **out) {
+    tiled_state *s = tstate(like);
+    if (!s || sw_carrier_is_released(like))
+        return sw_fail(SW_ERUNTIME, "TiledEvictable is released");
+    if (!dense ||
+        sw_carrier_class_tag(dense) != sw_carrier_class_tag(s->primary))
+        return sw_fail(SW_ETYPE, "an adopted primary must be of the primary "
+                                 "tier's class");
+    sw_carrier *q = NULL;
+    /* No zeros: a tile the secondary does not back is written to it
+     * before it is ever read from there. */
+    sw_status st = sw_carrier_allocate_like(s->secondary, s->g.size, 1,
+                                            sw_carrier_dtype(dense), 1, &q);
+    if (!st)
+        st = make_tiled(dense, q, &s->g, 0, 1, out);
     sw_carrier_unref(q);
     return st;
 }

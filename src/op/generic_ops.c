@@ -17,6 +17,7 @@
 #include "op/internal.h"
 #include "strideweave/definition.h"
 #include "strideweave/extension.h"
+#include "strideweave/opencl.h"
 #include "strideweave/tiled.h"
 #include "tensor/internal.h"
 
@@ -955,9 +956,121 @@ static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return st;
 }
 
+/*
+ * The backward of a direct operation on TiledEvictable tensors whose work
+ * is held (their tiles primary), on their primary's class: the saved
+ * tiled inputs become dense copies there (one memcpy or device copy
+ * each), that class's own operation runs its forward (for its state) and
+ * backward on them, and each tiled input's gradient becomes a fresh
+ * TiledEvictable of its geometry whose primary is the dense gradient.
+ * *done 0 (nothing changed): another case, which Generic's VJP takes;
+ * every tensor operand must then be of the primary's class or a full
+ * tiled tensor at offset 0 over it, and so must the gradient.
+ */
+static sw_status tiled_dense_backward(sw_op *op, sw_tensor *g, int32_t n,
+                                      sw_tensor **grads, int *done) {
+    gen_state *s = gstate(op);
+    *done = 0;
+    int32_t ninputs = sw_op_ninputs(op);
+    if (ninputs < 1 || ninputs > 2 || !g || s->kind == GEN_BMATMUL)
+        return SW_OK;
+    const void *cls = NULL;
+    for (int32_t i = 0; i < ninputs; ++i) {
+        sw_tensor *x = sw_op_input(op, i);
+        if (!x || sw_carrier_is_released(x->carrier))
+            return SW_OK;
+        const void *c = NULL;
+        if (sw_carrier_is_tiled(x->carrier)) {
+            sw_carrier *p = sw_tiled_primary(x->carrier);
+            if (!p || x->offset != 0 ||
+                x->layout->cosize != sw_tiled_geometry(x->carrier)->size ||
+                !(sw_carrier_is_cpu(p) || sw_carrier_is_opencl(p)))
+                return SW_OK;
+            c = sw_carrier_class_tag(p);
+        } else {
+            c = sw_carrier_class_tag(x->carrier);
+        }
+        if (cls && c != cls)
+            return SW_OK;
+        cls = c;
+    }
+    if (sw_carrier_class_tag(g->carrier) != cls)
+        return SW_OK;
+    *done = 1;
+    sw_tensor *dense[2] = {NULL, NULL};
+    sw_arg args[2];
+    sw_status st = SW_OK;
+    for (int32_t i = 0; i < ninputs && !st; ++i) {
+        sw_tensor *x = sw_op_input(op, i);
+        if (sw_carrier_is_tiled(x->carrier))
+            st = sw_tiled_densify(x, &dense[i]);
+        else
+            dense[i] = sw_tensor_retain(x);
+        if (!st)
+            args[i] = sw_arg_tensor(dense[i]);
+    }
+    int32_t nargs = ninputs;
+    if (s->kind == GEN_SCALAR)
+        args[nargs++] = s->scalar;
+    sw_op *dop = NULL;
+    sw_tensor *r = NULL, *dg[2] = {NULL, NULL};
+    if (!st)
+        st = sw_carrier_dispatch_id(dense[0]->carrier, s->id, &dop);
+    if (!st)
+        st = sw_op_execute_lowered(dop, nargs, args, &r);
+    if (!st)
+        st = sw_op_store_inputs(dop, ninputs, dense);
+    if (!st)
+        st = sw_op_backward(dop, g, n < ninputs ? n : ninputs, dg);
+    for (int32_t i = 0; i < ninputs && i < n && !st; ++i) {
+        sw_tensor *x = sw_op_input(op, i);
+        if (!dg[i] || !sw_carrier_is_tiled(x->carrier)) {
+            grads[i] = dg[i];
+            dg[i] = NULL;
+            continue;
+        }
+        /* Adopted when the gradient holds the input's slots as they are
+         * (the input's layout at offset 0 over the whole extent). */
+        sw_tensor *d = dg[i];
+        sw_carrier *tc = NULL;
+        if (d->offset != 0 || !sw_layout_equal(d->layout, x->layout) ||
+            sw_carrier_size(d->carrier) != x->layout->cosize) {
+            sw_carrier *c = NULL;
+            st = sw_carrier_allocate_like(d->carrier, x->layout->cosize, 1,
+                                          sw_tensor_dtype(d), 0, &c);
+            sw_tensor *t = NULL;
+            if (!st)
+                st = sw_tensor_new(c, 0, x->layout, &t);
+            sw_carrier_unref(c);
+            if (!st)
+                st = sw_carrier_scatter(t->carrier, d, t, x->layout, 0);
+            sw_tensor_unref(dg[i]);
+            dg[i] = d = t;
+        }
+        if (!st)
+            st = sw_tiled_adopt(x->carrier, d->carrier, &tc);
+        if (!st)
+            st = sw_tensor_new(tc, 0, x->layout, &grads[i]);
+        sw_carrier_unref(tc);
+    }
+    if (st)
+        for (int32_t i = 0; i < n && i < 2; ++i) {
+            sw_tensor_unref(grads[i]);
+            grads[i] = NULL;
+        }
+    for (int32_t i = 0; i < 2; ++i) {
+        sw_tensor_unref(dense[i]);
+        sw_tensor_unref(dg[i]);
+    }
+    sw_tensor_unref(r);
+    sw_op_unref(dop);
+    return st;
+}
+
 /* The backward of a kernel-run operation: Generic's VJP, with every
  * TiledEvictable saved input held for the work as its forward was (the
- * policy asked with "backward", evicted tiles promoted, tiles pinned). */
+ * policy asked with "backward", evicted tiles promoted, tiles pinned);
+ * on the primary's class where the inputs allow (tiled_dense_backward). */
 static sw_status kernel_backward(sw_op *op, sw_tensor *g, int32_t n,
                                  sw_tensor **grads) {
     void *held[SW_DEF_MAX_OPERANDS] = {NULL};
@@ -976,7 +1089,12 @@ static sw_status kernel_backward(sw_op *op, sw_tensor *g, int32_t n,
         if (!again)
             st = sw_tiled_work_begin(c, "backward", &held[i]);
     }
-    if (!st)
+    int done = 0, tiled = 0;
+    for (int32_t i = 0; i < SW_DEF_MAX_OPERANDS; ++i)
+        tiled |= held[i] != NULL;
+    if (!st && tiled)
+        st = tiled_dense_backward(op, g, n, grads, &done);
+    if (!st && !done)
         st = gen_backward(op, g, n, grads);
     for (int32_t i = 0; i < SW_DEF_MAX_OPERANDS; ++i)
         sw_tiled_work_end(held[i]);

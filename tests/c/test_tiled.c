@@ -360,6 +360,15 @@ static void test_tiled_operations(void) {
         ok(v.as.f == 1.0, "gradient of a positive element");
         sw_tensor_get(g, 0, &v);
         ok(v.as.f == 0.0, "gradient of a negative element");
+        ok(sw_carrier_is_cpu(sw_tiled_primary(sw_tensor_carrier(g))),
+           "computed on the primary's class: the dense gradient is the "
+           "gradient's primary");
+        int every = 1;
+        for (int64_t i = 0; i < 16; ++i) {
+            sw_tensor_get(g, i, &v);
+            every &= v.as.f == (i > 8 ? 1.0 : 0.0);
+        }
+        ok(every, "every gradient value");
     }
     sw_tensor_unref(y);
     y = NULL;
@@ -875,6 +884,49 @@ static void test_tiled_injection(void) {
     leak_check(base, "TiledEvictable under allocation failure");
 }
 
+/* A direct operation's backward on the primary's class under allocation
+ * failure: each failure is reported, nothing leaks, and the saved input
+ * is unchanged. */
+static void test_tiled_backward_injection(void) {
+    int64_t grid[2] = {2, 2}, tile[2] = {2, 2};
+    int64_t base = sw_debug_live_allocs();
+    sw_layout *l = parse("(4,4):(1,4)");
+    for (int64_t k = 0; k < 400; ++k) {
+        sw_carrier *p = cpu(16), *q = file(), *t = NULL, *oc = cpu(16);
+        for (int64_t i = 0; i < 16; ++i) {
+            set(p, i, (double)i - 8);
+            set(oc, i, 1.0);
+        }
+        sw_tensor *x = NULL, *y = NULL, *ones = NULL;
+        expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a tiled operand");
+        expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
+        expect_ok(sw_tensor_new(oc, 0, l, &ones), "a cotangent");
+        expect_ok(sw_unary("relu", x, &y), "relu");
+        sw_debug_fail_alloc_after(k);
+        sw_status st = sw_tensor_backward(y, ones);
+        sw_debug_fail_alloc_after(-1);
+        if (!st) {
+            sw_value v;
+            sw_tensor_get(sw_tensor_grad(x), 15, &v);
+            ok(v.as.f == 1.0, "backward succeeds after %lld allocations",
+               (long long)k);
+        }
+        ok(at(t, 3) == -5.0 && sw_carrier_version(t) == 0,
+           "the input is unchanged after failure %lld", (long long)k);
+        sw_tensor_unref(y);
+        sw_tensor_unref(ones);
+        sw_tensor_unref(x);
+        sw_carrier_unref(t);
+        sw_carrier_unref(p);
+        sw_carrier_unref(q);
+        sw_carrier_unref(oc);
+        if (!st)
+            break;
+    }
+    sw_layout_unref(l);
+    leak_check(base, "a tiled backward under allocation failure");
+}
+
 /* The asynchronous forms: checks at submission, claims and holds while
  * pending (the executor held, so "pending" is deterministic), outcomes,
  * rollback, and release refused until the work ends. */
@@ -1020,5 +1072,6 @@ int main(void) {
 #endif
     test_tiled_async();
     test_tiled_injection();
+    test_tiled_backward_injection();
     return done_testing();
 }

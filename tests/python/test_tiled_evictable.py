@@ -8,7 +8,9 @@ construction and geometry ``test_geometry``, ``test_construction_errors``,
 blocking residency ``test_promote_evict``, ``test_residency_errors``,
 policies ``test_policy_consulted_once_per_work``, ``test_policy_bad_plans``,
 ``test_policy_exception_propagates``; 8.8
-direct operations ``test_direct_operations``, ``test_direct_gradients``;
+direct operations ``test_direct_operations``, ``test_direct_gradients``,
+``test_direct_gradients_equal_cpu``, ``test_direct_gradients_permuted_layout``,
+``test_direct_gradients_generic_tiers``;
 8.9 ``test_release``; 8.10 tiers ``test_tier_combinations``,
 ``test_tiers_of_two_definition_backed_classes`` (Generic+CPU
 cannot be built here: Generic stores Floating or Any, CPU Float32, Int32
@@ -255,6 +257,98 @@ def test_direct_gradients():
     assert g.carrier.valid_tiles == TileSet([(0,), (1,)])
     assert [g[i] for i in range(4)] == [0.0, 0.0, 0.0, 1.0]
     assert t.version == 0
+
+
+# The direct operations with their gradients, on (x, y) and plain CPU
+# twins: x is a (4, 6) array of (2, 3) tiles, y another for binary ones.
+DIRECT = {
+    "add": lambda x, y: sw.add(x, y),
+    "add_cpu_rhs": lambda x, y: sw.add(x, y.detach()),
+    "elementwise_mul": lambda x, y: sw.elementwise_mul(x, y),
+    "mul": lambda x, y: sw.mul(x, -1.5),
+    "relu": lambda x, y: sw.relu(x),
+    "reduce_sum": lambda x, y: sw.reduce(x),
+    "matmul": lambda x, y: sw.matmul(x, y),
+}
+
+
+def _direct_operands(tiled, secondary=lambda n: sw.FileBacked(dtype=F32)):
+    xs = [((i * 7) % 11) - 5.0 for i in range(24)]
+    ys = [((i * 5) % 13) / 4.0 - 1.0 for i in range(24)]
+    out = []
+    for vals in (xs, ys):
+        if tiled:
+            c = TiledEvictable(sw.CPU(24).new_like(vals), secondary(24), (2, 2), (2, 3))
+        else:
+            c = sw.CPU(24).new_like(vals)
+        t = sw.Tensor(c, 0, compact([4, 6]))
+        t.requires_grad = True
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(DIRECT))
+def test_direct_gradients_equal_cpu(name):
+    """The backward of a direct operation runs on the primary's class (the
+    tiles are copied out in bulk, the gradient is adopted as a fresh
+    TiledEvictable's primary) and gives the CPU's gradients exactly."""
+    grads = {}
+    for tiled in (False, True):
+        x, y = _direct_operands(tiled)
+        out = DIRECT[name](x, y)
+        ones = sw.CPU(out.layout.cosize).new_like([1.0] * out.layout.cosize)
+        out.backward(sw.Tensor(ones, 0, out.layout))
+        got = [[g[i] for i in range(24)] if g is not None else None for g in (x.grad, y.grad)]
+        grads[tiled] = got
+        if tiled:
+            g = x.grad
+            assert type(g.carrier) is TiledEvictable and g.layout == x.layout
+            assert type(g.carrier.primary) is sw.CPU
+            assert type(g.carrier.secondary) is sw.FileBacked
+            every = TileSet((i, j) for i in range(2) for j in range(2))
+            assert g.carrier.valid_tiles == g.carrier.primary_tiles == every
+            assert x.carrier.version == 0 and y.carrier.version == 0
+            # The gradient's tiles leave for its own fresh secondary and
+            # come back with their values.
+            g.carrier.evict(every)
+            assert [g[i] for i in range(24)] == got[0]
+            g.carrier.promote(every)
+            assert [g[i] for i in range(24)] == got[0]
+    assert grads[True] == grads[False]
+
+
+def test_direct_gradients_permuted_layout():
+    """A full tensor whose layout permutes inside the tiles: its gradient
+    is laid out as the tensor is, on the adopted primary."""
+    vals = [float(i) - 11.0 for i in range(24)]
+    layout = sw.Layout(sw.Shape([[2, 3], [2, 2]]), sw.Stride([[6, 2], [1, 12]]))
+    grads = []
+    for c in (
+        sw.CPU(24).new_like(vals),
+        TiledEvictable(sw.CPU(24).new_like(vals), sw.CPU(24), (3, 2), (2, 2)),
+    ):
+        x = sw.Tensor(c, 0, layout)
+        x.requires_grad = True
+        y = sw.mul(sw.relu(x), 2.0)
+        n = y.layout.cosize
+        y.backward(sw.Tensor(sw.CPU(n).new_like([1.0] * n), 0, y.layout))
+        assert x.grad.layout == layout
+        grads.append([x.grad[i] for i in range(24)])
+    assert grads[0] == grads[1]
+
+
+def test_direct_gradients_generic_tiers():
+    """Tiers of another class than CPU and OpenCL keep Generic's gradient,
+    element by element, with the same values."""
+    vals = [float(i) - 1.0 for i in range(4)]
+    t = TiledEvictable(sw.Generic(vals), sw.Generic([0.0] * 4), (2,), (2,))
+    x = sw.Tensor(t, 0, compact([4]))
+    x.requires_grad = True
+    y = sw.relu(x)
+    y.backward(sw.Tensor(sw.Generic([1.0] * 4), 0, compact([4])))
+    assert type(x.grad.carrier) is TiledEvictable
+    assert type(x.grad.carrier.primary) is sw.Generic
+    assert [x.grad[i] for i in range(4)] == [0.0, 0.0, 1.0, 1.0]
 
 
 def test_release():
