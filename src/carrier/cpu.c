@@ -309,26 +309,26 @@ sw_status sw_cpu_wrap(void *pointer, int64_t size, sw_dtype dtype, int mutable_,
     return cpu_make(pointer, size, dtype, 0, mutable_, out);
 }
 
-void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count) {
+/* The memory of elements [first, first + count) of a live CPU carrier
+ * that allocated its own storage: advise(its start, its bytes); nothing
+ * for other carriers and ranges. */
+static void advise_owned(sw_carrier *c, int64_t first, int64_t count,
+                         void (*advise)(void *, size_t)) {
     if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c))
         return;
     const cpu_state *s = cpu(c);
     if (!s->owned || first < 0 || count <= 0 || first > s->size - count)
         return;
     size_t item = (size_t)sw_dtype_itemsize(sw_carrier_dtype(c));
-    sw_discard_pages((char *)s->data + (size_t)first * item,
-                     (size_t)count * item);
+    advise((char *)s->data + (size_t)first * item, (size_t)count * item);
+}
+
+void sw_cpu_discard(sw_carrier *c, int64_t first, int64_t count) {
+    advise_owned(c, first, count, sw_discard_pages);
 }
 
 void sw_cpu_populate(sw_carrier *c, int64_t first, int64_t count) {
-    if (!sw_carrier_is_cpu(c) || sw_carrier_is_released(c))
-        return;
-    const cpu_state *s = cpu(c);
-    if (!s->owned || first < 0 || count <= 0 || first > s->size - count)
-        return;
-    size_t item = (size_t)sw_dtype_itemsize(sw_carrier_dtype(c));
-    sw_populate_pages((char *)s->data + (size_t)first * item,
-                      (size_t)count * item);
+    advise_owned(c, first, count, sw_populate_pages);
 }
 
 void sw_cpu_small_pages(sw_carrier *c) {

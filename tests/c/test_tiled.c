@@ -737,32 +737,37 @@ static void test_tiled_policy(void) {
 }
 
 #if defined(__linux__)
+/* The whole pages inside [p, p + n): the first one and their count. */
+static int64_t whole_pages_at(const void *p, size_t n, uintptr_t *lo) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    *lo = a;
+    return a < b ? (int64_t)((b - a) / page) : 0;
+}
+
+static int64_t whole_pages(const void *p, size_t n) {
+    uintptr_t lo;
+    return whole_pages_at(p, n, &lo);
+}
+
 /* How many of the whole pages inside [p, p + n) are resident. */
 static int64_t resident_pages(const void *p, size_t n) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
-    if (lo >= hi)
+    uintptr_t lo;
+    int64_t count = whole_pages_at(p, n, &lo);
+    if (count == 0)
         return 0;
-    size_t count = (hi - lo) / page;
-    unsigned char *vec = malloc(count);
-    if (!vec || mincore((void *)lo, hi - lo, vec)) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *vec = malloc((size_t)count);
+    if (!vec || mincore((void *)lo, (size_t)count * page, vec)) {
         free(vec);
         return -1;
     }
     int64_t k = 0;
-    for (size_t i = 0; i < count; ++i)
+    for (int64_t i = 0; i < count; ++i)
         k += vec[i] & 1;
     free(vec);
     return k;
-}
-
-/* The number of whole pages inside [p, p + n). */
-static int64_t whole_pages(const void *p, size_t n) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
-    return lo < hi ? (int64_t)((hi - lo) / page) : 0;
 }
 
 /* Whether this kernel maps pages on request (MADV_POPULATE_WRITE, Linux
@@ -776,6 +781,22 @@ static int can_populate(void) {
     int yes = madvise(m, page, 23 /* MADV_POPULATE_WRITE */) == 0;
     munmap(m, page);
     return yes;
+}
+
+/* Tile 2 of (64, 64, 8) array t over CPU data, evicted: its reads come
+ * from the secondary, and promotion brings its values back into data. */
+static void reads_and_promotes(sw_carrier *t, const float *data, int64_t per,
+                               const char *when) {
+    int good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; i += 97)
+        good &= at(t, i) == (double)i;
+    ok(good, "%s: reads of the evicted tile come from the secondary", when);
+    int64_t two[1] = {2};
+    expect_ok(sw_tiled_promote(t, 1, two), "promote it again");
+    good = 1;
+    for (int64_t i = 2 * per; i < 3 * per; ++i)
+        good &= data[i] == (float)i;
+    ok(good, "%s: promotion brings its values back into the primary", when);
 }
 
 /* An evicted tile's pages go back from a CPU primary that allocated its
@@ -799,15 +820,8 @@ static void test_tiled_discard(void) {
            "the evicted tile's pages went back to the system");
     ok(resident_pages(data + 3 * per, bytes) > 0,
        "the pages of a tile still primary stay");
+    reads_and_promotes(t, data, per, "first eviction");
     int good = 1;
-    for (int64_t i = 2 * per; i < 3 * per; i += 97)
-        good &= at(t, i) == (double)i;
-    ok(good, "reads of the evicted tile come from the secondary");
-    expect_ok(sw_tiled_promote(t, 1, two), "promote it again");
-    good = 1;
-    for (int64_t i = 2 * per; i < 3 * per; ++i)
-        good &= data[i] == (float)i;
-    ok(good, "promotion brings its values back into the primary");
     is_int(resident_pages(data + 2 * per, bytes),
            whole_pages(data + 2 * per, bytes),
            "the promoted tile's pages are all mapped again");
@@ -836,25 +850,17 @@ static void test_tiled_discard(void) {
               "pages on request");
     /* The whole pages of tile 2 were given back; the pages it shares
      * with its neighbours were not. */
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)(data + 2 * per) + page - 1) & ~(page - 1);
+    uintptr_t lo;
+    int64_t count = whole_pages_at(data + 2 * per, bytes, &lo) *
+                    sysconf(_SC_PAGESIZE) / (int64_t)sizeof(float);
     int64_t first = (int64_t)((float *)lo - data);
-    int64_t count = whole_pages(data + 2 * per, bytes) * (int64_t)page / 4;
     good = count > 0;
     for (int64_t i = first; i < first + count; ++i)
         good &= data[i] == 0.0f;
     for (int64_t i = 3 * per; i < 4 * per; ++i)
         good &= data[i] == (float)i;
     ok(good, "populated pages read as zeros, written ones keep their values");
-    good = 1;
-    for (int64_t i = 2 * per; i < 3 * per; i += 97)
-        good &= at(t, i) == (double)i;
-    ok(good, "the evicted tile still reads from the secondary");
-    expect_ok(sw_tiled_promote(t, 1, two), "and promotes again");
-    good = 1;
-    for (int64_t i = 2 * per; i < 3 * per; ++i)
-        good &= data[i] == (float)i;
-    ok(good, "with its values");
+    reads_and_promotes(t, data, per, "after populating");
     sw_carrier_unref(t);
     sw_carrier_unref(p);
     sw_carrier_unref(q);
