@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "carrier/defined.h"
 #include "carrier/internal.h"
 #include "layout/internal.h"
 #include "op/internal.h"
@@ -219,10 +220,17 @@ static sw_status run_grad_hooks(sw_tensor *t) {
  * holding the logical values of src. */
 static sw_status copy_like(sw_carrier *like, sw_layout *layout,
                            const sw_tensor *src, sw_tensor **out) {
+    /* A TiledEvictable takes values of its primary's class in bulk. */
+    int done = 0;
+    sw_status st = sw_carrier_is_tiled(like)
+                       ? sw_tiled_copy_of(like, layout, src, out, &done)
+                       : SW_OK;
+    if (st || done)
+        return st;
     sw_carrier *c = NULL;
     sw_tensor *t = NULL;
-    sw_status st = sw_carrier_allocate_like(like, layout->cosize, 1,
-                                            SW_DTYPE_COUNT, 0, &c);
+    st = sw_carrier_allocate_like(like, layout->cosize, 1, SW_DTYPE_COUNT, 0,
+                                  &c);
     if (!st)
         st = sw_tensor_new(c, 0, layout, &t);
     if (!st)
@@ -245,10 +253,14 @@ static sw_status add_tensors(sw_tensor *a, sw_tensor *b, sw_tensor **out) {
     sw_tensor *bb = NULL, *r = NULL;
     sw_op *op = NULL;
     sw_status st = SW_OK;
-    if (!same_class(a->carrier, b->carrier))
-        st = copy_like(a->carrier, b->layout, b, &bb);
-    else
+    if (same_class(a->carrier, b->carrier))
         bb = sw_tensor_retain(b);
+    else if (sw_carrier_is_tiled(b->carrier) && sw_tiled_primary(b->carrier) &&
+             sw_carrier_class_tag(sw_tiled_primary(b->carrier)) ==
+                 sw_carrier_class_tag(a->carrier))
+        st = sw_tiled_densify(b, &bb); /* in bulk, on a's class */
+    else
+        st = copy_like(a->carrier, b->layout, b, &bb);
     if (!st)
         st = sw_carrier_dispatch_op(a->carrier, "add", &op);
     if (!st) {

@@ -165,4 +165,12 @@ sw_status sw_tiled_densify(const sw_tensor *t, sw_tensor **out);
  * valid and primary; the secondary is fresh (tiled.c). */
 sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense, sw_carrier **out);
 
+/* A fresh TiledEvictable like the TiledEvictable `like` (sw_tiled_adopt)
+ * and a tensor on it, laid out by layout at offset 0 (its cosize the full
+ * extent), holding src's values: in bulk when src is of like's primary's
+ * class (its values scattered into a dense carrier of that class, which
+ * is adopted); *done 0 otherwise (nothing made: the caller copies). */
+sw_status sw_tiled_copy_of(sw_carrier *like, sw_layout *layout,
+                           const sw_tensor *src, sw_tensor **out, int *done);
+
 #endif

@@ -1210,6 +1210,32 @@ sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense,
     return st;
 }
 
+sw_status sw_tiled_copy_of(sw_carrier *like, sw_layout *layout,
+                           const sw_tensor *src, sw_tensor **out, int *done) {
+    tiled_state *s = tstate(like);
+    *done = 0;
+    if (!s || sw_carrier_is_released(like) || layout->cosize != s->g.size ||
+        sw_carrier_class_tag(src->carrier) != sw_carrier_class_tag(s->primary))
+        return SW_OK;
+    *done = 1;
+    sw_carrier *d = NULL, *c = NULL;
+    sw_tensor *dt = NULL;
+    sw_status st = sw_carrier_allocate_like(s->primary, s->g.size, 1,
+                                            sw_carrier_dtype(like), 0, &d);
+    if (!st)
+        st = sw_tensor_new(d, 0, layout, &dt);
+    if (!st)
+        st = sw_carrier_scatter(d, src, dt, layout, 0);
+    if (!st)
+        st = sw_tiled_adopt(like, d, &c);
+    if (!st)
+        st = sw_tensor_new(c, 0, layout, out);
+    sw_tensor_unref(dt);
+    sw_carrier_unref(d);
+    sw_carrier_unref(c);
+    return st;
+}
+
 /* ------------------------------------------------------------ queries */
 
 const sw_tile_geometry *sw_tiled_geometry(const sw_carrier *c) {

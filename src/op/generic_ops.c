@@ -960,8 +960,8 @@ static sw_status kernel_forward(sw_op *op, int32_t nargs, const sw_arg *args,
  * The backward of a direct operation on TiledEvictable tensors whose work
  * is held (their tiles primary), on their primary's class: the saved
  * tiled inputs become dense copies there (one memcpy or device copy
- * each), that class's own operation runs its forward (for its state) and
- * backward on them, and each tiled input's gradient becomes a fresh
+ * each), that class's own operation runs its backward on them, and each
+ * tiled input's gradient becomes a fresh
  * TiledEvictable of its geometry whose primary is the dense gradient.
  * *done 0 (nothing changed): another case, which Generic's VJP takes;
  * every tensor operand must then be of the primary's class or a full
@@ -1016,7 +1016,10 @@ static sw_status tiled_dense_backward(sw_op *op, sw_tensor *g, int32_t n,
     sw_tensor *r = NULL, *dg[2] = {NULL, NULL};
     if (!st)
         st = sw_carrier_dispatch_id(dense[0]->carrier, s->id, &dop);
-    if (!st)
+    /* A native operation's backward reads its saved inputs and, for a
+     * scalar form, the scalar its forward kept: only that form runs its
+     * forward here. */
+    if (!st && s->kind == GEN_SCALAR)
         st = sw_op_execute_lowered(dop, nargs, args, &r);
     if (!st)
         st = sw_op_store_inputs(dop, ninputs, dense);
@@ -1030,28 +1033,25 @@ static sw_status tiled_dense_backward(sw_op *op, sw_tensor *g, int32_t n,
             continue;
         }
         /* Adopted when the gradient holds the input's slots as they are
-         * (the input's layout at offset 0 over the whole extent). */
+         * (the input's layout at offset 0 over the whole extent) and
+         * nothing else holds it; copied in bulk otherwise. */
         sw_tensor *d = dg[i];
-        sw_carrier *tc = NULL;
-        if (d->offset != 0 || !sw_layout_equal(d->layout, x->layout) ||
-            sw_carrier_size(d->carrier) != x->layout->cosize) {
-            sw_carrier *c = NULL;
-            st = sw_carrier_allocate_like(d->carrier, x->layout->cosize, 1,
-                                          sw_tensor_dtype(d), 0, &c);
-            sw_tensor *t = NULL;
-            if (!st)
-                st = sw_tensor_new(c, 0, x->layout, &t);
-            sw_carrier_unref(c);
-            if (!st)
-                st = sw_carrier_scatter(t->carrier, d, t, x->layout, 0);
-            sw_tensor_unref(dg[i]);
-            dg[i] = d = t;
-        }
-        if (!st)
+        if (d->offset == 0 && sw_layout_equal(d->layout, x->layout) &&
+            sw_carrier_size(d->carrier) == x->layout->cosize &&
+            atomic_load(&d->obj.ref) == 1 &&
+            atomic_load(&d->carrier->obj.ref) == 1) {
+            sw_carrier *tc = NULL;
             st = sw_tiled_adopt(x->carrier, d->carrier, &tc);
-        if (!st)
-            st = sw_tensor_new(tc, 0, x->layout, &grads[i]);
-        sw_carrier_unref(tc);
+            if (!st)
+                st = sw_tensor_new(tc, 0, x->layout, &grads[i]);
+            sw_carrier_unref(tc);
+        } else {
+            int copied = 0;
+            st = sw_tiled_copy_of(x->carrier, x->layout, d, &grads[i], &copied);
+            if (!st && !copied)
+                st = sw_fail(SW_ERUNTIME, "a tiled gradient could not be made "
+                                          "on its primary's class");
+        }
     }
     if (st)
         for (int32_t i = 0; i < n && i < 2; ++i) {

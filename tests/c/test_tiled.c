@@ -897,38 +897,49 @@ static void test_tiled_backward_injection(void) {
     int64_t grid[2] = {2, 2}, tile[2] = {2, 2};
     int64_t base = sw_debug_live_allocs();
     sw_layout *l = parse("(4,4):(1,4)");
-    for (int64_t k = 0; k < 400; ++k) {
-        sw_carrier *p = cpu(16), *q = file(), *t = NULL, *oc = cpu(16);
-        for (int64_t i = 0; i < 16; ++i) {
-            set(p, i, (double)i - 8);
-            set(oc, i, 1.0);
+    /* relu; then matmul(x, x), whose two gradients of x are summed and
+     * copied into one tiled gradient. */
+    for (int matmul = 0; matmul <= 1; ++matmul)
+        for (int64_t k = 0; k < 600; ++k) {
+            sw_carrier *p = cpu(16), *q = file(), *t = NULL, *oc = cpu(16);
+            for (int64_t i = 0; i < 16; ++i) {
+                set(p, i, (double)i - 8);
+                set(oc, i, 1.0);
+            }
+            sw_tensor *x = NULL, *y = NULL, *ones = NULL;
+            expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a tiled operand");
+            expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
+            expect_ok(sw_tensor_new(oc, 0, l, &ones), "a cotangent");
+            if (matmul)
+                expect_ok(sw_matmul(x, x, &y), "matmul");
+            else
+                expect_ok(sw_unary("relu", x, &y), "relu");
+            sw_debug_fail_alloc_after(k);
+            sw_status st = sw_tensor_backward(y, ones);
+            sw_debug_fail_alloc_after(-1);
+            if (!st) {
+                sw_value v;
+                sw_tensor_get(sw_tensor_grad(x), 15, &v);
+                /* matmul(a, b) is a b^T: with ones, d/dx[3,3] is twice
+                 * the sum of column 3, x[j, 3] = j + 12 - 8. */
+                double want = matmul ? 2.0 * (4 + 5 + 6 + 7) : 1.0;
+                ok(v.as.f == want && sw_carrier_is_tiled(
+                                         sw_tensor_carrier(sw_tensor_grad(x))),
+                   "%s backward succeeds after %lld allocations",
+                   matmul ? "matmul" : "relu", (long long)k);
+            }
+            ok(at(t, 3) == -5.0 && sw_carrier_version(t) == 0,
+               "the input is unchanged after failure %lld", (long long)k);
+            sw_tensor_unref(y);
+            sw_tensor_unref(ones);
+            sw_tensor_unref(x);
+            sw_carrier_unref(t);
+            sw_carrier_unref(p);
+            sw_carrier_unref(q);
+            sw_carrier_unref(oc);
+            if (!st)
+                break;
         }
-        sw_tensor *x = NULL, *y = NULL, *ones = NULL;
-        expect_ok(sw_tiled_new(p, q, 2, grid, tile, &t), "a tiled operand");
-        expect_ok(sw_tensor_new(t, 0, l, &x), "the full tensor");
-        expect_ok(sw_tensor_new(oc, 0, l, &ones), "a cotangent");
-        expect_ok(sw_unary("relu", x, &y), "relu");
-        sw_debug_fail_alloc_after(k);
-        sw_status st = sw_tensor_backward(y, ones);
-        sw_debug_fail_alloc_after(-1);
-        if (!st) {
-            sw_value v;
-            sw_tensor_get(sw_tensor_grad(x), 15, &v);
-            ok(v.as.f == 1.0, "backward succeeds after %lld allocations",
-               (long long)k);
-        }
-        ok(at(t, 3) == -5.0 && sw_carrier_version(t) == 0,
-           "the input is unchanged after failure %lld", (long long)k);
-        sw_tensor_unref(y);
-        sw_tensor_unref(ones);
-        sw_tensor_unref(x);
-        sw_carrier_unref(t);
-        sw_carrier_unref(p);
-        sw_carrier_unref(q);
-        sw_carrier_unref(oc);
-        if (!st)
-            break;
-    }
     sw_layout_unref(l);
     leak_check(base, "a tiled backward under allocation failure");
 }

@@ -9,7 +9,8 @@ blocking residency ``test_promote_evict``, ``test_residency_errors``,
 policies ``test_policy_consulted_once_per_work``, ``test_policy_bad_plans``,
 ``test_policy_exception_propagates``; 8.8
 direct operations ``test_direct_operations``, ``test_direct_gradients``,
-``test_direct_gradients_equal_cpu``, ``test_direct_gradients_permuted_layout``,
+``test_direct_gradients_equal_cpu``, ``test_direct_gradients_accumulate``,
+``test_direct_gradients_permuted_layout``,
 ``test_direct_gradients_generic_tiers``;
 8.9 ``test_release``; 8.10 tiers ``test_tier_combinations``,
 ``test_tiers_of_two_definition_backed_classes`` (Generic+CPU
@@ -315,6 +316,27 @@ def test_direct_gradients_equal_cpu(name):
             g.carrier.promote(every)
             assert [g[i] for i in range(24)] == got[0]
     assert grads[True] == grads[False]
+
+
+def test_direct_gradients_accumulate():
+    """A tiled tensor used twice in one operation and again in another: its
+    gradients are summed on the primary's class and become one tiled
+    gradient, equal to the CPU's."""
+    vals = [((i * 7) % 11) / 4.0 - 1.0 for i in range(36)]
+    grads = []
+    for c in (
+        sw.CPU(36).new_like(vals),
+        TiledEvictable(sw.CPU(36).new_like(vals), sw.FileBacked(dtype=F32), (2, 2), (3, 3)),
+    ):
+        x = sw.Tensor(c, 0, compact([6, 6]))
+        x.requires_grad = True
+        out = sw.add(sw.matmul(x, x), sw.relu(x))
+        out.backward(sw.Tensor(sw.CPU(36).new_like([1.0] * 36), 0, out.layout))
+        grads.append([x.grad[i] for i in range(36)])
+        if type(c) is TiledEvictable:
+            assert type(x.grad.carrier) is TiledEvictable
+            assert type(x.grad.carrier.primary) is sw.CPU
+    assert grads[0] == grads[1]
 
 
 def test_direct_gradients_permuted_layout():
