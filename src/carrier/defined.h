@@ -167,9 +167,11 @@ sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense, sw_carrier **out);
 
 /* A fresh TiledEvictable like the TiledEvictable `like` (sw_tiled_adopt)
  * and a tensor on it, laid out by layout at offset 0 (its cosize the full
- * extent), holding src's values: in bulk when src is of like's primary's
- * class (its values scattered into a dense carrier of that class, which
- * is adopted); *done 0 otherwise (nothing made: the caller copies). */
+ * extent), holding src's values, when src is of like's primary's class:
+ * src's own carrier becomes the primary when it holds the slots as they
+ * are and only src (held only by the caller) refers to it; otherwise its
+ * values are scattered into a dense carrier of that class, which does.
+ * *done 0 for other classes (nothing made: the caller copies). */
 sw_status sw_tiled_copy_of(sw_carrier *like, sw_layout *layout,
                            const sw_tensor *src, sw_tensor **out, int *done);
 

@@ -1220,11 +1220,25 @@ sw_status sw_tiled_copy_of(sw_carrier *like, sw_layout *layout,
     *done = 1;
     sw_carrier *d = NULL, *c = NULL;
     sw_tensor *dt = NULL;
-    sw_status st = sw_carrier_allocate_like(s->primary, s->g.size, 1,
-                                            sw_carrier_dtype(like), 0, &d);
-    if (!st)
+    sw_status st = SW_OK;
+    /* src's own carrier when it holds the slots as they are and nothing
+     * can see it but the caller: one reference to src and from src, no
+     * host peers, no pin, owner or move, and writable. */
+    sw_carrier *sc = src->carrier;
+    if (src->offset == 0 && sw_layout_equal(src->layout, layout) &&
+        sw_carrier_size(sc) == s->g.size &&
+        sw_carrier_dtype(sc) == sw_carrier_dtype(like) &&
+        atomic_load(&((sw_tensor *)src)->obj.ref) == 1 && !src->obj.peer &&
+        atomic_load(&sc->obj.ref) == 1 && !sc->obj.peer &&
+        atomic_load(&sc->life) == 0 && !sc->owner_token &&
+        atomic_load(&sc->move_pending) == 0 && sw_carrier_is_mutable(sc))
+        d = sw_carrier_retain(sc);
+    else
+        st = sw_carrier_allocate_like(s->primary, s->g.size, 1,
+                                      sw_carrier_dtype(like), 0, &d);
+    if (!st && d != sc)
         st = sw_tensor_new(d, 0, layout, &dt);
-    if (!st)
+    if (!st && dt)
         st = sw_carrier_scatter(d, src, dt, layout, 0);
     if (!st)
         st = sw_tiled_adopt(like, d, &c);

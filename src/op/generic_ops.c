@@ -1032,26 +1032,13 @@ static sw_status tiled_dense_backward(sw_op *op, sw_tensor *g, int32_t n,
             dg[i] = NULL;
             continue;
         }
-        /* Adopted when the gradient holds the input's slots as they are
-         * (the input's layout at offset 0 over the whole extent) and
-         * nothing else holds it; copied in bulk otherwise. */
-        sw_tensor *d = dg[i];
-        if (d->offset == 0 && sw_layout_equal(d->layout, x->layout) &&
-            sw_carrier_size(d->carrier) == x->layout->cosize &&
-            atomic_load(&d->obj.ref) == 1 &&
-            atomic_load(&d->carrier->obj.ref) == 1) {
-            sw_carrier *tc = NULL;
-            st = sw_tiled_adopt(x->carrier, d->carrier, &tc);
-            if (!st)
-                st = sw_tensor_new(tc, 0, x->layout, &grads[i]);
-            sw_carrier_unref(tc);
-        } else {
-            int copied = 0;
-            st = sw_tiled_copy_of(x->carrier, x->layout, d, &grads[i], &copied);
-            if (!st && !copied)
-                st = sw_fail(SW_ERUNTIME, "a tiled gradient could not be made "
-                                          "on its primary's class");
-        }
+        /* The gradient itself becomes the primary when it can
+         * (sw_tiled_copy_of); it is of the primary's class (checked). */
+        int copied = 0;
+        st = sw_tiled_copy_of(x->carrier, x->layout, dg[i], &grads[i], &copied);
+        if (!st && !copied)
+            st = sw_fail(SW_ERUNTIME, "a tiled gradient could not be made "
+                                      "on its primary's class");
     }
     if (st)
         for (int32_t i = 0; i < n && i < 2; ++i) {
