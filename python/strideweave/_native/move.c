@@ -789,10 +789,15 @@ static PyObject *await_wait(PyObject *self, PyObject *unused) {
     if (sw_move_request_done(a->req)) {
         s = sw_move_request_wait(a->req, &out);
     } else {
-        /* The worker may need the GIL to finish. */
+        /* The worker may need the GIL to finish. The result is taken
+         * once the GIL is back: its host peer is set under the GIL by
+         * whichever thread wraps it, and taking a reference reads it. */
         SWPY_NOGIL_BEGIN
-        s = sw_move_request_wait(a->req, &out);
+        s = sw_move_request_wait(a->req, NULL);
         SWPY_NOGIL_END
+        if (s == SW_OK) {
+            s = sw_move_request_wait(a->req, &out);
+        }
     }
     /* Another thread may have observed the outcome meanwhile. */
     if (a->result != NULL) {
