@@ -270,15 +270,58 @@ static void tile_block(const sw_tile_geometry *g, int64_t t, sw_cl_block *b) {
     }
 }
 
-/* The device transfer of tile t between an OpenCL tier and a CPU or
- * OpenCL tier: the bulk moves' device write, read or copy over the
- * footprint. *handled 0: another pair, or two devices. */
+/* Tile t's footprint as an OpenCL block whose host side (the source
+ * when host_src, else the destination) is the tile laid out compactly
+ * from element 0. */
+static void tile_block_compact(const sw_tile_geometry *g, int64_t t,
+                               int host_src, sw_cl_block *b) {
+    tile_block(g, t, b);
+    int64_t *at = host_src ? &b->src_at : &b->dst_at;
+    int64_t *stride = host_src ? b->src_stride : b->dst_stride;
+    *at = 0;
+    for (int32_t k = 0; k < g->rank; ++k)
+        stride[k] = k ? stride[k - 1] * g->tile[k - 1] : 1;
+}
+
+/* Tile t between a FileBacked tier and an OpenCL one, through a compact
+ * host copy of the tile: the file's runs are read into it and the device
+ * written from it in one block, or the other way round. */
+static sw_status copy_tile_file_device(const tiled_state *s, int64_t t,
+                                       sw_carrier *src, sw_carrier *dst) {
+    const sw_tile_geometry *g = &s->g;
+    int to_device = sw_carrier_is_opencl(dst);
+    sw_carrier *file = to_device ? src : dst;
+    size_t isz = (size_t)sw_dtype_itemsize(sw_carrier_dtype(src));
+    char *stage = sw_malloc((size_t)g->tile_size * isz);
+    if (!stage)
+        return sw_oom();
+    sw_cl_block b;
+    tile_block_compact(g, t, to_device, &b);
+    int64_t run = tile_run(g), nruns = g->tile_size / run;
+    sw_status st = to_device ? SW_OK : sw_opencl_block_read(src, stage, &b);
+    for (int64_t r = 0; r < nruns && !st; ++r) {
+        int64_t p = sw_tile_slot(g, t, r * run);
+        char *at = stage + (size_t)(r * run) * isz;
+        st = to_device ? sw_file_read(file, p, run, at)
+                       : sw_file_write(file, p, run, at);
+    }
+    if (!st && to_device)
+        st = sw_opencl_block_write(dst, stage, &b);
+    sw_free(stage);
+    return st;
+}
+
+/* The device transfer of tile t between an OpenCL tier and a CPU,
+ * FileBacked or OpenCL tier: the bulk moves' device write, read or copy
+ * over the footprint. *handled 0: another pair, or two devices. */
 static sw_status copy_tile_device(const tiled_state *s, int64_t t,
                                   sw_carrier *src, sw_carrier *dst,
                                   int *handled) {
     sw_cl_block b;
     tile_block(&s->g, t, &b);
     *handled = 1;
+    if (sw_carrier_is_file(src) || sw_carrier_is_file(dst))
+        return copy_tile_file_device(s, t, src, dst);
     if (sw_carrier_is_opencl(src) && sw_carrier_is_cpu(dst))
         return sw_opencl_block_read(src, sw_cpu_data(dst), &b);
     if (sw_carrier_is_cpu(src) && sw_carrier_is_opencl(dst))
@@ -292,7 +335,8 @@ static sw_status copy_tile_device(const tiled_state *s, int64_t t,
 /* Copies tile t's footprint from tier src to tier dst (both owned by the
  * carrier: inside owner access). Its runs (tile_run) are contiguous: CPU
  * and FileBacked tiers copy them in bulk, an OpenCL tier moves the whole
- * footprint in device commands, others go element by element. */
+ * footprint in device commands (through a host copy of the tile with a
+ * file), others go element by element. */
 static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
                            int64_t stoken, sw_carrier *dst, int64_t dtoken) {
     const sw_tile_geometry *g = &s->g;
@@ -362,10 +406,7 @@ static sw_status zero_tile_device(const tiled_state *s, int64_t t,
     if (!zeros)
         return sw_oom();
     sw_cl_block b;
-    tile_block(g, t, &b);
-    b.src_at = 0;
-    for (int32_t k = 0; k < g->rank; ++k)
-        b.src_stride[k] = k ? b.src_stride[k - 1] * g->tile[k - 1] : 1;
+    tile_block_compact(g, t, 1, &b);
     sw_status st = sw_opencl_block_write(dst, zeros, &b);
     sw_free(zeros);
     return st;
@@ -1015,7 +1056,7 @@ static sw_status grow_empty(sw_carrier *c, int64_t size) {
  * An OpenCL tier exchanges tiles only over the exact bulk moves between
  * the tier classes (device writes, reads and copies), as an Evictable's
  * tiers: with only the elementwise fallback between them (OpenCL and
- * FileBacked), every slot would be a device round trip, so the pair is
+ * Generic, say), every slot would be a device round trip, so the pair is
  * refused before anything is claimed or grown.
  */
 static sw_status check_device_pair(const sw_carrier *a, const sw_carrier *b) {

@@ -444,7 +444,21 @@ typedef struct entry {
 } entry;
 
 /* The OpenCL carrier's exact bulk pairs (src/carrier/opencl/moves.c). */
-static entry builtin_opencl_to_opencl = {NULL,
+static entry builtin_opencl_to_file = {NULL,
+                                       &sw_opencl_carrier_class,
+                                       &key_file_token,
+                                       &sw_opencl_move_classes[4],
+                                       "OpenCL",
+                                       "FileBacked",
+                                       1};
+static entry builtin_file_to_opencl = {&builtin_opencl_to_file,
+                                       &key_file_token,
+                                       &sw_opencl_carrier_class,
+                                       &sw_opencl_move_classes[3],
+                                       "FileBacked",
+                                       "OpenCL",
+                                       1};
+static entry builtin_opencl_to_opencl = {&builtin_file_to_opencl,
                                          &sw_opencl_carrier_class,
                                          &sw_opencl_carrier_class,
                                          &sw_opencl_move_classes[2],
@@ -480,8 +494,9 @@ static entry builtin_cpu_to_file = {&builtin_file_to_cpu,
                                     "FileBacked",
                                     1};
 static entry *const builtin_entries[] = {
-    &builtin_cpu_to_file, &builtin_file_to_cpu, &builtin_cpu_to_opencl,
-    &builtin_opencl_to_cpu, &builtin_opencl_to_opencl};
+    &builtin_cpu_to_file,   &builtin_file_to_cpu,      &builtin_cpu_to_opencl,
+    &builtin_opencl_to_cpu, &builtin_opencl_to_opencl, &builtin_file_to_opencl,
+    &builtin_opencl_to_file};
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *registry = &builtin_cpu_to_file;

@@ -4,7 +4,9 @@
  * its version rule, factories, release, scatter, the exact bulk moves and
  * their failure atomicity at each synchronisation point, the interval a
  * profiled move's completion covers, and OpenCL as a TiledEvictable tier
- * (tile transfers of rank up to 4, their rollback, the FileBacked refusal).
+ * (tile transfers of rank up to 4 over a CPU or a FileBacked secondary,
+ * their rollback, the refusal of a pair without exact moves), and the
+ * moves between FileBacked and OpenCL.
  *
  * Without a runtime the argument checks still run (they come before the
  * runtime loads) and the rest is skipped, unless STRIDEWEAVE_REQUIRE_OPENCL
@@ -250,6 +252,65 @@ out:
     sw_carrier_unref(dev);
     sw_carrier_unref(dev2);
     sw_carrier_unref(back);
+}
+
+/*
+ * FileBacked -> OpenCL -> FileBacked: the span with its holes goes into a
+ * fresh device buffer (a larger destination keeps its tail) and back into
+ * a growing file, which ends as large as the span; neither destination's
+ * version moves; a failing map or file read leaves the destination as it
+ * was and the source live.
+ */
+static void test_file_moves(void) {
+    ok(sw_move_dispatch(sw_move_key_file(), sw_move_key_opencl()) ==
+               sw_move_file_to_opencl() &&
+           sw_move_dispatch(sw_move_key_opencl(), sw_move_key_file()) ==
+               sw_move_opencl_to_file(),
+       "the file pairs are registered from the start");
+    sw_carrier *fb = NULL, *dev = NULL, *out = NULL;
+    (void)sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &fb);
+    (void)sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &out);
+    (void)sw_opencl_new(8, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
+    float vals[10];
+    for (int i = 0; i < 10; ++i)
+        vals[i] = (float)i;
+    sw_tensor *t = NULL, *r = NULL, *r2 = NULL;
+    if (!expect_ok(sw_file_resize(fb, 10), "a file of 10") ||
+        !expect_ok(sw_file_write(fb, 0, 10, vals), "its values"))
+        goto out;
+    t = tensor_over(fb, 2, "(2,2):(1,4)");
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_MAP, 0);
+    sw_status st = sw_move(t, dev, &r);
+    sw_debug_opencl_fail(SW_OPENCL_STAGE_NONE, 0);
+    ok(st == SW_ERUNTIME && !sw_carrier_is_released(fb) && get_f(dev, 0) == 0 &&
+           sw_carrier_version(dev) == 0,
+       "a failing map: the source stays, the destination is unchanged");
+    sw_debug_fail_io_after(0);
+    st = sw_move(t, dev, &r);
+    sw_debug_fail_io_after(-1);
+    ok(st != SW_OK && !sw_carrier_is_released(fb) && get_f(dev, 0) == 0 &&
+           sw_carrier_version(dev) == 0,
+       "a failing file read: the same");
+    if (!expect_ok(sw_move(t, dev, &r), "FileBacked -> OpenCL"))
+        goto out;
+    ok(sw_carrier_is_released(fb) && get_f(dev, 0) == 2 && get_f(dev, 3) == 5 &&
+           get_f(dev, 5) == 7 && get_f(dev, 6) == 0 && get_f(dev, 7) == 0 &&
+           sw_carrier_version(dev) == 0,
+       "the span, holes included, in a fresh buffer; the tail stays zero");
+    if (!expect_ok(sw_move(r, out, &r2), "OpenCL -> FileBacked"))
+        goto out;
+    float back[6] = {0};
+    ok(sw_carrier_size(out) == 6 && sw_file_read(out, 0, 6, back) == SW_OK &&
+           back[0] == 2 && back[5] == 7 && sw_carrier_version(out) == 0 &&
+           sw_carrier_is_released(dev),
+       "the growing file takes the span, its version unchanged");
+out:
+    sw_tensor_unref(t);
+    sw_tensor_unref(r);
+    sw_tensor_unref(r2);
+    sw_carrier_unref(fb);
+    sw_carrier_unref(dev);
+    sw_carrier_unref(out);
 }
 
 /* A move whose device work fails at stage (after `after` calls) is atomic. */
@@ -522,20 +583,25 @@ static int64_t tile_loc(sw_carrier *t, int64_t tile) {
 }
 
 /*
- * An OpenCL primary over a CPU secondary, rank 4 with no axis merged away
- * (two rectangular regions per tile) and one with a single-tile axis (a
- * merged mode): evict and promote move the tiles' footprints on the
- * device, with the values of 0, 1, ... throughout; the tiers' versions do
- * not move; a failing transfer rolls the request back.
+ * An OpenCL primary over a CPU secondary (or a FileBacked one, grown from
+ * empty, when file), rank 4 with no axis merged away (two rectangular
+ * regions per tile) and one with a single-tile axis (a merged mode): evict
+ * and promote move the tiles' footprints on the device, with the values
+ * of 0, 1, ... throughout; the device tier's version does not move, nor
+ * does a CPU secondary's; a failing transfer rolls the request back.
  */
 static void check_tiled_geometry(int32_t rank, const int64_t *grid,
-                                 const int64_t *tile, const char *what) {
+                                 const int64_t *tile, int file,
+                                 const char *what) {
     sw_tile_geometry g;
     if (sw_tile_geometry_init(rank, grid, tile, &g) != SW_OK)
         bail_out(sw_errmsg());
     sw_carrier *host = cpu_iota(g.size), *dev = NULL, *sec = NULL, *t = NULL;
     (void)sw_opencl_new(g.size, SW_DTYPE_FLOAT32, 1, 1, -1, &dev);
-    (void)sw_cpu_new(g.size, SW_DTYPE_FLOAT32, 1, 0, &sec);
+    if (file)
+        (void)sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &sec);
+    else
+        (void)sw_cpu_new(g.size, SW_DTYPE_FLOAT32, 1, 0, &sec);
     sw_layout *flat = NULL;
     sw_tensor *h = NULL, *moved = NULL;
     (void)sw_layout_leaf(g.size, 1, &flat);
@@ -557,7 +623,7 @@ static void check_tiled_geometry(int32_t rank, const int64_t *grid,
     ok(tile_loc(t, 1) == SW_TILE_PRIMARY &&
            tile_loc(t, 0) == SW_TILE_SECONDARY && tiled_is_iota(t, g.size),
        "%s: promoted tiles come back to the device", what);
-    is_int(sw_carrier_version(dev) + sw_carrier_version(sec), 0,
+    is_int(sw_carrier_version(dev) + (file ? 0 : sw_carrier_version(sec)), 0,
            "%s: no element write reached a tier", what);
     /* The second tile's write fails: the first one's is undone too. */
     sw_debug_opencl_fail(SW_OPENCL_STAGE_ENQUEUE, 1);
@@ -607,25 +673,35 @@ static void process_caches_warm(void) {
 static void test_tiled(void) {
     int64_t base = sw_debug_live_allocs();
     const int64_t grid4[4] = {2, 2, 2, 2}, tile4[4] = {2, 3, 2, 2};
-    check_tiled_geometry(4, grid4, tile4, "rank 4");
+    check_tiled_geometry(4, grid4, tile4, 0, "rank 4");
+    check_tiled_geometry(4, grid4, tile4, 1, "rank 4 over a file");
     const int64_t grid3[3] = {3, 1, 2}, tile3[3] = {2, 2, 3};
-    check_tiled_geometry(3, grid3, tile3, "rank 3, one tile across axis 1");
+    check_tiled_geometry(3, grid3, tile3, 0, "rank 3, one tile across axis 1");
+    check_tiled_geometry(3, grid3, tile3, 1, "rank 3 over a file");
     const int64_t grid1[1] = {5}, tile1[1] = {3};
-    check_tiled_geometry(1, grid1, tile1, "rank 1");
+    check_tiled_geometry(1, grid1, tile1, 0, "rank 1");
 
-    /* OpenCL with FileBacked has only the elementwise move: refused
-     * before either tier is claimed or grown. */
+    /* Without the exact move FileBacked -> OpenCL, the pair would move
+     * element by element: refused before either tier is claimed or
+     * grown. */
     sw_carrier *dev = NULL, *fb = NULL, *t = NULL;
     const int64_t grid[1] = {2}, tile[1] = {2};
     (void)sw_opencl_new(0, SW_DTYPE_FLOAT32, 1, 0, -1, &dev);
     (void)sw_file_new(NULL, SW_DTYPE_FLOAT32, 1, &fb);
+    const sw_move_class *route = NULL;
+    expect_ok(
+        sw_move_unregister(sw_move_key_file(), sw_move_key_opencl(), &route),
+        "unregister FileBacked -> OpenCL");
+    ok(route == sw_move_file_to_opencl(), "the built-in route");
     expect_fail(sw_tiled_new(dev, fb, 1, grid, tile, &t), SW_ERUNTIME,
                 "an OpenCL TiledEvictable tier needs an exact registered move "
-                "operation for (OpenCL, FileBacked) in both directions",
-                "OpenCL over FileBacked");
+                "operation for (FileBacked, OpenCL) in both directions",
+                "OpenCL over FileBacked without the route");
     ok(!sw_carrier_is_owned(dev) && !sw_carrier_is_owned(fb) &&
            sw_carrier_size(dev) == 0 && sw_carrier_size(fb) == 0,
        "neither tier is claimed or grown");
+    expect_ok(sw_move_register(sw_move_key_file(), sw_move_key_opencl(), route),
+              "register it again");
     /* An empty OpenCL primary grows to the extent. */
     sw_carrier *sec = cpu_iota(4);
     expect_ok(sw_tiled_new(dev, sec, 1, grid, tile, &t),
@@ -723,6 +799,7 @@ int main(void) {
     test_storage();
     test_scatter();
     test_moves();
+    test_file_moves();
     test_move_faults();
     test_async();
     test_operations();

@@ -30,24 +30,30 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
 - Scatter synchronised, version once, atomic on a bad index or value:
   ``test_scatter``.
 - DLPack export refused with BufferError: ``test_dlpack_refused``.
-- Exact bulk pairs CPU->OpenCL, OpenCL->CPU, OpenCL->OpenCL registered
-  eagerly, not for subclasses (a CPU subclass falls back to the elementwise
-  copy): ``test_registered_pairs``.
+- Exact bulk pairs CPU->OpenCL, OpenCL->CPU, OpenCL->OpenCL,
+  FileBacked->OpenCL and OpenCL->FileBacked registered eagerly, not for
+  subclasses (a CPU subclass falls back to the elementwise copy):
+  ``test_registered_pairs``.
 - A move copies the exact physical span with holes, keeps the layout
   (stride 0 included), does not bump the destination version, releases the
-  source; fresh OpenCL tails are zero, CPU tails untouched:
+  source; fresh OpenCL tails are zero, CPU tails untouched; the same through
+  a file, whose version a move keeps:
   ``test_move_round_trip_over_random_layouts``, ``test_move_tails``; large
   moves (chunked host copies) and reused device memory (zeroed, tails
   kept): ``test_large_moves_keep_every_chunk``,
   ``test_reused_device_memory_is_overwritten``.
-- move_async returns a handle completed on the executor:
-  ``test_move_async``.
-- Synchronisation failure at any stage (enqueue, map, wait) is atomic:
-  ``test_move_failure_is_atomic``.
+- move_async returns a handle completed on the executor, also to and from
+  a file, whose read and write wait for the device on the executor:
+  ``test_move_async``, ``test_file_moves_are_asynchronous``.
+- Synchronisation failure at any stage (enqueue, map, wait) is atomic, for
+  the file pairs too, and so is a failed disk read or write:
+  ``test_move_failure_is_atomic``, ``test_file_move_io_failure_is_atomic``.
 - Backward through the exact inverse pair, fresh CPU gradient:
   ``test_move_backward``.
-- OpenCL+CPU is an Evictable hierarchy; OpenCL+FileBacked is refused before
-  any tier is claimed: ``test_evictable_tiers``.
+- OpenCL+CPU and OpenCL+FileBacked are Evictable hierarchies (both pairs
+  have exact moves both ways); a pair with only the elementwise move (OpenCL
+  with a CPU subclass) is refused before any tier is claimed:
+  ``test_evictable_tiers``.
 - Profiling records move.submit and move.complete for one logical move:
   ``test_profiled_move``; the completion's interval covers the device work
   (it contains the moment a held device is let go, and starts before the
@@ -247,6 +253,19 @@ def test_dlpack_refused(runtime):
 # ------------------------------------------------------------- moves
 
 
+class HostCPU(CPU):
+    """Not CPU itself: its moves with OpenCL are the elementwise copy."""
+
+
+def file_of(vals):
+    """A FileBacked Float32 carrier holding vals."""
+    fb = FileBacked(dtype=DType.Float32)
+    fb._allocate(len(vals))
+    for i, v in enumerate(vals):
+        fb[i] = float(v)
+    return fb
+
+
 def cpu(vals, layout=None, offset=0):
     c = CPU(0).new_like([float(v) for v in vals])
     return Tensor(c, offset, layout or L([len(vals)], [1]))
@@ -266,10 +285,16 @@ def test_registered_pairs(runtime):
     sw.move(Tensor(OpenCL(0).new_like([4.0, 5.0, 6.0]), 0, L([3], [1])), other)
     assert other.version == 0 and list(other) == [4.0, 5.0, 6.0]
 
-    class MyCPU(CPU):
-        pass
+    fb = file_of([1, 2, 3])
+    dev = OpenCL(3)
+    m = sw.move(Tensor(fb, 0, L([3], [1])), dev)
+    assert dev.version == 0 and list(dev) == [1.0, 2.0, 3.0] and fb.is_released()
+    out = file_of([9, 9, 9, 9])
+    version = out.version
+    sw.move(m, out)
+    assert out.version == version and list(out) == [1.0, 2.0, 3.0, 9.0]
 
-    src = Tensor(MyCPU(3), 0, L([3], [1]))
+    src = Tensor(HostCPU(3), 0, L([3], [1]))
     dev = OpenCL(3)
     sw.move(src, dev)
     assert dev.version == 3  # not the CPU pair: element by element
@@ -305,6 +330,18 @@ def test_move_round_trip_over_random_layouts(spec):
     host = CPU(layout.cosize)
     m3 = sw.move(m2, host)
     assert values(m3) == want and m3.layout == layout and host.version == 0
+    # Through a file: an empty one grows to the span, a larger one keeps
+    # its tail, and neither's version moves.
+    grown = FileBacked(dtype=DType.Float32)
+    f1 = sw.move(sw.move(m3, OpenCL(layout.cosize)), grown)
+    assert grown.size() == layout.cosize and values(f1) == want and grown.version == 0
+    dev3 = OpenCL(layout.cosize + 1)
+    m4 = sw.move(f1, dev3)
+    assert values(m4) == want and dev3.version == 0 and list(dev3)[-1] == 0.0
+    wide = file_of([5.0] * (layout.cosize + 1))
+    version = wide.version
+    f2 = sw.move(m4, wide)
+    assert values(f2) == want and wide.version == version and wide[layout.cosize] == 5.0
 
 
 def test_move_tails(runtime):
@@ -326,6 +363,22 @@ def test_move_async(runtime):
     assert handle.wait() is moved
     back = sw.move_async(moved, CPU(n)).wait()
     assert back.carrier[n - 1] == 5.0
+
+
+@pytest.mark.parametrize("to_file", [True, False])
+def test_file_moves_are_asynchronous(runtime, to_file):
+    # The file is read or written on the move executor once the device has
+    # mapped the buffer: while the device is held, the move is pending.
+    src = Tensor(
+        OpenCL(0).new_like([1.0, 2.0, 3.0]) if to_file else file_of([1, 2, 3]), 0, L([3], [1])
+    )
+    dst = FileBacked(dtype=DType.Float32) if to_file else OpenCL(3)
+    with device_held():
+        handle = sw.move_async(src, dst)
+        assert not handle.done
+    moved = handle.wait()
+    assert moved.carrier is dst and list(dst) == [1.0, 2.0, 3.0]
+    assert src.carrier.is_released()
 
 
 def test_large_moves_keep_every_chunk(runtime):
@@ -363,28 +416,57 @@ def test_reused_device_memory_is_overwritten(runtime):
         ("to_host", "wait", 0),
         ("device_to_device", "enqueue", 0),
         ("device_to_device", "wait", 0),
+        ("file_to_device", "map", 0),
+        ("file_to_device", "wait", 0),
+        ("device_to_file", "map", 0),
+        ("device_to_file", "wait", 0),
     ],
 )
 def test_move_failure_is_atomic(runtime, no_faults, direction, stage, after):
     host = CPU(0).new_like([0.0, 1.0, 2.0])
     dev = OpenCL(0).new_like([-1.0, -2.0, -3.0])
     dev2 = OpenCL(0).new_like([7.0, 8.0, 9.0])
+    fb = file_of([4, 5, 6])
     src, dst = {
         "to_device": (host, dev),
         "to_host": (dev, host),
         "device_to_device": (dev, dev2),
+        "file_to_device": (fb, dev),
+        "device_to_file": (dev, fb),
     }[direction]
-    before = [list(host), list(dev), list(dev2)]
-    versions = [host.version, dev.version, dev2.version]
+    carriers = (host, dev, dev2, fb)
+    before = [list(c) for c in carriers]
+    versions = [c.version for c in carriers]
     t = Tensor(src, 0, L([3], [1]))
     _native._debug_opencl_fail(stage, after)
     handle = sw.move_async(t, dst)
     with pytest.raises(RuntimeError, match="injected"):
         handle.wait()
     assert src.size() == 3  # not released
-    assert [list(host), list(dev), list(dev2)] == before
-    assert [host.version, dev.version, dev2.version] == versions
+    assert [list(c) for c in carriers] == before
+    assert [c.version for c in carriers] == versions
     assert sw.move(t, dst).carrier is dst  # usable again
+
+
+@pytest.mark.parametrize(("to_file", "grow"), [(True, True), (True, False), (False, False)])
+def test_file_move_io_failure_is_atomic(runtime, to_file, grow):
+    # The disk read (into the device's fresh buffer) or write (from the
+    # mapped source) fails on the move executor: the source stays, and the
+    # destination keeps its values and version (an empty file is not grown).
+    dev = OpenCL(0).new_like([-1.0, -2.0, -3.0])
+    fb = FileBacked(dtype=DType.Float32) if grow else file_of([4, 5, 6])
+    src, dst = (dev, fb) if to_file else (fb, dev)
+    want, before, version = list(src), list(dst), dst.version
+    t = Tensor(src, 0, L([3], [1]))
+    _native._debug_fail_io_after(0)
+    try:
+        with pytest.raises(OSError, match="FileBacked"):
+            sw.move_async(t, dst).wait()
+    finally:
+        _native._debug_fail_io_after(-1)
+    assert src.size() == 3 and not src.is_released()
+    assert list(dst) == before and dst.version == version
+    assert list(sw.move(t, dst).carrier)[:3] == want
 
 
 @pytest.mark.parametrize("stage", ["enqueue", "map", "wait"])
@@ -433,12 +515,18 @@ def test_evictable_tiers(runtime):
     ev.evict()
     ev.promote()
     assert list(ev) == [1.0, 2.0]
-    fb = FileBacked(dtype=DType.Float32)
-    dev = OpenCL(2)
+    for device_primary in (True, False):
+        vals = [3.0, 4.0]
+        dev, fb = OpenCL(0).new_like(vals), FileBacked(dtype=DType.Float32)
+        ev = Evictable(dev, fb) if device_primary else Evictable(file_of(vals), OpenCL(0))
+        ev.evict()
+        ev.promote()
+        assert list(ev) == vals
+    host, dev = HostCPU(2), OpenCL(2)
     with pytest.raises(RuntimeError, match="exact registered move operation"):
-        Evictable(dev, fb)
+        Evictable(dev, host)
     dev[0] = 1.0  # neither tier was claimed
-    fb._allocate(1)
+    host[0] = 1.0
 
 
 def test_profiled_move(runtime):

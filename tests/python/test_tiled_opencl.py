@@ -10,18 +10,22 @@ Checklist (what is built, and its tests):
 - Construction over OpenCL+CPU, OpenCL+OpenCL and CPU+OpenCL; tier
   ownership, initial residency, storage dtypes; an empty OpenCL primary grows
   to the extent; release: ``test_construction_and_release``.
-- OpenCL with FileBacked (either order) has only the elementwise move, so it
-  is refused with RuntimeError "exact registered move operation" before any
-  tier is claimed or grown, as for Evictable (11.9):
-  ``test_filebacked_tier_is_refused``.
+- OpenCL with FileBacked (either order) moves tiles through a host copy of
+  each tile (the pair has exact bulk moves both ways); an empty FileBacked
+  tier grows: ``test_filebacked_tiers``. A pair with only the elementwise
+  move (OpenCL with a CPU subclass) is refused with RuntimeError "exact registered
+  move operation" before any tier is claimed or grown, as for Evictable
+  (11.9): ``test_elementwise_tier_is_refused``.
 - Promote and evict move tiles through the bulk moves' device writes, reads
   and copies (the tiers' versions do not move, as they would element by
-  element), over geometries of rank 1 to 4, for Float32, Int32 and Bool, with
-  the same values as a CPU primary: ``test_residency_against_cpu``,
+  element), over geometries of rank 1 to 4, for Float32, Int32 and Bool, over
+  a CPU or a FileBacked secondary, with the same values as a CPU primary:
+  ``test_residency_against_cpu``,
   ``test_residency_of_bool_tiles``, ``test_tiles_between_two_devices_tiers``.
 - A failing tier transfer (enqueue or wait, promote or evict, blocking or
-  asynchronous) rolls the whole request back, and it can be retried:
-  ``test_failed_transfer_rolls_back``.
+  asynchronous, over a CPU or a FileBacked secondary; a failed disk read or
+  write) rolls the whole request back, and it can be retried:
+  ``test_failed_transfer_rolls_back``, ``test_failed_disk_io_rolls_back``.
 - The direct operations (add, elementwise_mul, mul, relu, reduce_sum,
   matmul) run OpenCL kernels and return OpenCL tensors equal to the CPU
   primary's, with one outer node and gradients as TiledEvictable tensors over
@@ -60,12 +64,14 @@ def compact(shape):
     return sw.Layout(sw.Shape(list(shape)), sw.Stride(strides))
 
 
-def twins(grid, tile, vals, dtype=F32):
+def twins(grid, tile, vals, dtype=F32, file=False):
     """The same TiledEvictable with a CPU and with an OpenCL primary (CPU
-    secondaries), holding vals."""
+    secondaries, or for the OpenCL one a growing FileBacked when file),
+    holding vals."""
     n = len(vals)
     cpu = TiledEvictable(CPU(0, dtype=dtype).new_like(vals), CPU(n, dtype=dtype), grid, tile)
-    ocl = TiledEvictable(OpenCL(0, dtype=dtype).new_like(vals), CPU(n, dtype=dtype), grid, tile)
+    secondary = FileBacked(dtype=dtype) if file else CPU(n, dtype=dtype)
+    ocl = TiledEvictable(OpenCL(0, dtype=dtype).new_like(vals), secondary, grid, tile)
     return cpu, ocl
 
 
@@ -128,19 +134,45 @@ def test_construction_and_release(runtime):
         t.promote(TileSet([(0, 0)]))
 
 
-def test_filebacked_tier_is_refused(runtime):
+def test_filebacked_tiers(runtime):
+    vals = [float(i) for i in range(48)]
+    fb = FileBacked(dtype=F32)
+    t = TiledEvictable(OpenCL(0).new_like(vals), fb, (3, 2), (2, 4))
+    assert fb.size() == 48 and t.primary_tiles == t.valid_tiles  # grown
+    t[1] = -1.0
+    vals[1] = -1.0
+    t.evict(t.valid_tiles)
+    assert [fb[i] for i in range(48)] == vals  # the evicted tiles are in the file
+    t.promote(TileSet([(2, 1), (0, 0)]))
+    assert [t[i] for i in range(48)] == vals
+    assert t.primary.version == 1  # the tiles moved in bulk
+    # The file as the primary, experts on the device as the secondary.
+    dev = OpenCL(0).new_like(vals)
+    u = TiledEvictable(FileBacked(dtype=F32), dev, (3, 2), (2, 4))
+    assert u.secondary_tiles == u.valid_tiles
+    u.promote(TileSet([(1, 0)]))
+    u[8] = 5.0
+    vals[8] = 5.0
+    u.evict(u.valid_tiles)
+    assert [u[i] for i in range(48)] == vals and dev.version == 0
+
+
+class HostCPU(CPU):
+    """Not CPU itself: its moves with OpenCL are the elementwise copy."""
+
+
+def test_elementwise_tier_is_refused(runtime):
     for device_first in (True, False):
-        dev, fb = OpenCL(4), FileBacked(dtype=F32)
-        tiers = (dev, fb) if device_first else (fb, dev)
+        dev, gen = OpenCL(4), HostCPU(4)
+        tiers = (dev, gen) if device_first else (gen, dev)
         with pytest.raises(RuntimeError, match="exact registered move operation"):
             TiledEvictable(*tiers, (2,), (2,))
-        assert not dev.is_owned() and not fb.is_owned()
-        assert fb.size() == 0, "the empty FileBacked tier was not grown"
+        assert not dev.is_owned() and not gen.is_owned()
         dev[0] = 1.0  # neither tier was claimed
     empty = OpenCL(0)
     with pytest.raises(RuntimeError, match=r"exact registered move operation for \(OpenCL, "):
-        TiledEvictable(empty, FileBacked(dtype=F32), (2,), (2,))
-    assert empty.size() == 0, "the empty OpenCL tier was not grown either"
+        TiledEvictable(empty, HostCPU(4), (2,), (2,))
+    assert empty.size() == 0, "the empty OpenCL tier was not grown"
 
 
 # ------------------------------------------------------------ residency
@@ -160,8 +192,8 @@ def geometries(draw):
 
 
 @SETTINGS
-@given(geometries(), st.sampled_from([F32, I32]), st.data())
-def test_residency_against_cpu(geometry, dtype, data):
+@given(geometries(), st.sampled_from([F32, I32]), st.booleans(), st.data())
+def test_residency_against_cpu(geometry, dtype, file, data):
     need_runtime()
     grid, tile = geometry
     n = int(np.prod(grid) * np.prod(tile))
@@ -171,7 +203,7 @@ def test_residency_against_cpu(geometry, dtype, data):
         if dtype == I32
         else [float(np.float32(v)) for v in rng.uniform(-9, 9, size=n)]
     )
-    cpu, ocl = twins(grid, tile, vals, dtype)
+    cpu, ocl = twins(grid, tile, vals, dtype, file)
     coords = list(cpu.valid_tiles.coordinates)
     for _ in range(3):
         chosen = data.draw(st.lists(st.sampled_from(coords), unique=True, max_size=len(coords)))
@@ -230,9 +262,11 @@ def test_tiles_between_two_devices_tiers(runtime):
 @pytest.mark.parametrize("stage", ["enqueue", "wait"])
 @pytest.mark.parametrize("evict", [True, False])
 @pytest.mark.parametrize("asynchronous", [True, False])
-def test_failed_transfer_rolls_back(runtime, no_faults, stage, evict, asynchronous):
+@pytest.mark.parametrize("file", [False, True])
+def test_failed_transfer_rolls_back(runtime, no_faults, stage, evict, asynchronous, file):
     vals = [float(i) for i in range(24)]
-    t = TiledEvictable(OpenCL(0).new_like(vals), CPU(24), (3, 2), (2, 2))
+    secondary = FileBacked(dtype=F32) if file else CPU(24)
+    t = TiledEvictable(OpenCL(0).new_like(vals), secondary, (3, 2), (2, 2))
     t.evict(TileSet([(0, 0), (2, 1)]))
     t[2] = -2.0  # tile (1, 0): dirty
     vals[2] = -2.0
@@ -258,6 +292,30 @@ def test_failed_transfer_rolls_back(runtime, no_faults, stage, evict, asynchrono
     (t.evict if evict else t.promote)(tiles)  # the request can be retried
     assert [t[i] for i in range(24)] == vals
     assert (t.secondary_tiles if evict else t.primary_tiles) == tiles
+
+
+@pytest.mark.parametrize("evict", [True, False])
+def test_failed_disk_io_rolls_back(runtime, evict):
+    # The FileBacked secondary's read (promote) or write (evict) of the
+    # second tile fails: the first tile's transfer is undone too.
+    vals = [float(i) for i in range(24)]
+    t = TiledEvictable(OpenCL(0).new_like(vals), FileBacked(dtype=F32), (3, 2), (2, 2))
+    if not evict:
+        t.evict(t.valid_tiles)
+    tiles = TileSet([(0, 0), (1, 1)])
+    before = state(t)
+    _native._debug_fail_io_after(1)
+    try:
+        with pytest.raises(OSError, match="FileBacked"):
+            (t.evict if evict else t.promote)(tiles)
+    finally:
+        _native._debug_fail_io_after(-1)
+    assert state(t) == before
+    assert [t[i] for i in range(24)] == vals
+    (t.evict if evict else t.promote)(tiles)
+    assert [t[i] for i in range(24)] == vals
+    held = t.secondary_tiles if evict else t.primary_tiles
+    assert set(tiles.coordinates) <= set(held.coordinates)
 
 
 # --------------------------------------------------- direct operations

@@ -284,6 +284,6 @@ sw_status sw_opencl_scatter_device(sw_carrier *c, const sw_tensor *src,
 
 /* The exact move classes (moves.c): CPU->OpenCL, OpenCL->CPU,
  * OpenCL->OpenCL. */
-extern const sw_move_class sw_opencl_move_classes[3];
+extern const sw_move_class sw_opencl_move_classes[5];
 
 #endif /* SW_CARRIER_OPENCL_INTERNAL_H */

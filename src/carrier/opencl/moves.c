@@ -1,6 +1,7 @@
 /*
- * The exact bulk moves of the OpenCL carrier: CPU->OpenCL, OpenCL->CPU and
- * OpenCL->OpenCL, as transfer routes of the move registry (interop.h).
+ * The exact bulk moves of the OpenCL carrier: CPU->OpenCL, OpenCL->CPU,
+ * OpenCL->OpenCL, FileBacked->OpenCL and OpenCL->FileBacked, as transfer
+ * routes of the move registry (interop.h).
  *
  * A move copies the physical span (cosize elements from the tensor's
  * offset, holes included) to the start of the destination. Its submit,
@@ -10,10 +11,16 @@
  *  - into OpenCL: the span goes into a fresh buffer (with the old
  *    buffer's tail behind it), which replaces the destination's buffer
  *    only once the device has completed, so a failure at any stage leaves
- *    the destination's storage and values as they were;
+ *    the destination's storage and values as they were. From a file, the
+ *    fresh buffer's span is mapped and the file is read into it on the
+ *    move executor, so the disk read is asynchronous too;
  *  - into CPU memory: the source's span is mapped, and copied into the
  *    destination only once the map has completed, so a failed enqueue,
- *    map or wait writes nothing.
+ *    map or wait writes nothing. Into a file the same way: the mapped span
+ *    is written to the file, whose version ends as it was when the write
+ *    succeeds (the CPU->FileBacked rule; a failed write leaves one step,
+ *    and a growing file is staged by the move, so it only shows the
+ *    values at the commit).
  * Every move copies at least one element (a layout's cosize is at least
  * one), so every move synchronises with the work enqueued before it.
  */
@@ -27,11 +34,39 @@
 #include "carrier/opencl/internal.h"
 #include "tensor/internal.h"
 
-enum { CPU_TO_OPENCL = 0, OPENCL_TO_CPU = 1, OPENCL_TO_OPENCL = 2 };
+enum {
+    CPU_TO_OPENCL = 0,
+    OPENCL_TO_CPU = 1,
+    OPENCL_TO_OPENCL = 2,
+    FILE_TO_OPENCL = 3,
+    OPENCL_TO_FILE = 4,
+    NKINDS = 5
+};
 
-static const char *const class_names[3] = {"CpuToOpenCLMoveOperation",
-                                           "OpenCLToCpuMoveOperation",
-                                           "OpenCLToOpenCLMoveOperation"};
+static const char *const class_names[NKINDS] = {
+    "CpuToOpenCLMoveOperation", "OpenCLToCpuMoveOperation",
+    "OpenCLToOpenCLMoveOperation", "FileBackedToOpenCLMoveOperation",
+    "OpenCLToFileBackedMoveOperation"};
+
+/* The class at each end of a kind's move: its test, and its name with
+ * the article for messages. */
+typedef struct move_end {
+    int (*is)(const sw_carrier *c);
+    const char *name;
+} move_end;
+
+static const move_end ends[NKINDS][2] = {
+    {{sw_carrier_is_cpu, "a CPU"}, {sw_carrier_is_opencl, "an OpenCL"}},
+    {{sw_carrier_is_opencl, "an OpenCL"}, {sw_carrier_is_cpu, "a CPU"}},
+    {{sw_carrier_is_opencl, "an OpenCL"}, {sw_carrier_is_opencl, "an OpenCL"}},
+    {{sw_carrier_is_file, "a FileBacked"}, {sw_carrier_is_opencl, "an OpenCL"}},
+    {{sw_carrier_is_opencl, "an OpenCL"}, {sw_carrier_is_file, "a FileBacked"}},
+};
+
+/* Whether the kind's destination is host memory or a file. */
+static int to_host(int kind) {
+    return kind == OPENCL_TO_CPU || kind == OPENCL_TO_FILE;
+}
 
 typedef struct move_work {
     int kind;
@@ -40,6 +75,7 @@ typedef struct move_work {
     int64_t bytes;        /* of the span */
     cl_mem fresh;         /* the destination's new buffer */
     cl_mem src_mem, old_mem;
+    cl_mem map_mem; /* the buffer mapped at mapped (not owned) */
     void *mapped;
     cl_event events[3];
     cl_uint nevents;
@@ -54,17 +90,13 @@ static sw_status move_prepare(void *ctx, const sw_transfer_request *req,
                               size_t size) {
     int kind = (int)(intptr_t)ctx;
     sw_carrier *src = req->tensor->carrier, *dst = req->destination;
-    int src_ok = kind == CPU_TO_OPENCL ? sw_carrier_is_cpu(src)
-                                       : sw_carrier_is_opencl(src);
-    int dst_ok = kind == OPENCL_TO_CPU ? sw_carrier_is_cpu(dst)
-                                       : sw_carrier_is_opencl(dst);
-    if (!src_ok)
-        return sw_fail(SW_ETYPE, "%s requires a%s source", class_names[kind],
-                       kind == CPU_TO_OPENCL ? " CPU" : "n OpenCL");
-    if (!dst_ok)
-        return sw_fail(SW_ETYPE, "%s requires a%s destination",
-                       class_names[kind],
-                       kind == OPENCL_TO_CPU ? " CPU" : "n OpenCL");
+    const move_end *from = &ends[kind][0], *to = &ends[kind][1];
+    if (!from->is(src))
+        return sw_fail(SW_ETYPE, "%s requires %s source", class_names[kind],
+                       from->name);
+    if (!to->is(dst))
+        return sw_fail(SW_ETYPE, "%s requires %s destination",
+                       class_names[kind], to->name);
     if (kind == OPENCL_TO_OPENCL && ocl(src)->device != ocl(dst)->device) {
         *unsupported = 1;
         snprintf(reason, size,
@@ -78,7 +110,7 @@ static sw_status move_prepare(void *ctx, const sw_transfer_request *req,
     memset(w, 0, sizeof *w);
     w->kind = kind;
     w->req = req;
-    w->device = kind == OPENCL_TO_CPU ? ocl(src)->device : ocl(dst)->device;
+    w->device = to_host(kind) ? ocl(src)->device : ocl(dst)->device;
     w->bytes = req->physical_span * sw_dtype_itemsize(req->dtype);
     *work = w;
     return SW_OK;
@@ -89,7 +121,47 @@ static sw_status enqueued(cl_int err, const char *what) {
     return err == SW_CL_SUCCESS ? SW_OK : sw_cl_fail(what, err);
 }
 
-/* Enqueues the span into a fresh buffer, then the old buffer's tail. */
+/* Enqueues the old buffer's tail into the fresh buffer (after the span). */
+static sw_status copy_tail(move_work *w, int64_t total) {
+    if (total <= w->bytes)
+        return SW_OK;
+    w->old_mem = sw_opencl_buffer(w->req->destination);
+    if (!w->old_mem)
+        return sw_carrier_fail_released();
+    if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+        return sw_cl_fail_injected("copy");
+    sw_status st =
+        enqueued(sw_cl.EnqueueCopyBuffer(w->device->queue, w->old_mem, w->fresh,
+                                         (size_t)w->bytes, (size_t)w->bytes,
+                                         (size_t)(total - w->bytes), 0, NULL,
+                                         &w->events[w->nevents]),
+                 "copy");
+    if (!st)
+        ++w->nevents;
+    return st;
+}
+
+/* Maps bytes of buffer m from byte at (for reading, or for writing over
+ * the whole region), with the map's event after those already enqueued. */
+static sw_status map_span(move_work *w, cl_mem m, int64_t at, int writing) {
+    if (sw_cl_injected(SW_OPENCL_STAGE_MAP))
+        return sw_cl_fail_injected("map");
+    cl_int err = SW_CL_SUCCESS;
+    w->mapped = sw_cl.EnqueueMapBuffer(
+        w->device->queue, m, 0,
+        writing ? SW_CL_MAP_WRITE_INVALIDATE_REGION : SW_CL_MAP_READ,
+        (size_t)at, (size_t)w->bytes, 0, NULL, &w->events[w->nevents], &err);
+    if (!w->mapped)
+        return sw_cl_fail("map", err);
+    w->map_mem = m;
+    ++w->nevents;
+    return SW_OK;
+}
+
+/* Enqueues the span into a fresh buffer, and the old buffer's tail. From
+ * a file, the tail goes first and then the span is mapped, for the
+ * completion to read the file into (a mapped buffer must not be used by
+ * commands). */
 static sw_status submit_to_opencl(move_work *w) {
     const sw_transfer_request *req = w->req;
     sw_carrier *dst = req->destination;
@@ -99,6 +171,10 @@ static sw_status submit_to_opencl(move_work *w) {
     sw_status st = sw_opencl_buffer_new(w->device, total, &w->fresh);
     if (st)
         return st;
+    if (w->kind == FILE_TO_OPENCL) {
+        st = copy_tail(w, total);
+        return st ? st : map_span(w, w->fresh, 0, 1);
+    }
     if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
         return sw_cl_fail_injected("copy");
     if (w->kind == CPU_TO_OPENCL) {
@@ -122,42 +198,44 @@ static sw_status submit_to_opencl(move_work *w) {
     if (st)
         return st;
     ++w->nevents;
-    if (total > w->bytes) {
-        w->old_mem = sw_opencl_buffer(dst);
-        if (!w->old_mem)
-            return sw_carrier_fail_released();
-        if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
-            return sw_cl_fail_injected("copy");
-        st = enqueued(sw_cl.EnqueueCopyBuffer(
-                          q, w->old_mem, w->fresh, (size_t)w->bytes,
-                          (size_t)w->bytes, (size_t)(total - w->bytes), 0, NULL,
-                          &w->events[w->nevents]),
-                      "copy");
-        if (st)
-            return st;
-        ++w->nevents;
-    }
-    return SW_OK;
+    return copy_tail(w, total);
 }
 
-/* Maps the source's span for reading. */
-static sw_status submit_to_cpu(move_work *w) {
+/* Maps the source's span for reading (into CPU memory or a file). */
+static sw_status submit_to_host(move_work *w) {
     const sw_transfer_request *req = w->req;
     int64_t item = sw_dtype_itemsize(req->dtype);
     w->src_mem = sw_opencl_buffer(req->tensor->carrier);
     if (!w->src_mem)
         return sw_carrier_fail_released();
-    if (sw_cl_injected(SW_OPENCL_STAGE_MAP))
-        return sw_cl_fail_injected("map");
-    cl_int err = SW_CL_SUCCESS;
-    w->mapped =
-        sw_cl.EnqueueMapBuffer(w->device->queue, w->src_mem, 0, SW_CL_MAP_READ,
-                               (size_t)(req->offset * item), (size_t)w->bytes,
-                               0, NULL, &w->events[0], &err);
+    return map_span(w, w->src_mem, req->offset * item, 0);
+}
+
+/* Unmaps what the work mapped and waits for it; the first failure. */
+static sw_status unmap(move_work *w) {
     if (!w->mapped)
-        return sw_cl_fail("map", err);
-    w->nevents = 1;
-    return SW_OK;
+        return SW_OK;
+    cl_event ev = NULL;
+    cl_int err = sw_cl.EnqueueUnmapMemObject(w->device->queue, w->map_mem,
+                                             w->mapped, 0, NULL, &ev);
+    w->mapped = NULL;
+    if (err != SW_CL_SUCCESS)
+        return sw_cl_fail("unmap", err);
+    sw_status st = sw_cl_wait(1, &ev, "unmap");
+    sw_cl_release_events(1, &ev);
+    return st;
+}
+
+/* Writes the mapped span into the destination file from its element 0.
+ * The file's version ends as it was: a move is not an in-place mutation
+ * (copy_cpu_to_file's rule); after a failure the move leaves one step. */
+static sw_status write_file(move_work *w) {
+    sw_carrier *dst = w->req->destination;
+    int64_t version = sw_carrier_version(dst);
+    sw_status st = sw_file_write(dst, 0, w->req->physical_span, w->mapped);
+    if (!st)
+        atomic_store(&dst->version, version);
+    return st;
 }
 
 /* Asks for transparent huge pages over the 2 MiB-aligned interior of a
@@ -218,7 +296,19 @@ static sw_status move_wait(void *ctx, void **error) {
             return sw_carrier_fail_released();
         advise_huge(dst, w->bytes);
         host_copy_run(dst, w->mapped, w->bytes);
-    } else if (w->fresh) {
+    } else if (w->kind == OPENCL_TO_FILE) {
+        return write_file(w);
+    } else if (w->kind == FILE_TO_OPENCL) {
+        /* The disk read, here on the move executor, then the unmap that
+         * hands the span to the device. */
+        st = sw_file_read(w->req->tensor->carrier, w->req->offset,
+                          w->req->physical_span, w->mapped);
+        if (!st)
+            st = unmap(w);
+        if (st)
+            return st;
+    }
+    if (w->fresh) {
         /* The device holds the values: the new buffer is the storage. */
         sw_opencl_swap_buffer(w->req->destination, w->fresh);
         w->fresh = NULL;
@@ -233,8 +323,8 @@ static sw_status move_submit(void *ctx, void *work,
     sw_status st;
     /* A layout's cosize is at least one: every move copies, and so waits
      * for the device. */
-    if (w->kind == OPENCL_TO_CPU)
-        st = submit_to_cpu(w);
+    if (to_host(w->kind))
+        st = submit_to_host(w);
     else
         st = submit_to_opencl(w);
     if (st)
@@ -256,14 +346,8 @@ static void move_finish(void *ctx, void *work) {
     if (w->nevents)
         (void)sw_cl.WaitForEvents(w->nevents, w->events);
     sw_cl_release_events(w->nevents, w->events);
-    if (w->mapped) {
-        cl_event ev = NULL;
-        if (sw_cl.EnqueueUnmapMemObject(w->device->queue, w->src_mem, w->mapped,
-                                        0, NULL, &ev) == SW_CL_SUCCESS) {
-            (void)sw_cl.WaitForEvents(1, &ev);
-            sw_cl_release_events(1, &ev);
-        }
-    }
+    if (unmap(w))
+        sw_clear_error();
     if (w->fresh)
         (void)sw_cl.ReleaseMemObject(w->fresh);
     if (w->src_mem)
@@ -273,41 +357,41 @@ static void move_finish(void *ctx, void *work) {
     sw_free(w);
 }
 
-static sw_transfer_route_decl routes[3] = {
-    {.route_id = "CpuToOpenCL",
-     .ctx = (void *)(intptr_t)CPU_TO_OPENCL,
-     .prepare = move_prepare,
-     .finish = move_finish,
-     .submit = move_submit},
-    {.route_id = "OpenCLToCpu",
-     .ctx = (void *)(intptr_t)OPENCL_TO_CPU,
-     .prepare = move_prepare,
-     .finish = move_finish,
-     .submit = move_submit},
-    {.route_id = "OpenCLToOpenCL",
-     .ctx = (void *)(intptr_t)OPENCL_TO_OPENCL,
-     .prepare = move_prepare,
-     .finish = move_finish,
-     .submit = move_submit},
+#define ROUTE(id, kind)                                                        \
+    {.route_id = id,                                                           \
+     .ctx = (void *)(intptr_t)(kind),                                          \
+     .prepare = move_prepare,                                                  \
+     .finish = move_finish,                                                    \
+     .submit = move_submit}
+
+static sw_transfer_route_decl routes[NKINDS] = {
+    ROUTE("CpuToOpenCL", CPU_TO_OPENCL),
+    ROUTE("OpenCLToCpu", OPENCL_TO_CPU),
+    ROUTE("OpenCLToOpenCL", OPENCL_TO_OPENCL),
+    ROUTE("FileBackedToOpenCL", FILE_TO_OPENCL),
+    ROUTE("OpenCLToFileBacked", OPENCL_TO_FILE),
 };
 
-const sw_move_class sw_opencl_move_classes[3] = {
-    {.version = SW_MOVE_CLASS_VERSION,
-     .name = "CpuToOpenCLMoveOperation",
-     .destination_pin = {&sw_opencl_carrier_class, "OpenCL"},
-     .copy = sw_route_copy,
-     .ctx = &routes[0]},
-    {.version = SW_MOVE_CLASS_VERSION,
-     .name = "OpenCLToCpuMoveOperation",
-     .source_pin = {&sw_opencl_carrier_class, "OpenCL"},
-     .copy = sw_route_copy,
-     .ctx = &routes[1]},
-    {.version = SW_MOVE_CLASS_VERSION,
-     .name = "OpenCLToOpenCLMoveOperation",
-     .source_pin = {&sw_opencl_carrier_class, "OpenCL"},
-     .destination_pin = {&sw_opencl_carrier_class, "OpenCL"},
-     .copy = sw_route_copy,
-     .ctx = &routes[2]},
+/* The move classes; the host ends are pinned by the registry's keys. */
+#define OPENCL_PIN {&sw_opencl_carrier_class, "OpenCL"}
+#define MOVE_CLASS(kind, name_, src_pin, dst_pin)                              \
+    {.version = SW_MOVE_CLASS_VERSION,                                         \
+     .name = name_,                                                            \
+     .source_pin = src_pin,                                                    \
+     .destination_pin = dst_pin,                                               \
+     .copy = sw_route_copy,                                                    \
+     .ctx = &routes[kind]}
+#define NO_PIN {NULL, NULL}
+
+const sw_move_class sw_opencl_move_classes[NKINDS] = {
+    MOVE_CLASS(CPU_TO_OPENCL, "CpuToOpenCLMoveOperation", NO_PIN, OPENCL_PIN),
+    MOVE_CLASS(OPENCL_TO_CPU, "OpenCLToCpuMoveOperation", OPENCL_PIN, NO_PIN),
+    MOVE_CLASS(OPENCL_TO_OPENCL, "OpenCLToOpenCLMoveOperation", OPENCL_PIN,
+               OPENCL_PIN),
+    MOVE_CLASS(FILE_TO_OPENCL, "FileBackedToOpenCLMoveOperation", NO_PIN,
+               OPENCL_PIN),
+    MOVE_CLASS(OPENCL_TO_FILE, "OpenCLToFileBackedMoveOperation", OPENCL_PIN,
+               NO_PIN),
 };
 
 const sw_move_class *sw_move_cpu_to_opencl(void) {
@@ -320,4 +404,12 @@ const sw_move_class *sw_move_opencl_to_cpu(void) {
 
 const sw_move_class *sw_move_opencl_to_opencl(void) {
     return &sw_opencl_move_classes[OPENCL_TO_OPENCL];
+}
+
+const sw_move_class *sw_move_file_to_opencl(void) {
+    return &sw_opencl_move_classes[FILE_TO_OPENCL];
+}
+
+const sw_move_class *sw_move_opencl_to_file(void) {
+    return &sw_opencl_move_classes[OPENCL_TO_FILE];
 }
