@@ -1625,14 +1625,14 @@ static int compact_layout(int32_t rank, const int64_t *cshape,
 
 /* Selected tile i's block between the array (its footprint: src when
  * to_compact, else dst) and its place in the compact array over cshape. */
-static void compact_block(const tiled_state *s, const projection *pr,
+static void compact_block(const sw_tile_geometry *g, const projection *pr,
                           const int64_t *cshape, int64_t tile, int64_t i,
                           int to_compact, sw_cl_block *b) {
-    tile_block(&s->g, tile, b);
+    tile_block(g, tile, b);
     int64_t at = 0, cstride = 1, rest = i;
     int64_t *stride = to_compact ? b->dst_stride : b->src_stride;
     for (int32_t k = 0; k < pr->rank; ++k) {
-        at += rest % pr->counts[k] * s->g.tile[k] * cstride;
+        at += rest % pr->counts[k] * g->tile[k] * cstride;
         rest /= pr->counts[k];
         stride[k] = cstride;
         cstride *= cshape[k];
@@ -1643,89 +1643,121 @@ static void compact_block(const tiled_state *s, const projection *pr,
         b->src_at = at;
 }
 
+/* A block between two host arrays (element 0 at src and dst): runs of
+ * extent[0] elements, contiguous on both sides. */
+static void host_block_copy(const char *src, char *dst, const sw_cl_block *b,
+                            size_t esize) {
+    int64_t rows = 1;
+    for (int32_t k = 1; k < b->rank; ++k)
+        rows *= b->extent[k];
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t from = b->src_at, to = b->dst_at, rest = r;
+        for (int32_t k = 1; k < b->rank; ++k) {
+            int64_t a = rest % b->extent[k];
+            rest /= b->extent[k];
+            from += a * b->src_stride[k];
+            to += a * b->dst_stride[k];
+        }
+        memcpy(dst + (size_t)to * esize, src + (size_t)from * esize,
+               (size_t)b->extent[0] * esize);
+    }
+}
+
+/* Whether whole tiles can be copied between a primary and a plain carrier
+ * c: the same dtype, and both CPU or both OpenCL on one device. */
+static int tiles_copyable(const sw_carrier *primary, const sw_carrier *c) {
+    if (sw_carrier_is_tiled(c) ||
+        sw_carrier_dtype(c) != sw_carrier_dtype(primary) ||
+        sw_dtype_itemsize(sw_carrier_dtype(c)) <= 0)
+        return 0;
+    if (sw_carrier_is_cpu(primary))
+        return sw_carrier_is_cpu(c);
+    return sw_carrier_is_opencl(primary) && sw_carrier_is_opencl(c) &&
+           sw_opencl_device_of(c) == sw_opencl_device_of(primary);
+}
+
 /*
- * The device form of a projection's gather or a scatter's replace for an
- * OpenCL primary: one device copy per selected tile between the primary
- * (the tiled carrier's, under its lock and owner access) and the compact
- * OpenCL carrier. The caller has checked the layouts (the array's own and
- * the compact one) and that every selected tile is primary. *done 0: the
- * carriers are on different devices.
+ * Whole tiles between an array (a plain carrier laid out as the tiled
+ * array over geometry g) and a compact carrier: one block copy per
+ * selected tile, a memcpy per run for CPU, a device copy for OpenCL. The
+ * caller has checked the layouts (the array's own and the compact one)
+ * and tiles_copyable, and holds whatever access the array needs.
  */
-static sw_status tiles_device(tiled_state *s, const projection *pr,
-                              const int64_t *cshape, const int64_t *tiles,
-                              int64_t nsel, sw_carrier *compact, int to_compact,
-                              int *done) {
-    *done = 0;
+static sw_status blocks_copy(const sw_tile_geometry *g, const projection *pr,
+                             const int64_t *cshape, const int64_t *tiles,
+                             int64_t nsel, sw_carrier *array,
+                             sw_carrier *compact, int to_compact) {
+    sw_status st = sw_carrier_pin(compact);
+    if (st)
+        return st;
+    int device = sw_carrier_is_opencl(array), done = 1;
+    size_t esize = (size_t)sw_dtype_itemsize(sw_carrier_dtype(compact));
+    sw_carrier *from = to_compact ? array : compact;
+    sw_carrier *to = to_compact ? compact : array;
+    for (int64_t i = 0; i < nsel && !st && done; ++i) {
+        sw_cl_block b;
+        compact_block(g, pr, cshape, tiles[i], i, to_compact, &b);
+        if (device)
+            st = sw_opencl_block_copy(from, to, &b, &done);
+        else
+            host_block_copy(sw_cpu_data(from), sw_cpu_data(to), &b, esize);
+    }
+    sw_carrier_unpin(compact);
+    if (!st && !done) /* tiles_copyable saw one device */
+        st = sw_fail(SW_ERUNTIME, "OpenCL tile copy between two devices");
+    return st;
+}
+
+/* A projection's gather or a scatter's replace by whole tiles between
+ * the primary (under the lock; every selected tile primary) and a
+ * compact carrier (blocks_copy). */
+static sw_status tiles_copy(tiled_state *s, const projection *pr,
+                            const int64_t *cshape, const int64_t *tiles,
+                            int64_t nsel, sw_carrier *compact, int to_compact) {
     sw_status st = sw_carrier_begin_owner_access(s->primary, s->ptoken);
     if (st)
         return st;
-    for (int64_t i = 0; i < nsel && !st; ++i) {
-        sw_cl_block b;
-        compact_block(s, pr, cshape, tiles[i], i, to_compact, &b);
-        st = to_compact ? sw_opencl_block_copy(s->primary, compact, &b, done)
-                        : sw_opencl_block_copy(compact, s->primary, &b, done);
-        if (!*done)
-            break;
-    }
+    st = blocks_copy(&s->g, pr, cshape, tiles, nsel, s->primary, compact,
+                     to_compact);
     (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
     return st;
+}
+
+/* Whether every selected tile is valid and primary; under the lock. */
+static int tiles_resident(const tiled_state *s, const int64_t *tiles,
+                          int64_t nsel) {
+    for (int64_t i = 0; i < nsel; ++i)
+        if (!s->valid[tiles[i]] || s->loc[tiles[i]] != SW_TILE_PRIMARY)
+            return 0;
+    return 1;
 }
 
 /*
  * Copies the selection's values of t into d (compact index j from source
  * logical index source_index(j)). With every selected tile primary (the
- * work pinned them): from a CPU primary into a CPU destination straight
- * from the primary's memory, and from an OpenCL primary into an OpenCL
- * destination by device copies of whole tiles (for the array's own
- * layout), under the lock; otherwise value by value.
+ * work pinned them), under the lock: for the array's own layout by whole
+ * tiles (tiles_copy) when d can take them; from a CPU primary into a CPU
+ * destination element by element from the primary's memory for any
+ * other layout; otherwise value by value.
  */
 static sw_status gather_values(const sw_tensor *t, tiled_state *s,
                                const projection *pr, const int64_t *cshape,
                                int64_t csize, const int64_t *tiles,
                                int64_t nsel, sw_carrier *d) {
-    int64_t isz = sw_dtype_itemsize(sw_carrier_dtype(s->primary));
     sw_status st = SW_OK;
-    if (isz > 0 && sw_carrier_is_opencl(s->primary) &&
-        sw_carrier_is_opencl(d) &&
-        sw_carrier_dtype(d) == sw_carrier_dtype(s->primary) &&
-        own_layout(s, t)) {
+    int whole = own_layout(s, t) && tiles_copyable(s->primary, d);
+    int host = sw_carrier_is_cpu(s->primary) && tiles_copyable(s->primary, d);
+    if (whole || host) {
         pthread_mutex_lock(&s->lock);
-        int resident = 1, done = 0;
-        for (int64_t i = 0; i < nsel && resident; ++i)
-            resident =
-                s->valid[tiles[i]] && s->loc[tiles[i]] == SW_TILE_PRIMARY;
-        if (resident)
-            st = tiles_device(s, pr, cshape, tiles, nsel, d, 1, &done);
-        pthread_mutex_unlock(&s->lock);
-        if (st || done)
-            return st;
-    }
-    if (isz > 0 && sw_carrier_is_cpu(s->primary) && sw_carrier_is_cpu(d) &&
-        sw_carrier_dtype(d) == sw_carrier_dtype(s->primary)) {
-        size_t esize = (size_t)isz;
-        pthread_mutex_lock(&s->lock);
-        int resident = 1;
-        for (int64_t i = 0; i < nsel && resident; ++i)
-            resident =
-                s->valid[tiles[i]] && s->loc[tiles[i]] == SW_TILE_PRIMARY;
-        if (resident &&
-            !(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+        int resident = tiles_resident(s, tiles, nsel);
+        if (resident && whole)
+            st = tiles_copy(s, pr, cshape, tiles, nsel, d, 1);
+        else if (resident &&
+                 !(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+            size_t esize = (size_t)sw_dtype_itemsize(sw_carrier_dtype(d));
             const char *src = sw_cpu_data(s->primary);
             char *dst = sw_cpu_data(d);
-            /* The array's own layout: runs along the first axis of a tile
-             * are contiguous in both. */
-            int own = 0;
-            sw_layout *l = NULL;
-            if (t->offset == 0 && !dense_layout(s->g.rank, s->g.extent, &l)) {
-                own = sw_layout_equal(t->layout, l);
-                sw_layout_unref(l);
-            }
-            int64_t run = s->g.tile[0];
-            for (int64_t j = 0; own && j < csize; j += run)
-                memcpy(dst + (size_t)j * esize,
-                       src + (size_t)source_index(s, pr, cshape, j) * esize,
-                       (size_t)run * esize);
-            for (int64_t j = 0; !own && j < csize && !st; ++j) {
+            for (int64_t j = 0; j < csize && !st; ++j) {
                 int64_t p = 0;
                 st = sw_layout_index(t->layout, source_index(s, pr, cshape, j),
                                      &p);
@@ -1747,6 +1779,35 @@ static sw_status gather_values(const sw_tensor *t, tiled_state *s,
             sw_value_clear(&v);
         }
     }
+    return st;
+}
+
+/* A fresh TiledEvictable like template's carrier (fresh tiers of the same
+ * classes), all tiles implicit zeros (invalid unless keep_valid). */
+static sw_status fresh_like(sw_carrier *tc, int keep_valid, sw_carrier **out) {
+    tiled_state *s = sw_carrier_defined_data(tc);
+    sw_status st = sw_carrier_allocate_like(tc, s->g.size, 1,
+                                            sw_carrier_dtype(tc), 0, out);
+    if (!st && !keep_valid)
+        sw_tiled_forget_values(*out);
+    return st;
+}
+
+/* Makes the selected tiles of r valid primary tiles holding compact's
+ * values (a dense compact carrier over the selection, tiles_copyable),
+ * by whole tiles. */
+static sw_status replace_tiles(tiled_state *r, const projection *pr,
+                               const int64_t *cshape, const int64_t *tiles,
+                               int64_t nsel, sw_carrier *compact) {
+    pthread_mutex_lock(&r->lock);
+    for (int64_t i = 0; i < nsel; ++i) {
+        r->valid[tiles[i]] = 1;
+        r->loc[tiles[i]] = SW_TILE_PRIMARY;
+        r->dirty[tiles[i]] = 1;
+        r->backed[tiles[i]] = 0;
+    }
+    sw_status st = tiles_copy(r, pr, cshape, tiles, nsel, compact, 0);
+    pthread_mutex_unlock(&r->lock);
     return st;
 }
 
@@ -1818,12 +1879,25 @@ static sw_status project_backward(sw_op *op, sw_tensor *g, int32_t n,
     if (g->layout->size != csize)
         return sw_fail(SW_EVALUE, "gradient shape must match the projection");
     sw_carrier *gc = NULL;
-    sw_status st = sw_carrier_allocate_like(
-        x->carrier, s->g.size, 1, sw_carrier_dtype(x->carrier), 0, &gc);
+    sw_status st = fresh_like(x->carrier, 1, &gc);
     sw_tensor *gt = NULL;
     if (!st)
         st = sw_tensor_new(gc, x->offset, x->layout, &gt);
     sw_carrier_unref(gc);
+    /* The selected tiles are distinct: with dense layouts on a class that
+     * copies whole tiles, the cotangent's tiles replace the zeros. */
+    int whole = !st && own_layout(s, x) &&
+                compact_layout(pr->rank, cshape, g) &&
+                tiles_copyable(s->primary, g->carrier);
+    if (whole) {
+        int64_t nsel = 0, *tiles = NULL;
+        st = selection_tiles(s, pr, &tiles, &nsel);
+        if (!st)
+            st = replace_tiles(sw_carrier_defined_data(gt->carrier), pr, cshape,
+                               tiles, nsel, g->carrier);
+        sw_free(tiles);
+        csize = 0; /* nothing left to add value by value */
+    }
     for (int64_t j = 0; j < csize && !st; ++j) {
         int64_t i = source_index(s, pr, cshape, j);
         sw_value a, b;
@@ -1919,14 +1993,49 @@ static double number(const sw_value *v) {
     return v->kind == SW_VALUE_I64 ? (double)v->as.i : v->as.f;
 }
 
-/* A fresh TiledEvictable like template's carrier (fresh tiers of the same
- * classes), all tiles implicit zeros (invalid unless keep_valid). */
-static sw_status fresh_like(sw_carrier *tc, int keep_valid, sw_carrier **out) {
-    tiled_state *s = sw_carrier_defined_data(tc);
-    sw_status st = sw_carrier_allocate_like(tc, s->g.size, 1,
-                                            sw_carrier_dtype(tc), 0, out);
-    if (!st && !keep_valid)
-        sw_tiled_forget_values(*out);
+/*
+ * The selected tiles of s (resident: the work pinned them) plus compact
+ * (dense over the selection, tiles_copyable), as a fresh tensor of the
+ * primary's class: the tiles gathered whole, then the class's own add,
+ * recording nothing. *out stays NULL, with no failure, when that is not
+ * possible (a dtype without add, tiles not resident, a result that is not
+ * dense), and the caller adds value by value.
+ */
+static sw_status add_tiles(tiled_state *s, const projection *pr,
+                           const int64_t *cshape, int64_t csize,
+                           const int64_t *tiles, int64_t nsel,
+                           sw_tensor *compact, sw_tensor **out) {
+    *out = NULL;
+    sw_dtype dt = sw_carrier_dtype(s->primary);
+    if (dt != SW_DTYPE_FLOAT32 && dt != SW_DTYPE_INT32)
+        return SW_OK;
+    sw_carrier *gc = NULL;
+    sw_tensor *gathered = NULL, *sum = NULL;
+    sw_status st = sw_carrier_allocate_like(s->primary, csize, 1, dt, 1, &gc);
+    if (!st)
+        st = sw_tensor_new(gc, 0, compact->layout, &gathered);
+    sw_carrier_unref(gc);
+    int resident = 0;
+    if (!st) {
+        pthread_mutex_lock(&s->lock);
+        resident = tiles_resident(s, tiles, nsel);
+        if (resident)
+            st = tiles_copy(s, pr, cshape, tiles, nsel, gathered->carrier, 1);
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (!st && resident) {
+        int grad = sw_grad_enabled();
+        sw_set_grad_enabled(0);
+        st = sw_add(gathered, compact, &sum);
+        sw_set_grad_enabled(grad);
+    }
+    sw_tensor_unref(gathered);
+    if (!st && sum && compact_layout(pr->rank, cshape, sum) &&
+        tiles_copyable(s->primary, sum->carrier)) {
+        *out = sum;
+        return SW_OK;
+    }
+    sw_tensor_unref(sum);
     return st;
 }
 
@@ -2012,25 +2121,21 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
         return st;
     }
     tiled_state *r = sw_carrier_defined_data(rc);
-    /* Replacing from an OpenCL compact into an OpenCL primary, both dense
-     * (the array's own layout, the compact one), copies whole tiles on
-     * the device. */
+    /* With dense layouts (the array's own, the compact one) on a class
+     * that copies whole tiles, the tiles are copied whole: the compact
+     * values, or for add the template's tiles plus them. */
     int done = 0;
-    if (sc->reduction == SW_SCATTER_REPLACE &&
-        sw_carrier_is_opencl(r->primary) &&
-        sw_opencl_device_of(compact->carrier) ==
-            sw_opencl_device_of(r->primary) &&
-        own_layout(r, tmpl) && compact_layout(pr->rank, cshape, compact)) {
-        pthread_mutex_lock(&r->lock);
-        for (int64_t i = 0; i < nsel; ++i) {
-            r->valid[tiles[i]] = 1;
-            r->loc[tiles[i]] = SW_TILE_PRIMARY;
-            r->dirty[tiles[i]] = 1;
-            r->backed[tiles[i]] = 0;
+    sw_tensor *sum = NULL;
+    if (own_layout(r, tmpl) && compact_layout(pr->rank, cshape, compact) &&
+        tiles_copyable(r->primary, compact->carrier)) {
+        if (sc->reduction == SW_SCATTER_ADD)
+            st = add_tiles(s, pr, cshape, csize, tiles, nsel, compact, &sum);
+        sw_tensor *from = sc->reduction == SW_SCATTER_ADD ? sum : compact;
+        if (!st && from) {
+            st = replace_tiles(r, pr, cshape, tiles, nsel, from->carrier);
+            done = 1;
         }
-        st = tiles_device(r, pr, cshape, tiles, nsel, compact->carrier, 0,
-                          &done);
-        pthread_mutex_unlock(&r->lock);
+        sw_tensor_unref(sum);
     }
     /* Otherwise the selected tiles become valid primary tiles, then take
      * values. */
@@ -2054,10 +2159,10 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
             break;
         if (sc->reduction == SW_SCATTER_ADD &&
             !(st = sw_tensor_get(tmpl, i, &u))) {
-            sw_value sum = sw_value_f64(number(&v) + number(&u));
+            sw_value total = sw_value_f64(number(&v) + number(&u));
             sw_value_clear(&u);
             sw_value_clear(&v);
-            v = sum;
+            v = total;
         }
         if (!st)
             st = sw_tensor_set(res, i, &v);
@@ -2073,6 +2178,107 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     sw_carrier_version_restore(rc, 1);
     *out = res;
     return SW_OK;
+}
+
+/* A scatter's gradients (compact's gc, template's gt) on success; both
+ * dropped on failure. */
+static sw_status scatter_grads(sw_status st, sw_tensor *gc, sw_tensor *gt,
+                               sw_tensor **grads) {
+    if (st) {
+        sw_tensor_unref(gc);
+        sw_tensor_unref(gt);
+        return st;
+    }
+    grads[0] = gc;
+    grads[1] = gt;
+    return SW_OK;
+}
+
+static int same_geometry(const sw_tile_geometry *a, const sw_tile_geometry *b) {
+    if (a->rank != b->rank)
+        return 0;
+    for (int32_t k = 0; k < a->rank; ++k)
+        if (a->grid[k] != b->grid[k] || a->tile[k] != b->tile[k])
+            return 0;
+    return 1;
+}
+
+/*
+ * A scatter's backward by whole tiles, when the template is laid out as
+ * its array, the cotangent g the same way (a TiledEvictable of the same
+ * geometry, made dense on its primary's class, or a dense tensor), the
+ * compact densely, all on a class that copies whole tiles: the compact's
+ * gradient is g's selected tiles, the template's a TiledEvictable over g's
+ * values (adopted when nobody else holds them), its selected tiles
+ * implicit zeros for replace. *done 0: not so, nothing made.
+ */
+static sw_status scatter_backward_tiles(const scatter *sc, tiled_state *s,
+                                        sw_tensor *compact, sw_tensor *tmpl,
+                                        sw_tensor *g, const int64_t *cshape,
+                                        int64_t csize, sw_tensor **grads,
+                                        int *done) {
+    const projection *pr = &sc->sel;
+    *done = 0;
+    if (!own_layout(s, tmpl) || g->offset != 0 ||
+        !sw_layout_equal(g->layout, tmpl->layout) ||
+        !compact_layout(pr->rank, cshape, compact) ||
+        !tiles_copyable(s->primary, compact->carrier))
+        return SW_OK;
+    sw_tensor *dense = NULL;
+    sw_status st = SW_OK;
+    if (sw_carrier_is_tiled(g->carrier)) {
+        tiled_state *gs = sw_carrier_defined_data(g->carrier);
+        if (!gs || !same_geometry(&gs->g, &s->g) ||
+            !tiles_copyable(s->primary, gs->primary))
+            return SW_OK;
+        void *ticket = NULL;
+        if ((st = sw_tiled_work_begin(g->carrier, "backward", &ticket)))
+            return st;
+        st = sw_tiled_densify(g, &dense);
+        sw_tiled_work_end(ticket);
+    } else if (tiles_copyable(s->primary, g->carrier)) {
+        dense = sw_tensor_retain(g);
+    } else {
+        return SW_OK;
+    }
+    *done = 1;
+    sw_carrier *cc = NULL;
+    sw_tensor *gc = NULL, *gt = NULL;
+    int64_t nsel = 0, *tiles = NULL;
+    if (!st)
+        st = sw_carrier_allocate_like(compact->carrier, csize, 1,
+                                      sw_tensor_dtype(compact), 1, &cc);
+    if (!st)
+        st = sw_tensor_new(cc, 0, compact->layout, &gc);
+    if (!st)
+        st = selection_tiles(s, pr, &tiles, &nsel);
+    if (!st)
+        st = blocks_copy(&s->g, pr, cshape, tiles, nsel, dense->carrier, cc, 1);
+    sw_carrier_unref(cc);
+    int made = 0;
+    if (!st) {
+        sw_tensor *d = dense;
+        dense = NULL; /* the only reference, so that it can be adopted */
+        st = sw_tiled_copy_of(tmpl->carrier, tmpl->layout, d, &gt, &made);
+        sw_tensor_unref(d);
+        if (!st && !made)
+            st = sw_fail(SW_ERUNTIME, "scatter backward: the gradient's class "
+                                      "changed");
+    }
+    if (!st && sc->reduction == SW_SCATTER_REPLACE) {
+        tiled_state *r = sw_carrier_defined_data(gt->carrier);
+        pthread_mutex_lock(&r->lock);
+        for (int64_t i = 0; i < nsel; ++i) {
+            r->valid[tiles[i]] = 1;
+            r->loc[tiles[i]] = SW_TILE_IMPLICIT;
+            r->dirty[tiles[i]] = 0;
+            r->backed[tiles[i]] = 0;
+        }
+        pthread_mutex_unlock(&r->lock);
+    }
+    sw_free(tiles);
+    sw_tensor_unref(dense);
+    return scatter_grads(st, gc, gt, grads);
 }
 
 static sw_status scatter_backward(sw_op *op, sw_tensor *g, int32_t n,
@@ -2094,12 +2300,16 @@ static sw_status scatter_backward(sw_op *op, sw_tensor *g, int32_t n,
         cshape[k] = pr->counts[k] * s->g.tile[k];
         csize *= cshape[k];
     }
+    int done = 0;
+    sw_status st = scatter_backward_tiles(sc, s, compact, tmpl, g, cshape,
+                                          csize, grads, &done);
+    if (st || done)
+        return st;
     /* compact: the cotangent gathered at the selection. */
     sw_carrier *cc = NULL;
     sw_tensor *gc = NULL, *gt = NULL;
-    sw_status st =
-        sw_carrier_allocate_like(compact->carrier, compact->layout->cosize, 1,
-                                 sw_tensor_dtype(compact), 0, &cc);
+    st = sw_carrier_allocate_like(compact->carrier, compact->layout->cosize, 1,
+                                  sw_tensor_dtype(compact), 0, &cc);
     if (!st)
         st = sw_tensor_new(cc, 0, compact->layout, &gc);
     sw_carrier_unref(cc);
@@ -2128,14 +2338,7 @@ static sw_status scatter_backward(sw_op *op, sw_tensor *g, int32_t n,
             sw_value_clear(&v);
         }
     }
-    if (st) {
-        sw_tensor_unref(gc);
-        sw_tensor_unref(gt);
-        return st;
-    }
-    grads[0] = gc;
-    grads[1] = gt;
-    return SW_OK;
+    return scatter_grads(st, gc, gt, grads);
 }
 
 static void scatter_destroy(sw_op *op) {
