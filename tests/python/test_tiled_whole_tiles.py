@@ -11,6 +11,8 @@ scatter are dense tensors or TiledEvictable tensors of the same geometry.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import strideweave as sw
@@ -150,3 +152,44 @@ def test_scatter_backward(kind, case, add, tiled_cotangent, row_major):
         want[ix] = 0.0
     assert np.array_equal(read(x.grad, extent), want)
     assert np.array_equal(read(h, extent), ha)  # the cotangent is unchanged
+
+
+@pytest.mark.threads
+@pytest.mark.parametrize("kind", KINDS)
+def test_whole_tile_paths_from_threads(kind):
+    # Four threads project, scatter (add), back-propagate, evict and
+    # promote their own tiles of one array at once.
+    need(kind)
+    grid, tile = (8,), (16,)
+    xa = np.arange(128, dtype=np.float32)
+    x = tiled(kind, xa, grid, tile)
+    errors = []
+
+    def work(k):
+        try:
+            sel = TileSelection([[k, k + 4]])
+            ix = np.ix_(
+                np.concatenate(
+                    [np.arange(16 * k, 16 * k + 16), np.arange(16 * k + 64, 16 * k + 80)]
+                )
+            )
+            for _ in range(5):
+                y = project(x, sel).wait().detach()
+                y = Tensor(y.carrier, 0, y.layout)
+                y.requires_grad = True
+                r = scatter(y, x, sel, reduction="add").wait()
+                assert np.array_equal(read(project(r, sel).wait(), (32,)), 2 * xa[ix])
+                r.backward(tiled(kind, xa, grid, tile))
+                assert np.array_equal(read(y.grad, (32,)), xa[ix])
+                x.carrier.evict(sel.tile_set)
+                x.carrier.promote(sel.tile_set)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert np.array_equal(read(x, (128,)), xa)
