@@ -151,9 +151,11 @@ SW_API void sw_opencl_buffer_stats(int64_t *cached_blocks,
                                    int64_t *cached_bytes, int64_t *reused);
 
 /* The exact bulk move classes, registered for their pairs: CPU and
- * FileBacked to OpenCL and back, and OpenCL to OpenCL on one device. A
- * move from a file maps the fresh device buffer and reads the file into it
- * on the move executor; a move into a file maps the source and writes the
+ * FileBacked to OpenCL and back, and OpenCL to OpenCL (a device copy on
+ * one device; between two, the source's span mapped on its device and
+ * written into the destination's buffer on the move executor). A move
+ * from a file maps the fresh device buffer and reads the file into it on
+ * the move executor; a move into a file maps the source and writes the
  * file from it there, leaving the file's version as it was. */
 SW_API const sw_move_class *sw_move_cpu_to_opencl(void);
 SW_API const sw_move_class *sw_move_opencl_to_cpu(void);

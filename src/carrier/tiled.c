@@ -283,37 +283,43 @@ static void tile_block_compact(const sw_tile_geometry *g, int64_t t,
         stride[k] = k ? stride[k - 1] * g->tile[k - 1] : 1;
 }
 
-/* Tile t between a FileBacked tier and an OpenCL one, through a compact
- * host copy of the tile: the file's runs are read into it and the device
- * written from it in one block, or the other way round. */
-static sw_status copy_tile_file_device(const tiled_state *s, int64_t t,
-                                       sw_carrier *src, sw_carrier *dst) {
+/* Tile t between two tiers that share no device copy (a FileBacked file
+ * and an OpenCL device, or two devices), through a compact host copy of
+ * the tile: filled from the source (the file's runs, or one device
+ * block read), then drained into the destination the same way. */
+static sw_status copy_tile_staged(const tiled_state *s, int64_t t,
+                                  sw_carrier *src, sw_carrier *dst) {
     const sw_tile_geometry *g = &s->g;
-    int to_device = sw_carrier_is_opencl(dst);
-    sw_carrier *file = to_device ? src : dst;
     size_t isz = (size_t)sw_dtype_itemsize(sw_carrier_dtype(src));
     char *stage = sw_malloc((size_t)g->tile_size * isz);
     if (!stage)
         return sw_oom();
-    sw_cl_block b;
-    tile_block_compact(g, t, to_device, &b);
     int64_t run = tile_run(g), nruns = g->tile_size / run;
-    sw_status st = to_device ? SW_OK : sw_opencl_block_read(src, stage, &b);
-    for (int64_t r = 0; r < nruns && !st; ++r) {
-        int64_t p = sw_tile_slot(g, t, r * run);
-        char *at = stage + (size_t)(r * run) * isz;
-        st = to_device ? sw_file_read(file, p, run, at)
-                       : sw_file_write(file, p, run, at);
+    sw_status st = SW_OK;
+    for (int pass = 0; pass < 2 && !st; ++pass) {
+        sw_carrier *c = pass == 0 ? src : dst;
+        if (sw_carrier_is_file(c)) {
+            for (int64_t r = 0; r < nruns && !st; ++r) {
+                int64_t p = sw_tile_slot(g, t, r * run);
+                char *at = stage + (size_t)(r * run) * isz;
+                st = pass == 0 ? sw_file_read(c, p, run, at)
+                               : sw_file_write(c, p, run, at);
+            }
+        } else {
+            sw_cl_block b;
+            tile_block_compact(g, t, pass == 1, &b);
+            st = pass == 0 ? sw_opencl_block_read(c, stage, &b)
+                           : sw_opencl_block_write(c, stage, &b);
+        }
     }
-    if (!st && to_device)
-        st = sw_opencl_block_write(dst, stage, &b);
     sw_free(stage);
     return st;
 }
 
 /* The device transfer of tile t between an OpenCL tier and a CPU,
  * FileBacked or OpenCL tier: the bulk moves' device write, read or copy
- * over the footprint. *handled 0: another pair, or two devices. */
+ * over the footprint, staged through the host with a file or between two
+ * devices. *handled 0: another pair. */
 static sw_status copy_tile_device(const tiled_state *s, int64_t t,
                                   sw_carrier *src, sw_carrier *dst,
                                   int *handled) {
@@ -321,13 +327,18 @@ static sw_status copy_tile_device(const tiled_state *s, int64_t t,
     tile_block(&s->g, t, &b);
     *handled = 1;
     if (sw_carrier_is_file(src) || sw_carrier_is_file(dst))
-        return copy_tile_file_device(s, t, src, dst);
+        return copy_tile_staged(s, t, src, dst);
     if (sw_carrier_is_opencl(src) && sw_carrier_is_cpu(dst))
         return sw_opencl_block_read(src, sw_cpu_data(dst), &b);
     if (sw_carrier_is_cpu(src) && sw_carrier_is_opencl(dst))
         return sw_opencl_block_write(dst, sw_cpu_data(src), &b);
-    if (sw_carrier_is_opencl(src) && sw_carrier_is_opencl(dst))
-        return sw_opencl_block_copy(src, dst, &b, handled);
+    if (sw_carrier_is_opencl(src) && sw_carrier_is_opencl(dst)) {
+        sw_status st = sw_opencl_block_copy(src, dst, &b, handled);
+        if (st || *handled)
+            return st;
+        *handled = 1;
+        return copy_tile_staged(s, t, src, dst);
+    }
     *handled = 0;
     return SW_OK;
 }
@@ -336,7 +347,7 @@ static sw_status copy_tile_device(const tiled_state *s, int64_t t,
  * carrier: inside owner access). Its runs (tile_run) are contiguous: CPU
  * and FileBacked tiers copy them in bulk, an OpenCL tier moves the whole
  * footprint in device commands (through a host copy of the tile with a
- * file), others go element by element. */
+ * file or another device), others go element by element. */
 static sw_status copy_tile(const tiled_state *s, int64_t t, sw_carrier *src,
                            int64_t stoken, sw_carrier *dst, int64_t dtoken) {
     const sw_tile_geometry *g = &s->g;

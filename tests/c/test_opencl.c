@@ -777,6 +777,61 @@ static void test_profiled_interval(void) {
     leak_check(base, "profiled OpenCL moves");
 }
 
+/*
+ * Two devices (meson runs this program again with PoCL asked for two, each
+ * with its own context): a move between them goes through the host,
+ * asynchronously; a failure at its map, write or wait leaves both
+ * carriers as they were; the destination's tail and version stay.
+ */
+static void test_two_devices(void) {
+    if (sw_opencl_device_count() < 2) {
+        ok(1, "moves between two devices # SKIP one OpenCL device");
+        return;
+    }
+    int64_t base = sw_debug_live_allocs();
+    const sw_opencl_stage stages[3] = {
+        SW_OPENCL_STAGE_MAP, SW_OPENCL_STAGE_ENQUEUE, SW_OPENCL_STAGE_WAIT};
+    for (int i = 0; i < 4; ++i) {
+        sw_carrier *cpu = cpu_iota(4), *a = NULL, *b = NULL;
+        sw_tensor *t = tensor_over(cpu, 0, "4:1"), *on_a = NULL, *r = NULL,
+                  *ta = NULL;
+        (void)sw_opencl_new(4, SW_DTYPE_FLOAT32, 1, 0, 0, &a);
+        (void)sw_opencl_new(6, SW_DTYPE_FLOAT32, 1, 0, 1, &b);
+        if (!expect_ok(sw_move(t, a, &on_a), "onto device 0"))
+            goto next;
+        ta = tensor_over(a, 1, "3:1");
+        if (i < 3)
+            sw_debug_opencl_fail(stages[i], 0);
+        sw_status st = sw_move(ta, b, &r);
+        sw_debug_opencl_fail(SW_OPENCL_STAGE_NONE, 0);
+        if (i < 3) {
+            ok(st == SW_ERUNTIME && strstr(sw_errmsg(), "(injected)") &&
+                   !sw_carrier_is_released(a) && get_f(a, 1) == 1 &&
+                   get_f(b, 0) == 0 && sw_carrier_version(b) == 0,
+               "a failing %s between devices changes nothing",
+               i == 0   ? "map"
+               : i == 1 ? "write"
+                        : "wait");
+            sw_clear_error();
+        } else if (expect_ok(st, "device 0 -> device 1")) {
+            ok(sw_carrier_is_released(a) && get_f(b, 0) == 1 &&
+                   get_f(b, 2) == 3 && get_f(b, 3) == 0 && get_f(b, 5) == 0 &&
+                   sw_carrier_version(b) == 0,
+               "the span moves to the other device, the tail stays zero");
+        }
+    next:
+        sw_tensor_unref(t);
+        sw_tensor_unref(on_a);
+        sw_tensor_unref(ta);
+        sw_tensor_unref(r);
+        sw_carrier_unref(cpu);
+        sw_carrier_unref(a);
+        sw_carrier_unref(b);
+    }
+    sw_move_wait_idle();
+    leak_check(base, "moves between two devices");
+}
+
 int main(void) {
     process_caches_warm();
     int64_t base = sw_debug_live_allocs();
@@ -805,6 +860,7 @@ int main(void) {
     test_operations();
     test_tiled();
     test_profiled_interval();
+    test_two_devices();
     sw_move_wait_idle();
     leak_check(base, "the whole program");
     return done_testing();

@@ -67,8 +67,10 @@ the carrier contract (Metal's, with OpenCL in its place), and their tests.
 
 Operations on OpenCL tensors (generated kernels, their cache, autograd) are
 tested in test_opencl_ops.py, TiledEvictable with OpenCL tiers in
-test_tiled_opencl.py. Not built (see docs/COMPATIBILITY.md, OpenCL):
-operations across two devices.
+test_tiled_opencl.py. Two devices (PoCL makes two of the CPU): moves
+between them through the host, atomic at every stage, tiers on both, and
+operations refused across them (ValueError, as PyTorch refuses operands on
+two devices): ``test_two_devices_in_a_fresh_process``.
 """
 
 import os
@@ -496,6 +498,77 @@ def test_large_upload_is_whole_or_nothing(runtime, no_faults, stage):
     out = array.array("f", bytes(4 * m))
     sw.move(Tensor(dst, 0, L([m], [1])), CPU(m, out.buffer_info()[0]))
     assert out == array.array("f", range(2, m + 2))
+
+
+TWO_DEVICES = """
+import strideweave as sw
+from strideweave import Evictable, OpenCL, Tensor, _native
+from strideweave.carriers.tiled_evictable import TiledEvictable, TileSet
+
+def L(n):
+    return sw.Layout(sw.Shape([n]), sw.Stride([1]))
+
+assert len(sw.opencl_devices()) == 2
+# A move between devices: the span with its offset into a fresh buffer of
+# the other device, whose tail stays; asynchronous; the version kept.
+a = OpenCL(0, device=0).new_like([1.0, 2.0, 3.0, 4.0])
+b = OpenCL(5, device=1)
+m = sw.move(Tensor(a, 1, L(3)), b)
+assert list(b) == [2.0, 3.0, 4.0, 0.0, 0.0] and b.version == 0 and a.is_released()
+c = OpenCL(0, device=0).new_like([9.0] * 6)
+assert sw.move_async(m, c).wait().carrier is c
+assert list(c) == [2.0, 3.0, 4.0, 9.0, 9.0, 9.0] and c.version == 0
+# A failure at each stage leaves both carriers as they were.
+for stage in ("map", "enqueue", "wait"):
+    src = OpenCL(0, device=0).new_like([5.0, 6.0])
+    dst = OpenCL(0, device=1).new_like([7.0, 8.0])
+    _native._debug_opencl_fail(stage, 0)
+    try:
+        sw.move(Tensor(src, 0, L(2)), dst)
+        raise AssertionError(stage + " did not fail")
+    except RuntimeError as e:
+        assert "injected" in str(e)
+    _native._debug_opencl_fail("none", 0)
+    assert (list(src), list(dst), dst.version) == ([5.0, 6.0], [7.0, 8.0], 0)
+    assert not src.is_released()
+# Operations need their operands on one device.
+x0 = Tensor(OpenCL(0, device=0).new_like([1.0]), 0, L(1))
+x1 = Tensor(OpenCL(0, device=1).new_like([1.0]), 0, L(1))
+try:
+    sw.add(x0, x1)
+    raise AssertionError("add across devices")
+except ValueError as e:
+    assert str(e) == "rhs is on OpenCL device 1, the other operands on device 0"
+# Tiers on two devices move tiles in bulk, staged through the host.
+t = TiledEvictable(
+    OpenCL(0, device=0).new_like([float(i) for i in range(8)]), OpenCL(8, device=1), (4,), (2,)
+)
+t.evict(t.valid_tiles)
+t.promote(TileSet([(1,)]))
+t[0] = -1.0
+t.evict(t.valid_tiles)
+assert [t[i] for i in range(8)] == [-1.0] + [float(i) for i in range(1, 8)]
+assert (t.primary.version, t.secondary.version) == (1, 0)
+ev = Evictable(OpenCL(0, device=0).new_like([1.0, 2.0]), OpenCL(0, device=1))
+ev.evict()
+ev.promote()
+assert list(ev) == [1.0, 2.0]
+print("ok")
+"""
+
+
+def test_two_devices_in_a_fresh_process(runtime):
+    # PoCL makes two devices of the CPU when asked (POCL_DEVICES), each
+    # with its own context: moves between them go through the host.
+    if not any(d["platform"] == "Portable Computing Language" for d in runtime):
+        pytest.skip("two devices are made with PoCL's POCL_DEVICES")
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    env.pop("STRIDEWEAVE_OPENCL_DEVICE", None)
+    out = subprocess.run(
+        [sys.executable, "-c", TWO_DEVICES], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
 
 
 def test_move_backward(runtime):

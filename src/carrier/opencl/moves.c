@@ -13,7 +13,9 @@
  *    only once the device has completed, so a failure at any stage leaves
  *    the destination's storage and values as they were. From a file, the
  *    fresh buffer's span is mapped and the file is read into it on the
- *    move executor, so the disk read is asynchronous too;
+ *    move executor, so the disk read is asynchronous too. From another
+ *    device (another context, so no device copy), the source's span is
+ *    mapped there and written into the fresh buffer on the executor;
  *  - into CPU memory: the source's span is mapped, and copied into the
  *    destination only once the map has completed, so a failed enqueue,
  *    map or wait writes nothing. Into a file the same way: the mapped span
@@ -75,8 +77,10 @@ typedef struct move_work {
     int64_t bytes;        /* of the span */
     cl_mem fresh;         /* the destination's new buffer */
     cl_mem src_mem, old_mem;
-    cl_mem map_mem; /* the buffer mapped at mapped (not owned) */
+    cl_mem map_mem;           /* the buffer mapped at mapped (not owned) */
+    sw_cl_device *map_device; /* whose queue mapped it */
     void *mapped;
+    int across; /* OpenCL -> OpenCL between two devices */
     cl_event events[3];
     cl_uint nevents;
 } move_work;
@@ -97,13 +101,9 @@ static sw_status move_prepare(void *ctx, const sw_transfer_request *req,
     if (!to->is(dst))
         return sw_fail(SW_ETYPE, "%s requires %s destination",
                        class_names[kind], to->name);
-    if (kind == OPENCL_TO_OPENCL && ocl(src)->device != ocl(dst)->device) {
-        *unsupported = 1;
-        snprintf(reason, size,
-                 "the carriers are on different OpenCL "
-                 "devices");
-        return SW_OK;
-    }
+    (void)unsupported;
+    (void)reason;
+    (void)size;
     move_work *w = sw_malloc(sizeof *w);
     if (!w)
         return sw_oom();
@@ -111,6 +111,8 @@ static sw_status move_prepare(void *ctx, const sw_transfer_request *req,
     w->kind = kind;
     w->req = req;
     w->device = to_host(kind) ? ocl(src)->device : ocl(dst)->device;
+    w->across =
+        kind == OPENCL_TO_OPENCL && ocl(src)->device != ocl(dst)->device;
     w->bytes = req->physical_span * sw_dtype_itemsize(req->dtype);
     *work = w;
     return SW_OK;
@@ -141,19 +143,22 @@ static sw_status copy_tail(move_work *w, int64_t total) {
     return st;
 }
 
-/* Maps bytes of buffer m from byte at (for reading, or for writing over
- * the whole region), with the map's event after those already enqueued. */
-static sw_status map_span(move_work *w, cl_mem m, int64_t at, int writing) {
+/* Maps bytes of buffer m (on device d) from byte at, for reading or for
+ * writing over the whole region, with the map's event after those
+ * already enqueued. */
+static sw_status map_span(move_work *w, sw_cl_device *d, cl_mem m, int64_t at,
+                          int writing) {
     if (sw_cl_injected(SW_OPENCL_STAGE_MAP))
         return sw_cl_fail_injected("map");
     cl_int err = SW_CL_SUCCESS;
     w->mapped = sw_cl.EnqueueMapBuffer(
-        w->device->queue, m, 0,
+        d->queue, m, 0,
         writing ? SW_CL_MAP_WRITE_INVALIDATE_REGION : SW_CL_MAP_READ,
         (size_t)at, (size_t)w->bytes, 0, NULL, &w->events[w->nevents], &err);
     if (!w->mapped)
         return sw_cl_fail("map", err);
     w->map_mem = m;
+    w->map_device = d;
     ++w->nevents;
     return SW_OK;
 }
@@ -173,7 +178,7 @@ static sw_status submit_to_opencl(move_work *w) {
         return st;
     if (w->kind == FILE_TO_OPENCL) {
         st = copy_tail(w, total);
-        return st ? st : map_span(w, w->fresh, 0, 1);
+        return st ? st : map_span(w, w->device, w->fresh, 0, 1);
     }
     if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
         return sw_cl_fail_injected("copy");
@@ -201,14 +206,41 @@ static sw_status submit_to_opencl(move_work *w) {
     return copy_tail(w, total);
 }
 
-/* Maps the source's span for reading (into CPU memory or a file). */
+/* Maps the source's span for reading (into CPU memory, a file, or
+ * another device). */
 static sw_status submit_to_host(move_work *w) {
     const sw_transfer_request *req = w->req;
     int64_t item = sw_dtype_itemsize(req->dtype);
     w->src_mem = sw_opencl_buffer(req->tensor->carrier);
     if (!w->src_mem)
         return sw_carrier_fail_released();
-    return map_span(w, w->src_mem, req->offset * item, 0);
+    return map_span(w, ocl(req->tensor->carrier)->device, w->src_mem,
+                    req->offset * item, 0);
+}
+
+/* Between two devices (two contexts, so no device copy): the mapped
+ * source span is written into a fresh buffer of the destination's device,
+ * behind it the old buffer's tail, and waited for there. */
+static sw_status write_across(move_work *w) {
+    sw_cl_release_events(w->nevents, w->events);
+    w->nevents = 0;
+    int64_t total =
+        ocl(w->req->destination)->size * sw_dtype_itemsize(w->req->dtype);
+    sw_status st = sw_opencl_buffer_new(w->device, total, &w->fresh);
+    if (st)
+        return st;
+    if (sw_cl_injected(SW_OPENCL_STAGE_ENQUEUE))
+        return sw_cl_fail_injected("write");
+    st = enqueued(sw_cl.EnqueueWriteBuffer(w->device->queue, w->fresh, 0, 0,
+                                           (size_t)w->bytes, w->mapped, 0, NULL,
+                                           &w->events[w->nevents]),
+                  "write");
+    if (st)
+        return st;
+    ++w->nevents;
+    if ((st = copy_tail(w, total)))
+        return st;
+    return sw_cl_wait(w->nevents, w->events, "move");
 }
 
 /* Unmaps what the work mapped and waits for it; the first failure. */
@@ -216,7 +248,7 @@ static sw_status unmap(move_work *w) {
     if (!w->mapped)
         return SW_OK;
     cl_event ev = NULL;
-    cl_int err = sw_cl.EnqueueUnmapMemObject(w->device->queue, w->map_mem,
+    cl_int err = sw_cl.EnqueueUnmapMemObject(w->map_device->queue, w->map_mem,
                                              w->mapped, 0, NULL, &ev);
     w->mapped = NULL;
     if (err != SW_CL_SUCCESS)
@@ -298,6 +330,8 @@ static sw_status move_wait(void *ctx, void **error) {
         host_copy_run(dst, w->mapped, w->bytes);
     } else if (w->kind == OPENCL_TO_FILE) {
         return write_file(w);
+    } else if (w->across && (st = write_across(w))) {
+        return st;
     } else if (w->kind == FILE_TO_OPENCL) {
         /* The disk read, here on the move executor, then the unmap that
          * hands the span to the device. */
@@ -323,13 +357,13 @@ static sw_status move_submit(void *ctx, void *work,
     sw_status st;
     /* A layout's cosize is at least one: every move copies, and so waits
      * for the device. */
-    if (to_host(w->kind))
+    if (to_host(w->kind) || w->across)
         st = submit_to_host(w);
     else
         st = submit_to_opencl(w);
     if (st)
         return st;
-    (void)sw_cl.Flush(w->device->queue);
+    (void)sw_cl.Flush(w->map_device ? w->map_device->queue : w->device->queue);
     completion->ctx = w;
     completion->wait = move_wait;
     return SW_OK;
