@@ -37,6 +37,8 @@ Checklist (what is built, and its tests):
   binary ops, mul and pow by a scalar, matmul, reduce over short and long
   rows) against central finite differences of the same expression in
   float64 on the host: ``test_gradients_against_finite_differences``.
+- An operation made with define_operation runs through its reference and
+  VJP on the device: ``test_defined_operation_runs_through_its_reference``.
 - Refusals: Bool, mixed carriers, wrong modes, unknown operations:
   ``test_refusals``.
 - Asynchronous launch, one compile per specialisation, views compile
@@ -637,6 +639,66 @@ def test_grad_accumulates_on_device(runtime):
 
 
 # ------------------------------------------------------------ refusals
+
+
+def test_defined_operation_runs_through_its_reference(runtime):
+    # An operation made with define_operation runs on OpenCL tensors
+    # through its reference (built-in operations, so OpenCL kernels), and
+    # back-propagates through its VJP, on the device; no kernel pack is
+    # needed (packs serve definition-backed carriers, which OpenCL is not).
+    import strideweave.functional as F
+    from strideweave.carriers.operation_policy import (
+        Arithmetic,
+        OperandPlan,
+        OperandRole,
+        OperationPlan,
+    )
+    from strideweave.operation_definition import (
+        OperandKind,
+        OperandSpec,
+        OperationSchema,
+        OptionSpec,
+        ResolvedInvocation,
+        ResultSpec,
+        define_operation,
+    )
+
+    def resolve(call):
+        (x,) = call.operands
+        plan = OperationPlan(
+            call.definition.name,
+            (OperandPlan(OperandRole.TENSOR, x.dtype(), x.dtype()),),
+            Arithmetic.BINARY32,
+            None,
+            None,
+            DType.Float32,
+        )
+        return ResolvedInvocation(call, plan, (ResultSpec(x.dtype(), x.layout.shape, x.layout),))
+
+    def reference(inv):
+        return F.tanh(F.mul(inv.operands[0], inv.options["factor"]))
+
+    def vjp(ctx, cot):
+        (c,) = cot
+        x = ctx.invocation.operands[0]
+        t = F.tanh(F.mul(x, ctx.invocation.options["factor"]))
+        one_minus = F.sub(F.pow(t, 0.0), F.elementwise_mul(t, t))  # 1 - tanh^2
+        return (F.mul(F.elementwise_mul(c, one_minus), ctx.invocation.options["factor"]),)
+
+    schema = OperationSchema(
+        [OperandSpec("x", OperandKind.TENSOR, True)], [OptionSpec("factor", 2.0)]
+    )
+    scaled_tanh = define_operation("opencl_test.scaled_tanh", schema, resolve, reference, vjp)
+    vals = [-1.0, -0.25, 0.5, 1.5]
+    x = Tensor(OpenCL(0).new_like(vals), 0, L([4], [1]))
+    x.requires_grad = True
+    y = scaled_tanh(x, factor=0.5)
+    assert type(y.carrier) is OpenCL
+    np.testing.assert_allclose(host_logical(y), np.tanh(0.5 * np.array(vals)), rtol=1e-5)
+    y.backward(Tensor(OpenCL(0).new_like([1.0] * 4), 0, L([4], [1])))
+    assert type(x.grad.carrier) is OpenCL
+    want = 0.5 * (1 - np.tanh(0.5 * np.array(vals)) ** 2)
+    np.testing.assert_allclose(host_logical(x.grad), want, rtol=1e-5)
 
 
 def test_refusals(runtime):
