@@ -172,6 +172,16 @@ sw_status sw_tiled_adopt(sw_carrier *like, sw_carrier *dense, sw_carrier **out);
  * are and only src (held only by the caller) refers to it; otherwise its
  * values are scattered into a dense carrier of that class, which does.
  * *done 0 for other classes (nothing made: the caller copies). */
+/* A scatter of src over the whole of the TiledEvictable c in one block
+ * (tiled.c): when base is 0 and mapping and src's layout (at offset 0) are
+ * c's array in its own order, and src is a TiledEvictable of c's geometry
+ * (made dense) or a dense carrier of c's primary's class, every tile
+ * becomes primary, valid and dirty with src's values, and the version
+ * rises once. *done 0, nothing changed: not so, or work in progress on c
+ * (the caller writes value by value). */
+sw_status sw_tiled_assign(sw_carrier *c, const sw_tensor *src, int64_t base,
+                          const sw_layout *mapping, int *done);
+
 sw_status sw_tiled_copy_of(sw_carrier *like, sw_layout *layout,
                            const sw_tensor *src, sw_tensor **out, int *done);
 

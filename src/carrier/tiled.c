@@ -1698,9 +1698,15 @@ static sw_status blocks_copy(const sw_tile_geometry *g, const projection *pr,
                              const int64_t *cshape, const int64_t *tiles,
                              int64_t nsel, sw_carrier *array,
                              sw_carrier *compact, int to_compact) {
+    /* Both stay allocated even if released meanwhile: the copy reads
+     * and writes their memory directly. */
     sw_status st = sw_carrier_pin(compact);
     if (st)
         return st;
+    if ((st = sw_carrier_pin(array))) {
+        sw_carrier_unpin(compact);
+        return st;
+    }
     int device = sw_carrier_is_opencl(array), done = 1;
     size_t esize = (size_t)sw_dtype_itemsize(sw_carrier_dtype(compact));
     sw_carrier *from = to_compact ? array : compact;
@@ -1711,8 +1717,10 @@ static sw_status blocks_copy(const sw_tile_geometry *g, const projection *pr,
         if (device)
             st = sw_opencl_block_copy(from, to, &b, &done);
         else
-            host_block_copy(sw_cpu_data(from), sw_cpu_data(to), &b, esize);
+            host_block_copy(sw_cpu_storage(from), sw_cpu_storage(to), &b,
+                            esize);
     }
+    sw_carrier_unpin(array);
     sw_carrier_unpin(compact);
     if (!st && !done) /* tiles_copyable saw one device */
         st = sw_fail(SW_ERUNTIME, "OpenCL tile copy between two devices");
@@ -1763,20 +1771,23 @@ static sw_status gather_values(const sw_tensor *t, tiled_state *s,
         int resident = tiles_resident(s, tiles, nsel);
         if (resident && whole)
             st = tiles_copy(s, pr, cshape, tiles, nsel, d, 1);
-        else if (resident &&
-                 !(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
-            size_t esize = (size_t)sw_dtype_itemsize(sw_carrier_dtype(d));
-            const char *src = sw_cpu_data(s->primary);
-            char *dst = sw_cpu_data(d);
-            for (int64_t j = 0; j < csize && !st; ++j) {
-                int64_t p = 0;
-                st = sw_layout_index(t->layout, source_index(s, pr, cshape, j),
-                                     &p);
-                if (!st)
-                    memcpy(dst + (size_t)j * esize,
-                           src + (size_t)(t->offset + p) * esize, esize);
+        else if (resident && !(st = sw_carrier_pin(d))) {
+            /* d stays allocated even if released meanwhile. */
+            if (!(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+                size_t esize = (size_t)sw_dtype_itemsize(sw_carrier_dtype(d));
+                const char *src = sw_cpu_data(s->primary);
+                char *dst = sw_cpu_storage(d);
+                for (int64_t j = 0; j < csize && !st; ++j) {
+                    int64_t p = 0;
+                    st = sw_layout_index(t->layout,
+                                         source_index(s, pr, cshape, j), &p);
+                    if (!st)
+                        memcpy(dst + (size_t)j * esize,
+                               src + (size_t)(t->offset + p) * esize, esize);
+                }
+                (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
             }
-            (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+            sw_carrier_unpin(d);
         }
         pthread_mutex_unlock(&s->lock);
         if (resident)
@@ -2191,6 +2202,106 @@ static sw_status scatter_forward(sw_op *op, int32_t nargs, const sw_arg *args,
     return SW_OK;
 }
 
+static int same_geometry(const sw_tile_geometry *a, const sw_tile_geometry *b) {
+    if (a->rank != b->rank)
+        return 0;
+    for (int32_t k = 0; k < a->rank; ++k)
+        if (a->grid[k] != b->grid[k] || a->tile[k] != b->tile[k])
+            return 0;
+    return 1;
+}
+
+/* Whether c has work in progress on any tile (requests, projections,
+ * scatters, pins); under the lock. */
+static int tiles_busy(const tiled_state *s) {
+    if (s->pending > 0)
+        return 1;
+    for (int64_t t = 0; t < s->g.ntiles; ++t)
+        if (s->pins[t] || s->holds[t] || s->claims[t])
+            return 1;
+    return 0;
+}
+
+sw_status sw_tiled_assign(sw_carrier *c, const sw_tensor *src, int64_t base,
+                          const sw_layout *mapping, int *done) {
+    *done = 0;
+    tiled_state *s = tstate(c);
+    sw_layout *own = NULL;
+    if (!s || base != 0 || src->offset != 0 ||
+        dense_layout(s->g.rank, s->g.extent, &own)) {
+        sw_clear_error();
+        return SW_OK;
+    }
+    int fits =
+        sw_layout_equal(mapping, own) && sw_layout_equal(src->layout, own);
+    sw_layout_unref(own);
+    if (!fits)
+        return SW_OK;
+    sw_tensor *dense = NULL;
+    sw_status st = SW_OK;
+    if (sw_carrier_is_tiled(src->carrier)) {
+        tiled_state *gs = tstate(src->carrier);
+        if (!gs || src->carrier == c || !same_geometry(&gs->g, &s->g) ||
+            !tiles_copyable(s->primary, gs->primary))
+            return SW_OK;
+        void *ticket = NULL;
+        if ((st = sw_tiled_work_begin(src->carrier, "scatter", &ticket)))
+            return st;
+        st = sw_tiled_densify(src, &dense);
+        sw_tiled_work_end(ticket);
+        if (st)
+            return st;
+    } else if (tiles_copyable(s->primary, src->carrier)) {
+        dense = sw_tensor_retain((sw_tensor *)src);
+    } else {
+        return SW_OK;
+    }
+    /* One block over the whole array, from dense's slot 0. */
+    sw_cl_block b;
+    memset(&b, 0, sizeof b);
+    b.rank = 1;
+    b.extent[0] = s->g.size;
+    b.src_stride[0] = b.dst_stride[0] = 1;
+    pthread_mutex_lock(&s->lock);
+    if (!tiles_busy(s) && !(st = sw_carrier_pin(dense->carrier))) {
+        *done = 1;
+        if (!(st = sw_carrier_begin_owner_access(s->primary, s->ptoken))) {
+            int copied = 1;
+            if (sw_carrier_is_opencl(s->primary))
+                st = sw_opencl_block_copy(dense->carrier, s->primary, &b,
+                                          &copied);
+            else
+                host_block_copy(
+                    sw_cpu_storage(dense->carrier), sw_cpu_data(s->primary), &b,
+                    (size_t)sw_dtype_itemsize(sw_carrier_dtype(s->primary)));
+            if (!st && !copied) /* tiles_copyable saw one device */
+                st = sw_fail(SW_ERUNTIME, "OpenCL copy between two devices");
+            (void)sw_carrier_end_owner_access(s->primary, s->ptoken);
+        }
+        sw_carrier_unpin(dense->carrier);
+        /* Every tile is primary now, with the new values. After a failed
+         * copy only the primary tiles may hold a part of them; the others
+         * keep their values where they are. */
+        for (int64_t t = 0; t < s->g.ntiles; ++t) {
+            if (st && s->loc[t] != SW_TILE_PRIMARY)
+                continue;
+            s->valid[t] = 1;
+            s->loc[t] = SW_TILE_PRIMARY;
+            s->dirty[t] = 1;
+            s->backed[t] = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    sw_tensor_unref(dense);
+    /* One write: the version rises once, also after a failure that may
+     * have written a part. */
+    if (*done) {
+        sw_status bumped = sw_carrier_bump_version(c);
+        st = st ? st : bumped;
+    }
+    return st;
+}
+
 /* A scatter's gradients (compact's gc, template's gt) on success; both
  * dropped on failure. */
 static sw_status scatter_grads(sw_status st, sw_tensor *gc, sw_tensor *gt,
@@ -2203,15 +2314,6 @@ static sw_status scatter_grads(sw_status st, sw_tensor *gc, sw_tensor *gt,
     grads[0] = gc;
     grads[1] = gt;
     return SW_OK;
-}
-
-static int same_geometry(const sw_tile_geometry *a, const sw_tile_geometry *b) {
-    if (a->rank != b->rank)
-        return 0;
-    for (int32_t k = 0; k < a->rank; ++k)
-        if (a->grid[k] != b->grid[k] || a->tile[k] != b->tile[k])
-            return 0;
-    return 1;
 }
 
 /*

@@ -7,6 +7,7 @@
 #include "op/kernels/kernels.h"
 #include "strideweave/evictable.h"
 #include "strideweave/opencl.h"
+#include "strideweave/tiled.h"
 #include "tensor/internal.h"
 
 static void tensor_destroy(sw_object *o) {
@@ -292,6 +293,14 @@ static sw_status scatter_pinned(sw_carrier *c, const sw_tensor *src,
         /* An interrupted copy has written part of the target. */
         sw_status bumped = sw_carrier_bump_version(c);
         return st ? st : bumped;
+    }
+    /* A TiledEvictable's whole array from a tensor laid out as it is
+     * goes in one block. */
+    if (sw_carrier_is_tiled(c)) {
+        int done = 0;
+        sw_status st = sw_tiled_assign(c, src, base, mapping, &done);
+        if (st || done)
+            return st;
     }
     int64_t v0 = sw_carrier_version(c);
     for (int64_t i = 0; i < mapping->size; ++i) {

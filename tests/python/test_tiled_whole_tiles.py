@@ -193,3 +193,107 @@ def test_whole_tile_paths_from_threads(kind):
         th.join()
     assert errors == []
     assert np.array_equal(read(x, (128,)), xa)
+
+
+def release_round(kind, x, xa, sel):
+    """Two threads scatter and back-propagate through sel while the
+    compact and the dense cotangent they read are released; the errors."""
+    n = 4 * 4096
+    c = on(kind, np.ones(n, dtype=np.float32))
+    y = on(kind, np.ones(n, dtype=np.float32))
+    y.requires_grad = True
+    h = on(kind, xa)
+    stop, errors, rounds = threading.Event(), [], [threading.Event(), threading.Event()]
+
+    def loop(step, ran):
+        try:
+            while not stop.is_set():
+                step()
+                ran.set()
+        except RuntimeError as e:
+            errors.append(e)
+        ran.set()
+
+    steps = (
+        lambda: scatter(c, x, sel).wait(),
+        lambda: scatter(y, x, sel).wait().backward(h),
+    )
+    threads = [threading.Thread(target=loop, args=a) for a in zip(steps, rounds, strict=True)]
+    for th in threads:
+        th.start()
+    for ran in rounds:  # each thread is copying by now
+        ran.wait(10)
+    c.carrier.release()
+    h.carrier.release()
+    stop.set()
+    for th in threads:
+        th.join()
+    return errors
+
+
+@pytest.mark.threads
+@pytest.mark.parametrize("kind", KINDS)
+def test_release_under_whole_tile_copies(kind):
+    # A scatter's compact and a backward's dense cotangent are released
+    # while other threads copy their tiles: each call either completes or
+    # says the carrier is released, and nothing reads freed memory (the
+    # sanitizer passes run this).
+    need(kind)
+    xa = np.arange(8 * 4096, dtype=np.float32)
+    x = tiled(kind, xa, (8,), (4096,))
+    sel = TileSelection([[1, 3, 5, 7]])
+    for _ in range(3):
+        for e in release_round(kind, x, xa, sel):
+            assert "released" in str(e), repr(e)
+    assert np.array_equal(read(x, (8 * 4096,)), xa)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@SETTINGS
+@given(case=cases())
+def test_gradients_accumulate_into_a_tiled_grad(kind, case):
+    # The second gradient is added to the first and written back over the
+    # whole tiled grad in one block; the grad tensor stays the same one.
+    need(kind)
+    grid, tile, sel, ix, extent, cshape, values = setup(case)
+    x = tiled(kind, values(extent), grid, tile)
+    x.requires_grad = True
+    g1, g2 = values(cshape), values(cshape)
+    project(x, sel).wait().backward(on(kind, g1))
+    first = x.grad
+    version = first.carrier.version
+    project(x, sel).wait().backward(on(kind, g2))
+    want = np.zeros(extent, dtype=np.float32)
+    want[ix] = g1 + g2
+    assert x.grad is first and np.array_equal(read(x.grad, extent), want)
+    assert first.carrier.version == version + 1
+    assert first.carrier.primary_tiles == first.carrier.valid_tiles
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@SETTINGS
+@given(case=cases(), tiled_source=st.booleans(), row_major=st.booleans())
+def test_scatter_over_a_whole_tiled_array(kind, case, tiled_source, row_major):
+    # carrier.scatter of a whole array: in one block when the source and
+    # the mapping are the array's own order, value by value otherwise.
+    need(kind)
+    grid, tile, _, _, extent, _, values = setup(case)
+    target, sa = tiled(kind, values(extent), grid, tile), values(extent)
+    target.carrier.evict(target.carrier.valid_tiles)
+    src = tiled(kind, sa, grid, tile) if tiled_source else on(kind, sa)
+    version = target.carrier.version
+    target.carrier.scatter(src, target, layout(extent, row_major))
+    want = sa
+    if row_major:  # logical i of src lands at the row-major slot of i
+        want = np.zeros(extent, dtype=np.float32)
+        lay = layout(extent, True)
+        flat = want.reshape(-1, order="F")
+        for i, v in enumerate(sa.ravel(order="F")):
+            flat[lay(i)] = v
+        want = flat.reshape(extent, order="F")
+    assert np.array_equal(read(target, extent), want)
+    assert np.array_equal(read(src, extent), sa)
+    if not row_major:
+        assert target.carrier.version == version + 1
+        assert target.carrier.primary_tiles == target.carrier.valid_tiles
+        assert target.carrier.dirty_tiles == target.carrier.valid_tiles
