@@ -1815,6 +1815,15 @@ static sw_status fresh_like(sw_carrier *tc, int keep_valid, sw_carrier **out) {
     return st;
 }
 
+/* Makes tile t valid at loc with values the secondary does not hold:
+ * written (dirty) when primary, zeros when implicit. Under the lock. */
+static void set_tile(tiled_state *s, int64_t t, sw_tile_location loc) {
+    s->valid[t] = 1;
+    s->loc[t] = (uint8_t)loc;
+    s->dirty[t] = loc == SW_TILE_PRIMARY;
+    s->backed[t] = 0;
+}
+
 /* Makes the selected tiles of r valid primary tiles holding compact's
  * values (a dense compact carrier over the selection, tiles_copyable),
  * by whole tiles. */
@@ -1822,12 +1831,8 @@ static sw_status replace_tiles(tiled_state *r, const projection *pr,
                                const int64_t *cshape, const int64_t *tiles,
                                int64_t nsel, sw_carrier *compact) {
     pthread_mutex_lock(&r->lock);
-    for (int64_t i = 0; i < nsel; ++i) {
-        r->valid[tiles[i]] = 1;
-        r->loc[tiles[i]] = SW_TILE_PRIMARY;
-        r->dirty[tiles[i]] = 1;
-        r->backed[tiles[i]] = 0;
-    }
+    for (int64_t i = 0; i < nsel; ++i)
+        set_tile(r, tiles[i], SW_TILE_PRIMARY);
     sw_status st = tiles_copy(r, pr, cshape, tiles, nsel, compact, 0);
     pthread_mutex_unlock(&r->lock);
     return st;
@@ -2283,12 +2288,8 @@ sw_status sw_tiled_assign(sw_carrier *c, const sw_tensor *src, int64_t base,
          * copy only the primary tiles may hold a part of them; the others
          * keep their values where they are. */
         for (int64_t t = 0; t < s->g.ntiles; ++t) {
-            if (st && s->loc[t] != SW_TILE_PRIMARY)
-                continue;
-            s->valid[t] = 1;
-            s->loc[t] = SW_TILE_PRIMARY;
-            s->dirty[t] = 1;
-            s->backed[t] = 0;
+            if (!st || s->loc[t] == SW_TILE_PRIMARY)
+                set_tile(s, t, SW_TILE_PRIMARY);
         }
     }
     pthread_mutex_unlock(&s->lock);
@@ -2381,12 +2382,8 @@ static sw_status scatter_backward_tiles(const scatter *sc, tiled_state *s,
     if (!st && sc->reduction == SW_SCATTER_REPLACE) {
         tiled_state *r = sw_carrier_defined_data(gt->carrier);
         pthread_mutex_lock(&r->lock);
-        for (int64_t i = 0; i < nsel; ++i) {
-            r->valid[tiles[i]] = 1;
-            r->loc[tiles[i]] = SW_TILE_IMPLICIT;
-            r->dirty[tiles[i]] = 0;
-            r->backed[tiles[i]] = 0;
-        }
+        for (int64_t i = 0; i < nsel; ++i)
+            set_tile(r, tiles[i], SW_TILE_IMPLICIT);
         pthread_mutex_unlock(&r->lock);
     }
     sw_free(tiles);
